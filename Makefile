@@ -1,0 +1,49 @@
+# twokeys: `make demo` (set up + index the example KB + compare search modes), `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.twokeys-installed
+DEMO_INDEX ?= .demo/support-kb.twokeys
+
+.PHONY: venv demo test lint typecheck unit clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "twokeys needs Python 3.11+"'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: venv
+	$(BIN)/twokeys index examples/support-kb/docs --index $(DEMO_INDEX)
+	$(BIN)/twokeys info --index $(DEMO_INDEX)
+	@for mode in bm25 dense hybrid; do \
+		echo; echo "=== $$mode: What does error code ZX-4821 mean?"; \
+		$(BIN)/twokeys search "What does error code ZX-4821 mean?" --index $(DEMO_INDEX) --mode $$mode -k 3; \
+	done
+	@for mode in bm25 dense hybrid; do \
+		echo; echo "=== $$mode: Can I get my money back if the item arrived broken?"; \
+		$(BIN)/twokeys search "Can I get my money back if the item arrived broken?" --index $(DEMO_INDEX) --mode $$mode -k 3; \
+	done
+	@echo; echo "=== hybrid --explain: why was nomic-embed-text chosen?"
+	$(BIN)/twokeys search "why was nomic-embed-text chosen?" --index $(DEMO_INDEX) -k 2 --explain
+	@echo
+	$(BIN)/python examples/compare_modes.py --index $(DEMO_INDEX)
+
+lint: venv
+	$(BIN)/ruff check src tests examples
+	$(BIN)/ruff format --check src tests examples
+
+typecheck: venv
+	$(BIN)/mypy
+
+unit: venv
+	$(BIN)/pytest -m "not slow" -q
+
+test: lint typecheck
+	$(BIN)/pytest -q
+
+clean:
+	rm -rf .demo .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,23 @@
+"""twokeys: hybrid lexical + dense retrieval for RAG over your own documents."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from twokeys.engine import Index, open_index
+from twokeys.indexer import IndexOptions, IndexReport, build_index
+from twokeys.types import Chunk, Document, Evidence, Hit, ScoredChunk
+
+__all__ = [
+    "Chunk",
+    "Document",
+    "Evidence",
+    "Hit",
+    "Index",
+    "IndexOptions",
+    "IndexReport",
+    "ScoredChunk",
+    "__version__",
+    "build_index",
+    "open_index",
+]

@@ -1,0 +1,489 @@
+"""Chunking: split a :class:`Document` into :class:`Chunk` passages under a token cap.
+
+Markdown (and HTML, which arrives as light Markdown) is split into *blocks*: paragraphs,
+list runs, tables, front matter and fenced code blocks, grouped into *sections* by ATX
+(``#``..``######``) and setext (``===``/``---``) headings. Every other kind (``text``,
+``rst``, ``jsonl``) is one untitled section of blank-line-separated paragraphs.
+
+Heading lines are **not** part of any chunk body: a heading starts a section and lives
+in ``Chunk.heading_path`` (a heading of level n replaces every level >= n), and
+:func:`indexed_text` puts it back, on its own line, in front of the body. The cap
+``max_tokens`` bounds that heading line (``" > ".join(heading_path)``, or the document
+title for chunks outside any heading) plus the body. Chunks never cross a heading.
+
+Within a section blocks are packed greedily. A block too big on its own is cut into
+pieces: prose and list items at sentence ends, tables and front matter at lines, code
+at lines only; a sentence or row still too big is cut at whitespace, never inside a
+word, so ``ZX-4821`` or ``/etc/grub.d/40_custom`` stay whole. A chunk exceeds the cap
+only when one code line or one whitespace-free token is bigger than it (or when the
+heading line alone takes over half the cap: the body always keeps half of it).
+
+Each chunk after the first in a section starts with whole trailing sentences (or code
+lines) of the previous chunk, at most ``overlap_tokens`` of them. A chunk with fewer
+than ``min_tokens`` of its own tokens is not closed before a block that must be cut:
+that block's first pieces are merged into it instead.
+
+Token counts come from a batched :data:`TokenCounter`. Each sentence, line and (for
+over-long sentences) word is counted once, in at most two calls per document, and the
+count of a span is the sum of its pieces' counts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
+
+from twokeys.errors import ConfigError
+from twokeys.types import Chunk, Document
+
+TokenCounter = Callable[[Sequence[str]], list[int]]
+"""Token counts of each string of a batch (no special tokens)."""
+
+MARKDOWN_KINDS = frozenset({"markdown", "html"})
+
+
+@dataclass(frozen=True)
+class ChunkerConfig:
+    """Chunk size parameters, in tokens of the :data:`TokenCounter` in use."""
+
+    max_tokens: int = 250  # cap on tokens of (heading line + chunk body)
+    overlap_tokens: int = 32  # trailing sentences repeated at the start of the next chunk
+    min_tokens: int = 24  # a smaller open chunk absorbs the start of a block that must be cut
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ConfigError(f"chunker.{f.name}: expected int, got {value!r}")
+        if self.max_tokens < 16:
+            raise ConfigError(f"chunker.max_tokens: must be at least 16, got {self.max_tokens}")
+        if self.overlap_tokens < 0 or 2 * self.overlap_tokens >= self.max_tokens:
+            raise ConfigError(
+                f"chunker.overlap_tokens: must be >= 0 and < max_tokens / 2 "
+                f"({self.max_tokens / 2:g}), got {self.overlap_tokens}"
+            )
+        if self.min_tokens < 0:
+            raise ConfigError(f"chunker.min_tokens: must be >= 0, got {self.min_tokens}")
+
+    def to_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> ChunkerConfig:
+        """Build from a mapping such as a manifest entry; unknown keys are an error."""
+        known = [f.name for f in fields(cls)]
+        values: dict[str, int] = {}
+        for key, value in d.items():
+            if key not in known:
+                raise ConfigError(f"chunker: unknown field {key!r} (known: {', '.join(known)})")
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ConfigError(f"chunker.{key}: expected int, got {value!r}")
+            values[key] = value
+        return cls(**values)
+
+
+_WORD = re.compile(r"\w+")
+_PUNCT_RUN = re.compile(r"[^\w\s]+")
+
+
+def approx_token_counter(texts: Sequence[str]) -> list[int]:
+    """A tokenizer-free estimate of subword token counts.
+
+    Each word (run of ``\\w``) of n characters counts ``ceil(n / 6)`` and each run of
+    punctuation counts 1; whitespace is free, so counts add up over whitespace joins.
+    """
+    return [
+        sum((len(w) + 5) // 6 for w in _WORD.findall(t)) + len(_PUNCT_RUN.findall(t)) for t in texts
+    ]
+
+
+def chunk_document(
+    doc: Document, count_tokens: TokenCounter, config: ChunkerConfig = ChunkerConfig()
+) -> list[Chunk]:
+    """Split ``doc`` into chunks in reading order (see the module docstring for the rules)."""
+    text = doc.text
+    if not text.strip():
+        return []
+    sections = _markdown_sections(text) if doc.kind in MARKDOWN_KINDS else _plain_sections(text)
+    heading_lines = [_heading_line(s.path, doc.title) for s in sections]
+    spans = [[_piece_spans(text, block) for block in s.blocks] for s in sections]
+    counts = _count(
+        count_tokens, heading_lines + [text[a:b] for sec in spans for blk in sec for a, b in blk]
+    )
+    budgets = [max(config.max_tokens - n, config.max_tokens // 2) for n in counts[: len(sections)]]
+    it = iter(counts[len(sections) :])
+    pieces = [[[_Piece(a, b, next(it), True) for a, b in blk] for blk in sec] for sec in spans]
+    pieces = _cut_oversized(text, sections, pieces, budgets, count_tokens)
+
+    chunks: list[Chunk] = []
+    for section, blocks, budget in zip(sections, pieces, budgets, strict=True):
+        for start, end in _pack(blocks, budget, config):
+            chunks.append(Chunk(doc.id, len(chunks), text[start:end], start, end, section.path))
+    return chunks
+
+
+def indexed_text(chunk: Chunk, title: str) -> str:
+    """The text retrievers index: the heading path (or ``title``) on one line, then the body."""
+    line = _heading_line(chunk.heading_path, title)
+    return f"{line}\n{chunk.text}" if line else chunk.text
+
+
+def _heading_line(path: tuple[str, ...], title: str) -> str:
+    return " > ".join(path) if path else " ".join(title.split())
+
+
+def _count(count_tokens: TokenCounter, texts: list[str]) -> list[int]:
+    """Count a batch, skipping empty strings (0 tokens) and checking the answer's length."""
+    todo = [t for t in texts if t]
+    counts = list(count_tokens(todo)) if todo else []
+    if len(counts) != len(todo):
+        raise ValueError(f"token counter returned {len(counts)} counts for {len(todo)} texts")
+    it = iter(counts)
+    return [next(it) if t else 0 for t in texts]
+
+
+# --- blocks and sections ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    start: int
+    end: int
+    kind: str  # "prose", "list", "lines" (table, front matter), "code"
+    closed: bool = True  # code: the closing fence is present
+
+
+@dataclass(frozen=True, slots=True)
+class _Section:
+    path: tuple[str, ...]
+    blocks: tuple[_Block, ...]
+
+
+_FENCE_OPEN = re.compile(r"[ \t]*(?:(`{3,})[^`]*|(~{3,}).*)")
+_FENCE_CLOSE = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*")
+_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*")
+_ATX_CLOSE = re.compile(r"(?:^|[ \t]+)#+$")
+_SETEXT = re.compile(r" {0,3}(?:=+|-+)[ \t]*")
+_THEMATIC = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*")
+_LIST_ITEM = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
+_LIST_INTERRUPT = re.compile(r" {0,3}(?:[-*+]|1[.)])[ \t]+\S")
+_TABLE_ROW = re.compile(r" {0,3}\|")
+
+
+def _lines(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each line, without its newline (``\\r\\n`` aware)."""
+    out = []
+    pos = 0
+    for raw in text.split("\n"):
+        end = pos + len(raw)
+        out.append((pos, end - 1 if raw.endswith("\r") else end))
+        pos = end + 1
+    return out
+
+
+def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _indent(line: str) -> int:
+    expanded = line.expandtabs(4)
+    return len(expanded) - len(expanded.lstrip())
+
+
+def _plain_sections(text: str) -> list[_Section]:
+    """One untitled section of blank-line-separated paragraphs."""
+    lines = _lines(text)
+    blocks = []
+    first = -1
+    for i, (s, e) in enumerate([*lines, (0, 0)]):
+        if text[s:e].strip():
+            first = i if first < 0 else first
+        elif first >= 0:
+            blocks.append(_Block(*_trim(text, lines[first][0], lines[i - 1][1]), "prose"))
+            first = -1
+    return [_Section((), tuple(blocks))]
+
+
+def _markdown_sections(text: str) -> list[_Section]:
+    """Blocks grouped into sections by headings; heading lines belong to no block."""
+    lines = _lines(text)
+    strs = [text[s:e] for s, e in lines]
+    n = len(lines)
+    sections: list[_Section] = []
+    levels: list[tuple[int, str]] = []
+    blocks: list[_Block] = []
+
+    def block(first: int, last: int, kind: str, closed: bool = True) -> None:
+        blocks.append(_Block(*_trim(text, lines[first][0], lines[last][1]), kind, closed))
+
+    def heading(level: int, title: str) -> None:
+        nonlocal blocks
+        if blocks:
+            sections.append(_Section(tuple(t for _, t in levels), tuple(blocks)))
+            blocks = []
+        levels[:] = [(lv, t) for lv, t in levels if lv < level]
+        title = " ".join(title.split())
+        if title:
+            levels.append((level, title))
+
+    i = 0
+    if strs[0].rstrip() == "---":  # YAML front matter
+        close = next((k for k in range(1, min(n, 200)) if strs[k].rstrip() in ("---", "...")), 0)
+        if close:
+            block(0, close, "lines")
+            i = close + 1
+    while i < n:
+        line = strs[i]
+        if not line.strip():
+            i += 1
+        elif m := _FENCE_OPEN.fullmatch(line):
+            last, closed = _fence_end(strs, i, m.group(1) or m.group(2))
+            block(i, last, "code", closed)
+            i = last + 1
+        elif m := _ATX.fullmatch(line):
+            heading(len(m.group(1)), _ATX_CLOSE.sub("", (m.group(2) or "").strip()))
+            i += 1
+        elif _THEMATIC.fullmatch(line):
+            i += 1
+        elif _LIST_ITEM.match(line):
+            last = _list_end(strs, i)
+            block(i, last, "list")
+            i = last + 1
+        elif _TABLE_ROW.match(line):
+            last = i
+            while last + 1 < n and _TABLE_ROW.match(strs[last + 1]):
+                last += 1
+            block(i, last, "lines")
+            i = last + 1
+        elif i + 1 < n and _SETEXT.fullmatch(strs[i + 1]):
+            heading(1 if strs[i + 1].strip()[0] == "=" else 2, line)
+            i += 2
+        else:
+            last = i
+            while last + 1 < n and not _interrupts_paragraph(strs[last + 1]):
+                last += 1
+            block(i, last, "prose")
+            i = last + 1
+    heading(0, "")  # flush the last section
+    return sections
+
+
+def _fence_end(strs: list[str], first: int, fence: str) -> tuple[int, bool]:
+    """Index of the closing fence line (or the last line when unclosed) and whether closed."""
+    for k in range(first + 1, len(strs)):
+        m = _FENCE_CLOSE.fullmatch(strs[k])
+        if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+            return k, True
+    return len(strs) - 1, False
+
+
+def _ends_block(line: str) -> bool:
+    return bool(_FENCE_OPEN.fullmatch(line) or _ATX.fullmatch(line) or _THEMATIC.fullmatch(line))
+
+
+def _interrupts_paragraph(line: str) -> bool:
+    return not line.strip() or _ends_block(line) or bool(_LIST_INTERRUPT.match(line))
+
+
+def _list_end(strs: list[str], first: int) -> int:
+    """Last line of the list run starting at ``first`` (items, continuations, loose items)."""
+    last = first
+    k = first + 1
+    while k < len(strs):
+        line = strs[k]
+        if not line.strip():
+            nxt = next((j for j in range(k + 1, len(strs)) if strs[j].strip()), len(strs))
+            if nxt == len(strs) or _ends_block(strs[nxt]):
+                break
+            if not (_LIST_ITEM.match(strs[nxt]) or _indent(strs[nxt]) >= 2):
+                break
+            k = nxt
+        elif _ends_block(line):
+            break
+        last = k
+        k += 1
+    return last
+
+
+# --- pieces: sentences, lines, words ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    start: int
+    end: int
+    tokens: int
+    whole: bool  # a whole sentence or line, so it may be repeated as overlap
+
+
+_SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]*_`]*(?=\s)")
+_NON_SPACE = re.compile(r"\S+")
+_NEXT_NON_SPACE = re.compile(r"\S")
+_LINE = re.compile(r"[^\n]+")
+_SENTENCE_OPENERS = frozenset("\"'“‘([`*")
+_ABBREVIATION = re.compile(
+    r"(?:[^\W\d_]\.)+"  # initials and dotted forms: "J.", "U.S.", "e.g.", "i.e."
+    r"|(?:etc|vs|cf|al|approx|ca|dr|mr|mrs|ms|prof|sr|jr|st|no|nos|fig|figs|eq|vol|ed|pp"
+    r"|inc|ltd|co|corp|dept|resp|incl|ref|sec)\.",
+    re.IGNORECASE,
+)
+
+
+def _piece_spans(text: str, block: _Block) -> list[tuple[int, int]]:
+    """The block's pieces: sentences (prose, list items), lines (tables, code)."""
+    if block.kind == "prose":
+        return _sentence_spans(text, block.start, block.end)
+    lines = [
+        _trim(text, block.start + m.start(), block.start + m.end())
+        for m in _LINE.finditer(text[block.start : block.end])
+    ]
+    lines = [(a, b) for a, b in lines if a < b]
+    if block.kind == "list":
+        starts = [k for k, (a, b) in enumerate(lines) if k == 0 or _LIST_ITEM.match(text[a:b])]
+        items = [
+            (lines[k][0], lines[nxt - 1][1])
+            for k, nxt in zip(starts, [*starts[1:], len(lines)], strict=True)
+        ]
+        return [s for a, b in items for s in _sentence_spans(text, a, b)]
+    if block.kind == "code" and len(lines) >= 2:
+        # keep the fences attached to a code line, so no piece is a bare fence
+        lines[0:2] = [(lines[0][0], lines[1][1])]
+        if block.closed and len(lines) >= 2:
+            lines[-2:] = [(lines[-2][0], lines[-1][1])]
+    return lines
+
+
+def _sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Sentences of ``text[start:end]`` (trimmed): a split follows ``.``/``!``/``?`` and
+    whitespace when an uppercase letter, digit, quote or bracket comes next, except after
+    an abbreviation such as ``e.g.``. Dots inside ``1.2.10`` or ``foo.bar()`` never split.
+    """
+    out = []
+    current = start
+    for m in _SENTENCE_END.finditer(text, start, end):
+        nxt = _NEXT_NON_SPACE.search(text, m.end(), end)
+        if nxt is None:
+            break
+        c = text[nxt.start()]
+        if not (c.isupper() or c.isdigit() or c in _SENTENCE_OPENERS):
+            continue
+        if m.group().startswith(".") and _is_abbreviation(text, current, m.start()):
+            continue
+        out.append((current, m.end()))
+        current = nxt.start()
+    out.append((current, end))
+    return out
+
+
+def _is_abbreviation(text: str, floor: int, dot: int) -> bool:
+    begin = dot
+    while begin > floor and not text[begin - 1].isspace():
+        begin -= 1
+    return bool(_ABBREVIATION.fullmatch(text[begin : dot + 1].lstrip("\"'“‘([*_`")))
+
+
+def _cut_oversized(
+    text: str,
+    sections: list[_Section],
+    pieces: list[list[list[_Piece]]],
+    budgets: list[int],
+    count_tokens: TokenCounter,
+) -> list[list[list[_Piece]]]:
+    """Replace each sentence or row bigger than its section's budget by its words.
+
+    Code lines are never cut. All the words of a document are counted in one call.
+    """
+    words = {
+        (p.start, p.end): [(m.start(), m.end()) for m in _NON_SPACE.finditer(text, p.start, p.end)]
+        for section, blocks, budget in zip(sections, pieces, budgets, strict=True)
+        for block, block_pieces in zip(section.blocks, blocks, strict=True)
+        if block.kind != "code"
+        for p in block_pieces
+        if p.tokens > budget
+    }
+    if not words:
+        return pieces
+    spans = [span for cut in words.values() for span in cut]
+    counts = dict(zip(spans, _count(count_tokens, [text[a:b] for a, b in spans]), strict=True))
+
+    def cut(p: _Piece) -> list[_Piece]:
+        if (p.start, p.end) not in words:
+            return [p]
+        return [_Piece(a, b, counts[a, b], False) for a, b in words[p.start, p.end]]
+
+    return [[[w for p in block for w in cut(p)] for block in blocks] for blocks in pieces]
+
+
+# --- packing ---------------------------------------------------------------------------
+
+
+def _pack(blocks: list[list[_Piece]], budget: int, config: ChunkerConfig) -> list[tuple[int, int]]:
+    """Greedily pack one section's blocks of pieces into chunk spans of <= ``budget`` tokens."""
+    packer = _Packer(budget, config)
+    for block in blocks:
+        packer.add_block(block)
+    return packer.finish()
+
+
+class _Packer:
+    """The open chunk of a section: its pieces, their token total and how many are new."""
+
+    def __init__(self, budget: int, config: ChunkerConfig) -> None:
+        self.budget = budget
+        self.config = config
+        self.spans: list[tuple[int, int]] = []
+        self.pieces: list[_Piece] = []
+        self.tokens = 0
+        self.fresh_pieces = 0  # pieces not repeated from the previous chunk
+        self.fresh_tokens = 0
+
+    def add_block(self, pieces: list[_Piece]) -> None:
+        tokens = sum(p.tokens for p in pieces)
+        if self.tokens + tokens <= self.budget:
+            self._extend(pieces)
+        elif tokens <= self.budget:  # fits in a chunk of its own: keep it whole
+            self._close(tokens)
+            self._extend(pieces)
+        else:  # cut it, merging its start into a tiny open chunk
+            if self.fresh_tokens >= self.config.min_tokens:
+                self._close(pieces[0].tokens)
+            for piece in pieces:
+                if self.pieces and self.tokens + piece.tokens > self.budget:
+                    self._close(piece.tokens)
+                self._extend([piece])
+
+    def finish(self) -> list[tuple[int, int]]:
+        self._close(self.budget)
+        return self.spans
+
+    def _extend(self, pieces: list[_Piece]) -> None:
+        self.pieces.extend(pieces)
+        self.fresh_pieces += len(pieces)
+        added = sum(p.tokens for p in pieces)
+        self.tokens += added
+        self.fresh_tokens += added
+
+    def _close(self, next_tokens: int) -> None:
+        """Emit the open chunk; reopen it with an overlap that leaves room for ``next_tokens``."""
+        if not self.fresh_pieces:
+            return
+        self.spans.append((self.pieces[0].start, self.pieces[-1].end))
+        limit = min(self.config.overlap_tokens, self.budget - next_tokens)
+        keep = 0
+        total = 0
+        # whole trailing sentences/lines only, and never the entire previous chunk
+        while limit > 0 and keep < len(self.pieces) - 1:
+            p = self.pieces[-1 - keep]
+            if not p.whole or total + p.tokens > limit:
+                break
+            keep += 1
+            total += p.tokens
+        self.pieces = self.pieces[len(self.pieces) - keep :]
+        self.tokens = total
+        self.fresh_pieces = 0
+        self.fresh_tokens = 0

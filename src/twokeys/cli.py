@@ -1,0 +1,288 @@
+"""The ``twokeys`` command line: a thin layer over the library.
+
+Every user mistake surfaces as a one-line ``error: ...`` on stderr and exit status 1
+(2 for bad usage, 130 when interrupted), never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from twokeys import __version__
+from twokeys.analysis import STEMMERS, STOPWORD_SETS, AnalyzerSpec
+from twokeys.chunking import ChunkerConfig
+from twokeys.dense.encoder import encoder_names
+from twokeys.engine import MODES, open_index
+from twokeys.errors import TwokeysError
+from twokeys.indexer import IndexOptions, build_index
+from twokeys.ingest import SkippedFile
+from twokeys.lexical.bm25 import BM25Params
+from twokeys.types import Hit
+
+DEFAULT_INDEX = "kb.twokeys"
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False, soft_wrap=True)
+
+index_option = click.option(
+    "--index",
+    "index_path",
+    type=click.Path(path_type=Path),
+    default=DEFAULT_INDEX,
+    show_default=True,
+    envvar="TWOKEYS_INDEX",
+    help="Index directory (env TWOKEYS_INDEX).",
+)
+
+
+class _Group(click.Group):
+    """Turns library errors into one clean line."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except TwokeysError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            sys.exit(1)
+        except KeyboardInterrupt:
+            err.print("interrupted; any previous index is unchanged")
+            sys.exit(130)
+
+
+@click.group(cls=_Group)
+@click.version_option(__version__, prog_name="twokeys")
+def main() -> None:
+    """Hybrid lexical + dense retrieval over your documents."""
+
+
+@contextmanager
+def _progress(quiet: bool) -> Iterator[Callable[[str, int | None], Callable[[int], None]]]:
+    if quiet:
+        yield lambda _name, _total: lambda _n: None
+        return
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description:<22}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=err, transient=False) as bar:
+
+        def stage(name: str, total: int | None) -> Callable[[int], None]:
+            task = bar.add_task(name, total=total)
+            return lambda n: bar.advance(task, n)
+
+        yield stage
+
+
+@main.command()
+@click.argument("source", type=click.Path(path_type=Path))
+@index_option
+@click.option(
+    "--encoder",
+    default="minilm",
+    show_default=True,
+    envvar="TWOKEYS_ENCODER",
+    help=f"Dense encoder ({', '.join(encoder_names())}).",
+)
+@click.option("--no-dense", is_flag=True, help="Build a lexical-only index (no embeddings).")
+@click.option("--float16", is_flag=True, help="Store vectors as float16 (half the size).")
+@click.option("--k1", type=float, default=0.9, show_default=True, help="BM25 k1.")
+@click.option("--b", "b", type=float, default=0.4, show_default=True, help="BM25 b.")
+@click.option("--chunk-tokens", type=int, default=250, show_default=True, help="Chunk cap.")
+@click.option("--chunk-overlap", type=int, default=32, show_default=True, help="Overlap.")
+@click.option("--stemmer", type=click.Choice(STEMMERS), default="english", show_default=True)
+@click.option(
+    "--stopwords", type=click.Choice(list(STOPWORD_SETS)), default="lucene", show_default=True
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+def index(
+    source: Path,
+    index_path: Path,
+    encoder: str,
+    no_dense: bool,
+    float16: bool,
+    k1: float,
+    b: float,
+    chunk_tokens: int,
+    chunk_overlap: int,
+    stemmer: str,
+    stopwords: str,
+    quiet: bool,
+) -> None:
+    """Index SOURCE (a folder, or a .jsonl / BEIR corpus file) into --index.
+
+    Re-running on the same source embeds only new or changed files and drops deleted ones.
+    """
+    options = IndexOptions(
+        analyzer=AnalyzerSpec(stemmer=stemmer, stopwords=stopwords),
+        bm25=BM25Params(k1=k1, b=b),
+        chunker=ChunkerConfig(
+            max_tokens=chunk_tokens,
+            overlap_tokens=chunk_overlap,
+            min_tokens=min(ChunkerConfig().min_tokens, chunk_tokens // 4),
+        ),
+        encoder=None if no_dense else encoder,
+        dtype="float16" if float16 else "float32",
+    )
+
+    def warn(item: SkippedFile) -> None:
+        err.print(f"[yellow]warning:[/yellow] {item}")
+
+    with _progress(quiet) as stage:
+        report = build_index(source, index_path, options, progress=stage, on_skip=warn)
+    if report.full_rebuild_reason:
+        err.print(f"full rebuild: {report.full_rebuild_reason}")
+    out.print(
+        f"indexed {report.documents} documents, {report.chunks} chunks into {index_path} "
+        f"({report.added} added, {report.changed} changed, {report.unchanged} unchanged, "
+        f"{report.removed} removed; {report.embedded_chunks} chunks embedded; "
+        f"{len(report.skipped)} skipped) in {report.seconds:.1f}s"
+    )
+
+
+@main.command()
+@click.argument("query")
+@index_option
+@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
+@click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option(
+    "--candidates",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Per-retriever depth fused in hybrid mode.",
+)
+@click.option("--rrf-k", type=float, default=60.0, show_default=True, help="RRF constant k.")
+@click.option("--explain", is_flag=True, help="Show why each hit ranked where it did.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def search(
+    query: str,
+    index_path: Path,
+    mode: str,
+    k: int,
+    candidates: int,
+    rrf_k: float,
+    explain: bool,
+    as_json: bool,
+) -> None:
+    """Search the index for QUERY."""
+    with open_index(index_path) as kb:
+        hits = kb.search(
+            query, mode=mode, k=k, candidates=candidates, rrf_k=rrf_k, explain=explain or as_json
+        )
+    if as_json:
+        out.print_json(json.dumps([hit_to_dict(h) for h in hits], ensure_ascii=False))
+        return
+    if not hits:
+        out.print("no results")
+        return
+    for hit in hits:
+        _print_hit(hit, explain, rrf_k)
+
+
+def hit_to_dict(hit: Hit) -> dict[str, Any]:
+    """A hit as plain JSON-ready data."""
+    return {
+        "rank": hit.rank,
+        "score": hit.score,
+        "doc_id": hit.doc_id,
+        "chunk_id": hit.chunk.id,
+        "path": hit.path,
+        "title": hit.title,
+        "heading": hit.chunk.heading,
+        "start": hit.chunk.start,
+        "end": hit.chunk.end,
+        "text": hit.text,
+        "evidence": [
+            {
+                "retriever": e.retriever,
+                "rank": e.rank,
+                "score": e.score,
+                "fused": e.fused,
+                "matched_terms": [[t, w] for t, w in e.matched_terms],
+            }
+            for e in hit.evidence
+        ],
+    }
+
+
+def _print_hit(hit: Hit, explain: bool, rrf_k: float) -> None:
+    where = hit.chunk.heading or hit.title
+    out.print(f"[bold]{hit.rank}.[/bold] {hit.path}  [dim]{where}[/dim]  score={hit.score:.4f}")
+    snippet = " ".join(hit.text.split())
+    out.print(f"   {snippet[:240]}{'…' if len(snippet) > 240 else ''}", markup=False)
+    if not explain:
+        return
+    for ev in hit.evidence:
+        line = f"   · {ev.retriever:<6} rank {ev.rank:>3}  "
+        if ev.retriever == "dense":
+            line += f"cosine {ev.score:.4f}"
+        else:
+            line += f"score {ev.score:.4f}"
+        if ev.fused:
+            line += f"  rrf 1/({rrf_k:g}+{ev.rank}) = {ev.fused:.5f}"
+        if ev.matched_terms:
+            terms = ", ".join(f"{t} {w:.2f}" for t, w in ev.matched_terms)
+            line += f"  terms: {terms}"
+        out.print(line, markup=False)
+    if hit.evidence and len(hit.evidence) < 2 and any(e.fused for e in hit.evidence):
+        missing = {"bm25", "dense"} - {e.retriever for e in hit.evidence}
+        out.print(f"   · {', '.join(sorted(missing))}: not in its top candidates", markup=False)
+
+
+@main.command()
+@index_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def info(index_path: Path, as_json: bool) -> None:
+    """Show an index's counts, sizes and parameters."""
+    with open_index(index_path) as kb:
+        data = kb.info()
+    if as_json:
+        out.print_json(json.dumps(data))
+        return
+    table = Table(title=f"twokeys index {data['path']}", show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    counts = data["counts"]
+    table.add_row("documents", f"{counts['documents']:,}")
+    table.add_row("chunks", f"{counts['chunks']:,}")
+    table.add_row("terms", f"{counts['terms']:,}")
+    table.add_row("postings", f"{counts['postings']:,}")
+    table.add_row("size on disk", f"{data['size_bytes'] / 1e6:.2f} MB")
+    enc = data["encoder"]
+    table.add_row("encoder", f"{enc['id']} ({enc['dtype']}, dim {enc['dim']})" if enc else "none")
+    table.add_row("bm25", f"k1={data['bm25']['k1']} b={data['bm25']['b']}")
+    analyzer = data["analyzer"]
+    table.add_row(
+        "analyzer",
+        f"{analyzer['name']} v{analyzer['version']} stemmer={analyzer['stemmer']} "
+        f"stopwords={analyzer['stopwords']}",
+    )
+    table.add_row("chunker", ", ".join(f"{k}={v}" for k, v in data["chunker"].items()))
+    table.add_row("format", f"v{data['format_version']}, {data['generation']}")
+    table.add_row("built", f"{data['created_at']} by twokeys {data['twokeys_version']}")
+    out.print(table)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

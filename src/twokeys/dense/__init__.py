@@ -1,0 +1,1 @@
+"""Dense (embedding) retrieval: encoders and vector search."""

@@ -1,0 +1,98 @@
+"""The ``Encoder`` interface and the registry that names encoders.
+
+A backend implements one method, :meth:`Encoder.embed_batch`; the base class adds
+length-sorted batching, L2 normalisation and a progress callback. Encoders are looked
+up by name (``"minilm"``, the default) so an index can record which one built it and
+refuse to be searched with another.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from twokeys.errors import ConfigError
+
+Kind = Literal["query", "document"]
+Progress = Callable[[int], None]
+
+
+class Encoder(ABC):
+    """Turns texts into L2-normalised float32 vectors."""
+
+    #: stable identifier recorded in the index manifest, e.g. "onnx:all-MiniLM-L6-v2-int8"
+    id: str
+    #: vector dimension
+    dim: int
+    #: the longest input in model tokens; longer inputs are truncated
+    max_tokens: int
+    batch_size: int = 32
+
+    @abstractmethod
+    def embed_batch(self, texts: Sequence[str], kind: Kind) -> npt.NDArray[np.float32]:
+        """Embed one batch; rows need not be normalised."""
+
+    @abstractmethod
+    def fingerprint(self) -> str:
+        """A hash of the model weights, so an index can detect a changed model."""
+
+    @abstractmethod
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Model tokens of each text, without special tokens (used by the chunker)."""
+
+    def encode(
+        self, texts: Sequence[str], kind: Kind, *, progress: Progress | None = None
+    ) -> npt.NDArray[np.float32]:
+        """Embed ``texts`` in length-sorted batches and L2-normalise each row."""
+        out = np.empty((len(texts), self.dim), np.float32)
+        if not texts:
+            return out
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            vectors = np.asarray(self.embed_batch([texts[i] for i in idx], kind), np.float32)
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            out[idx] = vectors / np.maximum(norms, 1e-12)
+            if progress is not None:
+                progress(len(idx))
+        return out
+
+    def encode_query(self, text: str) -> npt.NDArray[np.float32]:
+        return self.encode([text], "query").reshape(-1)
+
+
+EncoderFactory = Callable[[], Encoder]
+_REGISTRY: dict[str, EncoderFactory] = {}
+
+
+def register_encoder(name: str, factory: EncoderFactory) -> None:
+    """Make an encoder available by name (to the CLI, the index and ``get_encoder``)."""
+    _REGISTRY[name] = factory
+
+
+def encoder_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get_encoder(name: str) -> Encoder:
+    """Instantiate a registered encoder; unknown names are a :class:`ConfigError`."""
+    try:
+        factory = _REGISTRY[name]
+    except KeyError:
+        raise ConfigError(
+            f"encoder: unknown encoder {name!r}; available: {', '.join(encoder_names())}"
+        ) from None
+    return factory()
+
+
+def _minilm() -> Encoder:
+    from twokeys.dense.onnx_minilm import OnnxMiniLM
+
+    return OnnxMiniLM()
+
+
+register_encoder("minilm", _minilm)

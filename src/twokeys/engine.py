@@ -1,0 +1,142 @@
+"""The search engine over one index: open it, pick a mode, get typed hits.
+
+import twokeys
+kb = twokeys.open_index("kb.twokeys")
+for hit in kb.search("What does error code ZX-4821 mean?", k=5):
+    print(hit.rank, hit.path, hit.chunk.heading)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from twokeys.analysis import analyzer_for
+from twokeys.dense.encoder import Encoder, get_encoder
+from twokeys.errors import ConfigError, EncoderMismatchError
+from twokeys.fusion.rrf import DEFAULT_K
+from twokeys.retrievers import BM25Retriever, DenseRetriever, HybridRetriever, Retriever
+from twokeys.store.base import IndexBackend
+from twokeys.store.local import LocalIndex
+from twokeys.types import Hit
+
+Mode = Literal["bm25", "dense", "hybrid"]
+MODES: tuple[str, ...] = ("bm25", "dense", "hybrid")
+
+
+def open_index(path: str | Path, *, encoder: Encoder | None = None) -> Index:
+    """Open an index directory for searching.
+
+    The encoder that built the index is loaded lazily, on the first dense or hybrid
+    search. Passing ``encoder`` uses that instance instead; it must have the same id
+    and weights fingerprint as the one recorded in the index.
+    """
+    return Index(LocalIndex(Path(path)), encoder=encoder)
+
+
+class Index:
+    """Searches one :class:`~twokeys.store.base.IndexBackend` in any of the modes."""
+
+    def __init__(self, backend: IndexBackend, *, encoder: Encoder | None = None) -> None:
+        self.backend = backend
+        self.manifest = backend.manifest
+        self.analyzer = analyzer_for(self.manifest.analyzer)
+        self._encoder = encoder
+        if encoder is not None:
+            self._check_encoder(encoder)
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.backend.close()
+
+    # -- retrievers -----------------------------------------------------------------
+
+    @property
+    def encoder(self) -> Encoder:
+        info = self.manifest.encoder
+        if info is None:
+            raise ConfigError(
+                "this index has no dense vectors (built with --no-dense); use --mode bm25"
+            )
+        if self._encoder is None:
+            self._encoder = get_encoder(info.name)
+            self._check_encoder(self._encoder)
+        return self._encoder
+
+    def _check_encoder(self, encoder: Encoder) -> None:
+        info = self.manifest.encoder
+        if info is None:
+            return
+        if encoder.id != info.id or encoder.fingerprint() != info.fingerprint:
+            raise EncoderMismatchError(
+                f"index was built with encoder {info.id} ({info.fingerprint[:19]}), "
+                f"not {encoder.id} ({encoder.fingerprint()[:19]}); rebuild it with "
+                "'twokeys index' or search with the original encoder"
+            )
+
+    def retriever(
+        self, mode: str = "hybrid", *, candidates: int = 100, rrf_k: float = DEFAULT_K
+    ) -> Retriever:
+        """The retriever for ``mode``: "bm25", "dense" or "hybrid"."""
+        if mode == "bm25":
+            return BM25Retriever(self.analyzer, self.backend.lexical)
+        if mode in ("dense", "hybrid"):
+            vectors = self.backend.vectors
+            dense = DenseRetriever(self.encoder, vectors) if vectors is not None else None
+            if dense is None:
+                raise ConfigError("this index has no dense vectors; use --mode bm25")
+            if mode == "dense":
+                return dense
+            lexical = BM25Retriever(self.analyzer, self.backend.lexical)
+            return HybridRetriever([lexical, dense], candidates=candidates, k=rrf_k)
+        raise ConfigError(f"mode: {mode!r} is not one of {', '.join(MODES)}")
+
+    # -- search ---------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        mode: str = "hybrid",
+        k: int = 10,
+        candidates: int = 100,
+        rrf_k: float = DEFAULT_K,
+        explain: bool = False,
+    ) -> list[Hit]:
+        """The top ``k`` chunks for ``query``; with ``explain``, each hit's evidence."""
+        if k < 1:
+            raise ConfigError(f"k: must be >= 1, got {k}")
+        if not query.strip():
+            raise ConfigError("query: is empty")
+        result = self.retriever(mode, candidates=candidates, rrf_k=rrf_k).retrieve(
+            query, k, explain=explain
+        )
+        rows = [h.row for h in result.run]
+        chunks = self.backend.chunks(rows)
+        docs = self.backend.documents([c.doc_id for c in chunks])
+        hits = []
+        for scored, chunk in zip(result.run, chunks, strict=True):
+            doc = docs.get(chunk.doc_id)
+            hits.append(
+                Hit(
+                    rank=scored.rank,
+                    score=scored.score,
+                    chunk=chunk,
+                    title=doc.title if doc else chunk.doc_id,
+                    path=doc.path if doc else chunk.doc_id,
+                    evidence=result.evidence.get(scored.row, ()),
+                )
+            )
+        return hits
+
+    def info(self) -> dict[str, Any]:
+        """Counts, parameters and on-disk sizes, as recorded in the manifest."""
+        data = self.manifest.to_dict()
+        data["path"] = str(getattr(self.backend, "path", ""))
+        data["size_bytes"] = sum(self.manifest.files.values())
+        return data

@@ -1,0 +1,1 @@
+"""Retrieval evaluation on BEIR-layout collections, measured with ir-measures."""

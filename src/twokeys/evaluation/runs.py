@@ -1,0 +1,44 @@
+"""From chunk hits to document runs, and scoring runs with ir-measures."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from twokeys.errors import MissingExtraError
+from twokeys.types import Hit
+
+Run = dict[str, dict[str, float]]  # query id -> doc id -> score
+
+
+def doc_ranking(hits: Iterable[Hit], depth: int) -> dict[str, float]:
+    """Collapse ranked chunk hits to documents (each document at its best chunk's rank).
+
+    Scores are derived from rank (``depth - rank + 1``), so ties from different
+    retrievers' scales can't reorder documents inside ir-measures.
+    """
+    ranking: dict[str, float] = {}
+    for hit in hits:
+        if hit.doc_id not in ranking:
+            ranking[hit.doc_id] = float(depth - len(ranking))
+            if len(ranking) == depth:
+                break
+    return ranking
+
+
+def evaluate(
+    qrels: Mapping[str, Mapping[str, int]],
+    run: Mapping[str, Mapping[str, float]],
+    measures: Sequence[str],
+) -> dict[str, float]:
+    """Mean of each measure (e.g. "nDCG@10", "R@100") over the judged queries."""
+    try:
+        import ir_measures
+    except ImportError as exc:
+        raise MissingExtraError(
+            "evaluation needs ir-measures: pip install 'twokeys[eval]'"
+        ) from exc
+    parsed: list[Any] = [ir_measures.parse_measure(m) for m in measures]
+    full_run = {qid: dict(run.get(qid, {})) for qid in qrels}
+    result = ir_measures.calc_aggregate(parsed, qrels, full_run)
+    return {str(m): float(result[m]) for m in parsed}

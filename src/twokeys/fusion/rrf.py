@@ -1,0 +1,36 @@
+"""Reciprocal Rank Fusion.
+
+Cormack, Clarke and Büttcher, "Reciprocal Rank Fusion outperforms Condorcet and
+individual Rank Learning Methods", SIGIR 2009::
+
+    RRF(d) = sum over runs r containing d of 1 / (k + rank_r(d))
+
+with ``k = 60`` as in the paper. A chunk absent from a run gets nothing from it (it is
+not given the run's minimum score). Ties are broken by row, so output is deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from twokeys.errors import ConfigError
+from twokeys.types import ScoredChunk
+
+DEFAULT_K = 60.0
+
+
+def rrf_term(rank: int, k: float = DEFAULT_K) -> float:
+    """One run's contribution for a 1-based ``rank``."""
+    return 1.0 / (k + rank)
+
+
+def rrf(runs: Mapping[str, Sequence[ScoredChunk]], k: float = DEFAULT_K) -> list[ScoredChunk]:
+    """Fuse named runs (each ranked, ranks 1-based) into one ranked run."""
+    if k < 0:
+        raise ConfigError(f"rrf.k: must be >= 0, got {k}")
+    fused: dict[int, float] = {}
+    for run in runs.values():
+        for hit in run:
+            fused[hit.row] = fused.get(hit.row, 0.0) + rrf_term(hit.rank, k)
+    ordered = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+    return [ScoredChunk(row=row, score=score, rank=i + 1) for i, (row, score) in enumerate(ordered)]

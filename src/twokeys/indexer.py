@@ -1,0 +1,323 @@
+"""Build or update an index from a source folder or corpus file.
+
+Stages: read documents, chunk the new or changed ones, embed their chunks, rebuild the
+lexical index over all chunks, write a new generation and commit it. Documents whose
+content hash is unchanged keep their chunks and embeddings from the previous
+generation, so re-running ``index`` only embeds what changed; documents that are gone
+from the source are dropped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from twokeys import __version__
+from twokeys.analysis import AnalyzerSpec, analyzer_for
+from twokeys.chunking import ChunkerConfig, approx_token_counter, chunk_document, indexed_text
+from twokeys.dense.encoder import Encoder, get_encoder
+from twokeys.errors import ConfigError, IndexFormatError
+from twokeys.ingest import SkippedFile, load_documents
+from twokeys.lexical.bm25 import BM25Params, build_term_matrix
+from twokeys.store.base import DocumentInfo, EncoderInfo, Manifest
+from twokeys.store.local import (
+    GenerationWriter,
+    LocalIndex,
+    check_writable_target,
+    is_index,
+    write_lock,
+)
+from twokeys.types import Chunk, Document
+
+#: ``stage(name, total)`` returns an ``advance(n)`` callback; total is None when unknown.
+ProgressFactory = Callable[[str, int | None], Callable[[int], None]]
+
+DTYPES = ("float32", "float16")
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    """How to build an index. ``encoder=None`` builds a lexical-only index."""
+
+    analyzer: AnalyzerSpec = field(default_factory=AnalyzerSpec)
+    bm25: BM25Params = field(default_factory=BM25Params)
+    chunker: ChunkerConfig = field(default_factory=ChunkerConfig)
+    encoder: str | None = "minilm"
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise ConfigError(f"dtype: {self.dtype!r} is not one of {', '.join(DTYPES)}")
+
+
+@dataclass
+class IndexReport:
+    """What a build did."""
+
+    documents: int = 0
+    chunks: int = 0
+    added: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    embedded_chunks: int = 0
+    skipped: list[SkippedFile] = field(default_factory=list)
+    full_rebuild_reason: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class _Pending:
+    info: DocumentInfo  # first_row/n_chunks filled in at assembly
+    chunks: list[Chunk]
+    old_first_row: int = -1  # >= 0: chunks and embeddings come from the previous generation
+
+
+def _noop_progress(_name: str, _total: int | None) -> Callable[[int], None]:
+    return lambda _n: None
+
+
+def build_index(
+    source: Path,
+    index_path: Path,
+    options: IndexOptions | None = None,
+    *,
+    encoder: Encoder | None = None,
+    progress: ProgressFactory | None = None,
+    on_skip: Callable[[SkippedFile], None] | None = None,
+) -> IndexReport:
+    """Index ``source`` into ``index_path``, reusing unchanged documents of an existing index.
+
+    ``encoder`` overrides the registry lookup of ``options.encoder`` (tests pass a fake).
+    """
+    options = options or IndexOptions()
+    stage = progress or _noop_progress
+    started = time.perf_counter()
+    report = IndexReport()
+
+    def skipped(item: SkippedFile) -> None:
+        report.skipped.append(item)
+        if on_skip is not None:
+            on_skip(item)
+
+    check_writable_target(index_path)
+    if encoder is None and options.encoder is not None:
+        encoder = get_encoder(options.encoder)
+    encoder_name = options.encoder if options.encoder is not None else None
+    if encoder is not None and encoder_name is None:
+        encoder_name = "custom"
+
+    with write_lock(index_path):
+        previous = _open_previous(index_path, options, encoder, report)
+        writer = GenerationWriter(index_path)
+        try:
+            pending = _collect(source, options, encoder, previous, stage, skipped, report)
+            manifest = _write(
+                writer, pending, options, encoder, encoder_name, previous, stage, report
+            )
+            writer.commit(manifest)
+        except BaseException:
+            writer.abort()
+            raise
+        finally:
+            if previous is not None:
+                previous.close()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _open_previous(
+    index_path: Path, options: IndexOptions, encoder: Encoder | None, report: IndexReport
+) -> LocalIndex | None:
+    if not is_index(index_path):
+        return None
+    try:
+        previous = LocalIndex(index_path)
+    except (IndexFormatError, ConfigError) as exc:
+        report.full_rebuild_reason = f"existing index unreadable ({exc})"
+        return None
+    old = previous.manifest
+    reason = ""
+    if old.chunker != options.chunker:
+        reason = "chunker settings changed"
+    elif (old.encoder is None) != (encoder is None):
+        reason = "dense index added or removed"
+    elif encoder is not None and old.encoder is not None:
+        if old.encoder.id != encoder.id or old.encoder.fingerprint != encoder.fingerprint():
+            reason = f"encoder changed ({old.encoder.id} -> {encoder.id})"
+        elif old.encoder.dtype != options.dtype:
+            reason = f"vector dtype changed ({old.encoder.dtype} -> {options.dtype})"
+    if reason:
+        report.full_rebuild_reason = reason
+        previous.close()
+        return None
+    return previous
+
+
+def _collect(
+    source: Path,
+    options: IndexOptions,
+    encoder: Encoder | None,
+    previous: LocalIndex | None,
+    stage: ProgressFactory,
+    skipped: Callable[[SkippedFile], None],
+    report: IndexReport,
+) -> list[_Pending]:
+    old_docs = {d.id: d for d in previous.all_documents()} if previous is not None else {}
+    counter = encoder.count_tokens if encoder is not None else approx_token_counter
+    advance = stage("Reading and chunking", None)
+    pending: list[_Pending] = []
+    seen: set[str] = set()
+    for doc in load_documents(source, on_skip=skipped):
+        if doc.id in seen:  # two files cannot share a relative path; records are deduplicated
+            continue
+        seen.add(doc.id)
+        info = _info(doc)
+        old = old_docs.get(doc.id)
+        if old is not None and old.sha256 == doc.sha256:
+            report.unchanged += 1
+            reuse = _Pending(_with_rows(info, 0, old.n_chunks), [], old_first_row=old.first_row)
+            pending.append(reuse)
+        else:
+            if old is None:
+                report.added += 1
+            else:
+                report.changed += 1
+            pending.append(_Pending(info, chunk_document(doc, counter, options.chunker)))
+        advance(1)
+    report.removed = len(set(old_docs) - seen)
+    pending.sort(key=lambda p: p.info.id)
+    return pending
+
+
+def _info(doc: Document) -> DocumentInfo:
+    return DocumentInfo(
+        id=doc.id,
+        title=doc.title,
+        path=doc.path,
+        kind=doc.kind,
+        mtime=doc.mtime,
+        sha256=doc.sha256,
+        first_row=0,
+        n_chunks=0,
+        metadata=doc.metadata,
+    )
+
+
+def _with_rows(info: DocumentInfo, first_row: int, n_chunks: int) -> DocumentInfo:
+    return DocumentInfo(
+        id=info.id,
+        title=info.title,
+        path=info.path,
+        kind=info.kind,
+        mtime=info.mtime,
+        sha256=info.sha256,
+        first_row=first_row,
+        n_chunks=n_chunks,
+        metadata=info.metadata,
+    )
+
+
+def _write(
+    writer: GenerationWriter,
+    pending: list[_Pending],
+    options: IndexOptions,
+    encoder: Encoder | None,
+    encoder_name: str | None,
+    previous: LocalIndex | None,
+    stage: ProgressFactory,
+    report: IndexReport,
+) -> Manifest:
+    # Assign rows in document-id order and materialise reused chunks.
+    rows_chunks: list[tuple[int, Chunk]] = []
+    titles: list[str] = []
+    new_rows: list[int] = []
+    reused: list[tuple[int, int, int]] = []  # (new first row, old first row, count)
+    docs: list[DocumentInfo] = []
+    row = 0
+    for item in pending:
+        if item.old_first_row >= 0 and previous is not None:
+            n = item.info.n_chunks
+            chunks = previous.chunks(range(item.old_first_row, item.old_first_row + n))
+            reused.append((row, item.old_first_row, n))
+        else:
+            chunks = item.chunks
+            new_rows.extend(range(row, row + len(chunks)))
+        docs.append(_with_rows(item.info, row, len(chunks)))
+        for chunk in chunks:
+            rows_chunks.append((row, chunk))
+            titles.append(item.info.title)
+            row += 1
+    report.documents = len(docs)
+    report.chunks = row
+    texts = [
+        indexed_text(chunk, title) for (_, chunk), title in zip(rows_chunks, titles, strict=True)
+    ]
+
+    encoder_info: EncoderInfo | None = None
+    if encoder is not None:
+        embeddings = _embed(encoder, texts, new_rows, reused, previous, options, stage)
+        report.embedded_chunks = len(new_rows)
+        writer.write_embeddings(embeddings)
+        encoder_info = EncoderInfo(
+            name=encoder_name or encoder.id,
+            id=encoder.id,
+            fingerprint=encoder.fingerprint(),
+            dim=encoder.dim,
+            dtype=options.dtype,
+        )
+
+    analyzer = analyzer_for(options.analyzer)
+    advance = stage("Lexical index", len(texts))
+
+    def analysed() -> list[list[str]]:
+        out = []
+        for text in texts:
+            out.append(analyzer.index_terms(text))
+            advance(1)
+        return out
+
+    matrix = build_term_matrix(analysed())
+    writer.write_lexical(matrix, options.bm25)
+    writer.add_documents(docs)
+    writer.add_chunks(rows_chunks)
+    return Manifest(
+        analyzer=options.analyzer,
+        bm25=options.bm25,
+        chunker=options.chunker,
+        encoder=encoder_info,
+        counts={
+            "documents": len(docs),
+            "chunks": len(rows_chunks),
+            "terms": len(matrix.vocabulary),
+            "postings": int(matrix.indices.size),
+        },
+        twokeys_version=__version__,
+    )
+
+
+def _embed(
+    encoder: Encoder,
+    texts: Sequence[str],
+    new_rows: Sequence[int],
+    reused: Sequence[tuple[int, int, int]],
+    previous: LocalIndex | None,
+    options: IndexOptions,
+    stage: ProgressFactory,
+) -> npt.NDArray[np.floating]:
+    dtype = np.float16 if options.dtype == "float16" else np.float32
+    embeddings = np.zeros((len(texts), encoder.dim), dtype)
+    old = previous.embeddings() if previous is not None else None
+    if old is not None:
+        for new_first, old_first, n in reused:
+            embeddings[new_first : new_first + n] = old[old_first : old_first + n]
+    if new_rows:
+        advance = stage("Embedding", len(new_rows))
+        vectors = encoder.encode([texts[r] for r in new_rows], "document", progress=advance)
+        embeddings[np.asarray(new_rows)] = vectors.astype(dtype)
+    return embeddings

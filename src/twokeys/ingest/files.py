@@ -1,0 +1,300 @@
+"""Load documents from a folder or a single file.
+
+A folder is walked recursively in a deterministic order (entries sorted by name at
+each level, depth first), skipping hidden entries and never following directory
+symlinks. A file that cannot be read or decoded is reported through ``on_skip`` and
+the walk goes on: one bad file never aborts an ingest.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import itertools
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from charset_normalizer import from_bytes
+
+from twokeys.errors import IngestError
+from twokeys.ingest.html import html_to_markdown
+from twokeys.types import Document
+
+_KINDS: Final = {
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".txt": "text",
+    ".rst": "rst",
+    ".html": "html",
+    ".htm": "html",
+    ".jsonl": "jsonl",
+}
+SUPPORTED_SUFFIXES: Final[tuple[str, ...]] = tuple(_KINDS)
+
+_MAX_TEXT_TITLE = 120  # a longer first line of a .txt file is prose, not a title
+# Longest first: the UTF-32 LE BOM starts with the UTF-16 LE one.
+_BOMS: Final = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+_FRONT_MATTER = re.compile(
+    r"\A---[ \t]*\n(?P<body>.*?)^(?:---|\.\.\.)[ \t]*(?:\n|\Z)",
+    re.DOTALL | re.MULTILINE,
+)
+_FRONT_MATTER_KEY = re.compile(r"^(?P<key>[A-Za-z_][\w.-]*)[ \t]*:(?:[ \t]+(?P<value>.*))?$")
+_ATX_H1 = re.compile(r"^ {0,3}#[ \t]+(?P<title>.+?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})")
+_RST_ADORNMENT = re.compile(r"^([=\-~*#])\1*$")
+_FIRST_LINE = re.compile(r"\S[^\n]*")
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    """A file (or, for JSONL, one line of it) left out of an ingest, and why."""
+
+    path: str
+    reason: str
+    line: int | None = field(default=None, kw_only=True)
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path} line {self.line}"
+        return f"skipped {where}: {self.reason}"
+
+
+OnSkip = Callable[[SkippedFile], None]
+
+
+def load_documents(source: Path, *, on_skip: OnSkip | None = None) -> Iterator[Document]:
+    """Yield the documents under ``source``, a folder or a single supported file.
+
+    Ids are paths relative to the folder in POSIX form (the file name for a single
+    file). Records of a ``.jsonl`` file get the ids ``<relpath>#<record id>`` in a
+    folder and their bare record ids when the file itself is the source (a BEIR
+    corpus). Raises :class:`IngestError` at once, before iteration, when ``source``
+    does not exist or is a file of an unsupported type.
+    """
+    report = on_skip if on_skip is not None else _ignore
+    if source.is_dir():
+        return _load_folder(source, report)
+    if source.is_file():
+        kind = _kind(source.name)
+        if kind is None:
+            supported = " ".join(SUPPORTED_SUFFIXES)
+            raise IngestError(f"unsupported file type: {source} (supported: {supported})")
+        return _load_file(source, source.name, kind, jsonl_prefix="", report=report)
+    if source.exists():
+        raise IngestError(f"not a regular file or directory: {source}")
+    raise IngestError(f"no such file or directory: {source}")
+
+
+def _ignore(skipped: SkippedFile) -> None:
+    del skipped
+
+
+def _kind(name: str) -> str | None:
+    return _KINDS.get(os.path.splitext(name)[1].lower())
+
+
+def _load_folder(root: Path, report: OnSkip) -> Iterator[Document]:
+    for path, rel in _walk(root, "", report):
+        kind = _kind(path.name)
+        if kind is not None:
+            yield from _load_file(path, rel, kind, jsonl_prefix=f"{rel}#", report=report)
+
+
+def _walk(folder: Path, rel_folder: str, report: OnSkip) -> Iterator[tuple[Path, str]]:
+    """Yield ``(path, relative POSIX path)`` of the regular files below ``folder``."""
+    try:
+        with os.scandir(folder) as scan:
+            entries = sorted(scan, key=lambda entry: entry.name)
+    except OSError as exc:
+        report(SkippedFile(rel_folder or ".", f"unreadable directory ({_os_reason(exc)})"))
+        return
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+            is_file = entry.is_file()
+        except OSError:
+            continue
+        if is_dir:
+            yield from _walk(Path(entry.path), rel, report)
+        elif is_file:
+            yield Path(entry.path), rel
+
+
+def _load_file(
+    path: Path, rel: str, kind: str, *, jsonl_prefix: str, report: OnSkip
+) -> Iterator[Document]:
+    if kind == "jsonl":
+        # Imported here: jsonl.py needs SkippedFile from this module.
+        from twokeys.ingest.jsonl import load_jsonl
+
+        yield from load_jsonl(path, rel, id_prefix=jsonl_prefix, on_skip=report)
+        return
+    result = _read_document(path, rel, kind)
+    if isinstance(result, SkippedFile):
+        report(result)
+    else:
+        yield result
+
+
+def _read_document(path: Path, rel: str, kind: str) -> Document | SkippedFile:
+    try:
+        raw = path.read_bytes()
+        mtime = path.stat().st_mtime
+    except OSError as exc:
+        return SkippedFile(rel, f"unreadable ({_os_reason(exc)})")
+    try:
+        text = _decode_text(raw)
+    except _UndecodableError as exc:
+        return SkippedFile(rel, exc.reason)
+    stem = Path(rel).stem
+    metadata: dict[str, str] = {}
+    if kind == "markdown":
+        metadata, text = _split_front_matter(text)
+        title = metadata.get("title") or _markdown_title(text) or stem
+    elif kind == "rst":
+        title = _rst_title(text) or stem
+    elif kind == "html":
+        try:
+            html_title, text = html_to_markdown(text)
+        except RecursionError:
+            return SkippedFile(rel, "HTML nested too deeply")
+        title = html_title or stem
+    else:
+        title = _text_title(text) or stem
+    if not text.strip():
+        return SkippedFile(rel, "empty")
+    return Document(
+        id=rel,
+        title=title,
+        text=text,
+        path=rel,
+        mtime=mtime,
+        sha256=hashlib.sha256(raw).hexdigest(),
+        kind=kind,
+        metadata=dict(metadata),
+    )
+
+
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+class _UndecodableError(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _decode_text(raw: bytes) -> str:
+    """Decode a text file: BOM first, then strict UTF-8, then charset-normalizer's guess.
+
+    Newlines are normalised to ``\\n``. Raises ``_UndecodableError`` for binary
+    content (NUL bytes) or bytes no encoding explains.
+    """
+    text = _decode(raw)
+    if "\x00" in text:
+        raise _UndecodableError("binary file (NUL bytes)")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _decode(raw: bytes) -> str:
+    for bom, encoding in _BOMS:
+        if raw.startswith(bom):
+            try:
+                return raw[len(bom) :].decode(encoding)
+            except UnicodeDecodeError as exc:
+                raise _UndecodableError(f"invalid {encoding} after its BOM ({exc.reason})") from exc
+    if b"\x00" in raw:
+        raise _UndecodableError("binary file (NUL bytes)")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    best = from_bytes(raw).best()
+    if best is None:
+        raise _UndecodableError("undecodable (no text encoding fits)")
+    return str(best)
+
+
+def _split_front_matter(text: str) -> tuple[dict[str, str], str]:
+    """Split YAML-style front matter (simple ``key: value`` lines) from Markdown.
+
+    Values are kept as strings, surrounding quotes removed; keys without a value
+    (e.g. the head of a YAML list) are dropped. A block with a line that is neither
+    ``key: value``, a comment, blank, nor an indented or ``-`` continuation is not
+    front matter (it is likely a thematic break) and the text is returned unchanged.
+    """
+    match = _FRONT_MATTER.match(text)
+    if match is None:
+        return {}, text
+    metadata: dict[str, str] = {}
+    for line in match.group("body").split("\n"):
+        if not line.strip() or line.lstrip().startswith("#") or line[0] in " \t-":
+            continue
+        entry = _FRONT_MATTER_KEY.match(line.rstrip())
+        if entry is None:
+            return {}, text
+        value = _unquote((entry.group("value") or "").strip())
+        if value:
+            metadata[entry.group("key")] = value
+    return metadata, text[match.end() :].lstrip("\n")
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def _markdown_title(text: str) -> str:
+    """The first ``# `` (level-1 ATX) heading outside fenced code blocks, or ""."""
+    fence = ""
+    for line in text.split("\n"):
+        opening = _FENCE.match(line)
+        if opening is not None:
+            marker = opening.group("fence")
+            if not fence:
+                fence = marker
+            elif marker[0] == fence[0] and len(marker) >= len(fence):
+                fence = ""
+            continue
+        if not fence and (heading := _ATX_H1.match(line)) is not None:
+            return heading.group("title").strip()
+    return ""
+
+
+def _rst_title(text: str) -> str:
+    """The first reStructuredText section title (a line underlined at least as long), or ""."""
+    lines = text.split("\n")
+    for line, underline in itertools.pairwise(lines):
+        candidate = line.strip()
+        underline = underline.rstrip()
+        if (
+            candidate
+            and _RST_ADORNMENT.match(candidate) is None
+            and _RST_ADORNMENT.match(underline) is not None
+            and len(underline) >= len(candidate)
+        ):
+            return candidate
+    return ""
+
+
+def _text_title(text: str) -> str:
+    """The first non-empty line of a plain-text file when it is short enough, or ""."""
+    first = _FIRST_LINE.search(text)
+    if first is None:
+        return ""
+    line = first.group().strip()
+    return line if len(line) < _MAX_TEXT_TITLE else ""

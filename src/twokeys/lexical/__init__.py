@@ -1,0 +1,1 @@
+"""Lexical (sparse, term-matching) retrieval."""

@@ -1,0 +1,27 @@
+"""The ``Retriever`` interface shared by every retrieval model."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from twokeys.types import Evidence, ScoredChunk
+
+
+@dataclass(frozen=True)
+class RetrieverResult:
+    """A ranked run plus, per row, the evidence each underlying retriever contributed."""
+
+    run: Sequence[ScoredChunk]
+    evidence: Mapping[int, tuple[Evidence, ...]] = field(default_factory=dict)
+
+
+class Retriever(ABC):
+    """Ranks chunk rows for a query string."""
+
+    name: str
+
+    @abstractmethod
+    def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
+        """The top ``k`` rows; with ``explain``, evidence for each returned row."""

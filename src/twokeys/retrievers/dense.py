@@ -1,0 +1,24 @@
+"""Dense retrieval: embed the query, exact cosine search over the chunk vectors."""
+
+from __future__ import annotations
+
+from twokeys.dense.encoder import Encoder
+from twokeys.retrievers.base import Retriever, RetrieverResult
+from twokeys.store.base import VectorIndex
+from twokeys.types import Evidence
+
+
+class DenseRetriever(Retriever):
+    name = "dense"
+
+    def __init__(self, encoder: Encoder, index: VectorIndex) -> None:
+        self.encoder = encoder
+        self.index = index
+
+    def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
+        vector = self.encoder.encode_query(query)
+        run = self.index.search(vector, k)
+        evidence = {}
+        if explain:
+            evidence = {hit.row: (Evidence(self.name, hit.rank, hit.score),) for hit in run}
+        return RetrieverResult(run, evidence)

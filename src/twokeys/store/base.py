@@ -1,0 +1,184 @@
+"""What any index backend provides: the manifest, chunk lookup, and two searchable indexes.
+
+The engine and the CLI only talk to these interfaces, so a server backend (say
+PostgreSQL with a GIN-indexed term table and pgvector) can be added as another
+implementation of :class:`IndexBackend` without touching either.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from twokeys.analysis import AnalyzerSpec
+from twokeys.chunking import ChunkerConfig
+from twokeys.errors import IndexFormatError
+from twokeys.lexical.bm25 import BM25Params
+from twokeys.types import Chunk, ScoredChunk
+
+FORMAT_NAME = "twokeys-index"
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class EncoderInfo:
+    """Which encoder built the vectors: registry name, model id and weights fingerprint."""
+
+    name: str
+    id: str
+    fingerprint: str
+    dim: int
+    dtype: str = "float32"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "id": self.id,
+            "fingerprint": self.fingerprint,
+            "dim": self.dim,
+            "dtype": self.dtype,
+        }
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The index's description, written last so that it commits a build."""
+
+    analyzer: AnalyzerSpec
+    bm25: BM25Params
+    chunker: ChunkerConfig
+    encoder: EncoderInfo | None
+    counts: Mapping[str, int]
+    generation: str = ""
+    created_at: str = ""
+    twokeys_version: str = ""
+    files: Mapping[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            "twokeys_version": self.twokeys_version,
+            "created_at": self.created_at,
+            "generation": self.generation,
+            "analyzer": self.analyzer.to_dict(),
+            "bm25": self.bm25.to_dict(),
+            "chunker": self.chunker.to_dict(),
+            "encoder": self.encoder.to_dict() if self.encoder else None,
+            "counts": dict(self.counts),
+            "files": dict(self.files),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str) -> Manifest:
+        if data.get("format") != FORMAT_NAME:
+            raise IndexFormatError(f"{where}: not a twokeys index manifest")
+        version = data.get("format_version")
+        if version != FORMAT_VERSION:
+            raise IndexFormatError(
+                f"{where}: index format version {version} is not supported "
+                f"(this twokeys reads version {FORMAT_VERSION}); rebuild the index"
+            )
+        try:
+            enc = data["encoder"]
+            encoder = (
+                EncoderInfo(
+                    name=str(enc["name"]),
+                    id=str(enc["id"]),
+                    fingerprint=str(enc["fingerprint"]),
+                    dim=int(enc["dim"]),
+                    dtype=str(enc.get("dtype", "float32")),
+                )
+                if enc
+                else None
+            )
+            return cls(
+                analyzer=AnalyzerSpec.from_dict(data["analyzer"]),
+                bm25=BM25Params.from_dict(data["bm25"]),
+                chunker=ChunkerConfig.from_dict(data["chunker"]),
+                encoder=encoder,
+                counts={str(k): int(v) for k, v in data["counts"].items()},
+                generation=str(data["generation"]),
+                created_at=str(data.get("created_at", "")),
+                twokeys_version=str(data.get("twokeys_version", "")),
+                files={str(k): int(v) for k, v in data.get("files", {}).items()},
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise IndexFormatError(f"{where}: malformed manifest ({exc!r})") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentInfo:
+    """What the engine needs of a document to present a hit."""
+
+    id: str
+    title: str
+    path: str
+    kind: str
+    mtime: float
+    sha256: str
+    first_row: int
+    n_chunks: int
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+class LexicalIndex(ABC):
+    """Ranks chunks by analysed query terms (BM25 in the embedded backend)."""
+
+    @abstractmethod
+    def search(self, terms: Sequence[str], k: int) -> list[ScoredChunk]:
+        """The top ``k`` chunks with a positive score, ordered by (-score, row)."""
+
+    @abstractmethod
+    def explain(self, terms: Sequence[str], row: int) -> tuple[tuple[str, float], ...]:
+        """Each matched query term and its contribution to ``row``'s score."""
+
+    @abstractmethod
+    def has_term(self, term: str) -> bool:
+        """Whether any chunk contains ``term``."""
+
+
+class VectorIndex(ABC):
+    """Ranks chunks by cosine similarity to a query vector."""
+
+    @abstractmethod
+    def search(self, query: npt.NDArray[np.float32], k: int) -> list[ScoredChunk]:
+        """The top ``k`` chunks, ordered by (-cosine, row)."""
+
+    @abstractmethod
+    def similarity(self, query: npt.NDArray[np.float32], row: int) -> float:
+        """Cosine similarity between the query and one chunk."""
+
+
+class IndexBackend(ABC):
+    """A readable index."""
+
+    manifest: Manifest
+
+    @property
+    @abstractmethod
+    def lexical(self) -> LexicalIndex: ...
+
+    @property
+    @abstractmethod
+    def vectors(self) -> VectorIndex | None: ...
+
+    @abstractmethod
+    def chunks(self, rows: Sequence[int]) -> list[Chunk]:
+        """Chunks by row, in the order asked."""
+
+    @abstractmethod
+    def documents(self, ids: Sequence[str]) -> dict[str, DocumentInfo]:
+        """Document records by id (missing ids are absent from the result)."""
+
+    @abstractmethod
+    def all_documents(self) -> list[DocumentInfo]:
+        """Every document, in id order."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release files and connections."""

@@ -1,0 +1,400 @@
+"""The embedded index: a directory on disk. All of the local format's file I/O lives here.
+
+Layout::
+
+    kb.twokeys/
+      manifest.json              the commit record: parameters, counts, current generation
+      gen-<id>/
+        twokeys.sqlite           documents and chunks
+        lexical.vocab.txt        one term a line, sorted; line number = term id
+        lexical.indptr.npy       int64, term-major CSR row pointers
+        lexical.indices.npy      int32, chunk rows
+        lexical.tf.npy           float32, term frequencies
+        lexical.weights.npy      float32, BM25 weights for the manifest's k1/b
+        lexical.lengths.npy      float32, terms per chunk
+        dense.embeddings.npy     float32 or float16, (chunks, dim), L2-normalised
+
+A build writes a whole new generation into a temporary folder, renames it into place
+and only then replaces ``manifest.json`` (write, fsync, atomic rename). A crash or
+Ctrl-C at any point leaves the previous manifest pointing at the previous, intact
+generation; stale folders are removed by the next build. Arrays are loaded
+memory-mapped and without pickle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from twokeys.dense.exact import ExactVectorIndex
+from twokeys.errors import IndexFormatError, TwokeysError
+from twokeys.lexical.bm25 import TermMatrix, bm25_weights
+from twokeys.lexical.index import ArrayLexicalIndex
+from twokeys.store.base import (
+    DocumentInfo,
+    IndexBackend,
+    LexicalIndex,
+    Manifest,
+    VectorIndex,
+)
+from twokeys.types import Chunk
+
+MANIFEST = "manifest.json"
+DATABASE = "twokeys.sqlite"
+LOCK = ".lock"
+
+_SCHEMA = """
+CREATE TABLE documents (
+    id TEXT PRIMARY KEY,
+    title TEXT NOT NULL,
+    path TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    mtime REAL NOT NULL,
+    sha256 TEXT NOT NULL,
+    first_row INTEGER NOT NULL,
+    n_chunks INTEGER NOT NULL,
+    metadata TEXT NOT NULL
+);
+CREATE TABLE chunks (
+    row INTEGER PRIMARY KEY,
+    doc_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    end INTEGER NOT NULL,
+    heading TEXT NOT NULL,
+    text TEXT NOT NULL
+);
+"""
+
+
+def is_index(path: Path) -> bool:
+    return (path / MANIFEST).is_file()
+
+
+def read_manifest(path: Path) -> Manifest:
+    file = path / MANIFEST
+    if not file.is_file():
+        if not path.exists():
+            raise IndexFormatError(f"no index at {path}: run 'twokeys index SOURCE --index {path}'")
+        raise IndexFormatError(f"{path} is not a twokeys index (no {MANIFEST})")
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise IndexFormatError(f"{file}: unreadable manifest ({exc})") from exc
+    return Manifest.from_dict(data, str(file))
+
+
+# -- reading -------------------------------------------------------------------------
+
+
+class LocalIndex(IndexBackend):
+    """A read-only view of one committed generation of a local index."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.manifest = read_manifest(path)
+        self.gen_dir = path / self.manifest.generation
+        if not self.gen_dir.is_dir():
+            raise IndexFormatError(f"{path}: generation {self.manifest.generation} is missing")
+        db_file = self.gen_dir / DATABASE
+        try:
+            self._db = sqlite3.connect(
+                f"{db_file.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False
+            )
+            self._db.execute("SELECT count(*) FROM documents").fetchone()
+        except sqlite3.Error as exc:
+            raise IndexFormatError(f"{db_file}: unreadable database ({exc})") from exc
+        self._lexical: ArrayLexicalIndex | None = None
+        self._vectors: ExactVectorIndex | None = None
+        self._vectors_loaded = False
+
+    def _array(self, name: str) -> npt.NDArray[Any]:
+        file = self.gen_dir / name
+        try:
+            array: npt.NDArray[Any] = np.load(file, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise IndexFormatError(f"{file}: unreadable array ({exc})") from exc
+        return array
+
+    @property
+    def lexical(self) -> LexicalIndex:
+        if self._lexical is None:
+            vocab_file = self.gen_dir / "lexical.vocab.txt"
+            try:
+                with open(vocab_file, encoding="utf-8") as fh:
+                    vocabulary = {line.rstrip("\n"): i for i, line in enumerate(fh)}
+            except OSError as exc:
+                raise IndexFormatError(f"{vocab_file}: unreadable ({exc})") from exc
+            self._lexical = ArrayLexicalIndex(
+                vocabulary,
+                self._array("lexical.indptr.npy"),
+                self._array("lexical.indices.npy"),
+                self._array("lexical.weights.npy"),
+                int(self.manifest.counts["chunks"]),
+            )
+        return self._lexical
+
+    @property
+    def vectors(self) -> VectorIndex | None:
+        if not self._vectors_loaded:
+            self._vectors_loaded = True
+            if self.manifest.encoder is not None:
+                self._vectors = ExactVectorIndex(self._array("dense.embeddings.npy"))
+        return self._vectors
+
+    def embeddings(self) -> npt.NDArray[Any] | None:
+        if self.manifest.encoder is None:
+            return None
+        return self._array("dense.embeddings.npy")
+
+    def term_matrix(self) -> TermMatrix:
+        vocab_file = self.gen_dir / "lexical.vocab.txt"
+        with open(vocab_file, encoding="utf-8") as fh:
+            vocabulary = [line.rstrip("\n") for line in fh]
+        return TermMatrix(
+            vocabulary=vocabulary,
+            indptr=self._array("lexical.indptr.npy"),
+            indices=self._array("lexical.indices.npy"),
+            tf=self._array("lexical.tf.npy"),
+            lengths=self._array("lexical.lengths.npy"),
+        )
+
+    def chunks(self, rows: Sequence[int]) -> list[Chunk]:
+        if not rows:
+            return []
+        found: dict[int, Chunk] = {}
+        for batch_start in range(0, len(rows), 500):
+            batch = [int(r) for r in rows[batch_start : batch_start + 500]]
+            marks = ",".join("?" * len(batch))
+            for row, doc_id, position, start, end, heading, text in self._db.execute(
+                "SELECT row, doc_id, position, start, end, heading, text FROM chunks "
+                f"WHERE row IN ({marks})",
+                batch,
+            ):
+                found[row] = Chunk(
+                    doc_id=doc_id,
+                    position=position,
+                    text=text,
+                    start=start,
+                    end=end,
+                    heading_path=tuple(json.loads(heading)),
+                )
+        missing = [r for r in rows if r not in found]
+        if missing:
+            raise IndexFormatError(f"{self.path}: chunk rows {missing[:5]} missing from database")
+        return [found[int(r)] for r in rows]
+
+    def iter_chunks(self) -> Iterator[tuple[int, Chunk]]:
+        """Every chunk in row order."""
+        for row, doc_id, position, start, end, heading, text in self._db.execute(
+            "SELECT row, doc_id, position, start, end, heading, text FROM chunks ORDER BY row"
+        ):
+            yield row, Chunk(doc_id, position, text, start, end, tuple(json.loads(heading)))
+
+    def _doc(self, r: tuple[Any, ...]) -> DocumentInfo:
+        return DocumentInfo(
+            id=r[0],
+            title=r[1],
+            path=r[2],
+            kind=r[3],
+            mtime=r[4],
+            sha256=r[5],
+            first_row=r[6],
+            n_chunks=r[7],
+            metadata=json.loads(r[8]),
+        )
+
+    _DOC_COLUMNS = "id, title, path, kind, mtime, sha256, first_row, n_chunks, metadata"
+
+    def documents(self, ids: Sequence[str]) -> dict[str, DocumentInfo]:
+        out: dict[str, DocumentInfo] = {}
+        unique = sorted(set(ids))
+        for batch_start in range(0, len(unique), 500):
+            batch = unique[batch_start : batch_start + 500]
+            marks = ",".join("?" * len(batch))
+            for r in self._db.execute(
+                f"SELECT {self._DOC_COLUMNS} FROM documents WHERE id IN ({marks})", batch
+            ):
+                out[r[0]] = self._doc(r)
+        return out
+
+    def all_documents(self) -> list[DocumentInfo]:
+        return [
+            self._doc(r)
+            for r in self._db.execute(f"SELECT {self._DOC_COLUMNS} FROM documents ORDER BY id")
+        ]
+
+    def close(self) -> None:
+        self._db.close()
+
+
+# -- writing -------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def write_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the index folder for the duration of a build."""
+    path.mkdir(parents=True, exist_ok=True)
+    with open(path / LOCK, "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise TwokeysError(f"{path} is being written by another twokeys process") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def check_writable_target(path: Path) -> None:
+    """Refuse to build into a file or a non-empty folder that is not a twokeys index."""
+    if path.exists() and not path.is_dir():
+        raise TwokeysError(f"{path} exists and is not a folder; choose another --index path")
+    if path.is_dir() and not is_index(path):
+        leftovers = [p.name for p in path.iterdir() if not _is_ours(p.name)]
+        if leftovers:
+            raise TwokeysError(
+                f"{path} is a non-empty folder that is not a twokeys index "
+                f"(contains {leftovers[0]!r}); refusing to write into it"
+            )
+
+
+def _is_ours(name: str) -> bool:
+    return name in (LOCK, MANIFEST) or name.startswith(("gen-", ".tmp-gen-", MANIFEST))
+
+
+class GenerationWriter:
+    """Writes one generation into a temporary folder; :meth:`commit` makes it current."""
+
+    def __init__(self, index_path: Path) -> None:
+        self.index_path = index_path
+        self.generation = (
+            f"gen-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{time.time_ns() % 10**6}"
+        )
+        self.tmp_dir = index_path / f".tmp-{self.generation}"
+        self.tmp_dir.mkdir(parents=True)
+        self._db = sqlite3.connect(self.tmp_dir / DATABASE)
+        self._db.executescript(_SCHEMA)
+        self._files: dict[str, int] = {}
+
+    def add_documents(self, docs: Iterable[DocumentInfo]) -> None:
+        self._db.executemany(
+            "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                (
+                    d.id,
+                    d.title,
+                    d.path,
+                    d.kind,
+                    d.mtime,
+                    d.sha256,
+                    d.first_row,
+                    d.n_chunks,
+                    json.dumps(dict(d.metadata), sort_keys=True, default=str),
+                )
+                for d in docs
+            ),
+        )
+
+    def add_chunks(self, rows_and_chunks: Iterable[tuple[int, Chunk]]) -> None:
+        self._db.executemany(
+            "INSERT INTO chunks VALUES (?,?,?,?,?,?,?)",
+            (
+                (
+                    row,
+                    c.doc_id,
+                    c.position,
+                    c.start,
+                    c.end,
+                    json.dumps(list(c.heading_path), ensure_ascii=False),
+                    c.text,
+                )
+                for row, c in rows_and_chunks
+            ),
+        )
+
+    def write_lexical(self, matrix: TermMatrix, manifest_bm25: Any) -> None:
+        vocab_file = self.tmp_dir / "lexical.vocab.txt"
+        with open(vocab_file, "w", encoding="utf-8") as fh:
+            for term in matrix.vocabulary:
+                fh.write(term)
+                fh.write("\n")
+        self._save("lexical.indptr.npy", matrix.indptr)
+        self._save("lexical.indices.npy", matrix.indices)
+        self._save("lexical.tf.npy", matrix.tf)
+        self._save("lexical.lengths.npy", matrix.lengths)
+        self._save("lexical.weights.npy", bm25_weights(matrix, manifest_bm25))
+
+    def write_embeddings(self, embeddings: npt.NDArray[np.floating]) -> None:
+        self._save("dense.embeddings.npy", embeddings)
+
+    def _save(self, name: str, array: npt.NDArray[Any]) -> None:
+        np.save(self.tmp_dir / name, np.ascontiguousarray(array), allow_pickle=False)
+
+    def commit(self, manifest: Manifest) -> Manifest:
+        """Durably publish this generation and drop the others."""
+        self._db.commit()
+        self._db.close()
+        for file in sorted(self.tmp_dir.iterdir()):
+            self._files[file.name] = file.stat().st_size
+            _fsync(file)
+        final_dir = self.index_path / self.generation
+        os.replace(self.tmp_dir, final_dir)
+        _fsync(self.index_path)
+        committed = Manifest(
+            analyzer=manifest.analyzer,
+            bm25=manifest.bm25,
+            chunker=manifest.chunker,
+            encoder=manifest.encoder,
+            counts=manifest.counts,
+            generation=self.generation,
+            created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            twokeys_version=manifest.twokeys_version,
+            files=self._files,
+        )
+        tmp_manifest = self.index_path / f"{MANIFEST}.tmp"
+        with open(tmp_manifest, "w", encoding="utf-8") as fh:
+            json.dump(committed.to_dict(), fh, indent=2, sort_keys=True)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp_manifest, self.index_path / MANIFEST)
+        _fsync(self.index_path)
+        remove_stale(self.index_path, keep=self.generation)
+        return committed
+
+    def abort(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self._db.close()
+        shutil.rmtree(self.tmp_dir, ignore_errors=True)
+
+
+def remove_stale(index_path: Path, *, keep: str) -> None:
+    """Delete generations and temporary folders that the manifest does not name."""
+    for entry in index_path.iterdir():
+        if entry.name == keep:
+            continue
+        if entry.is_dir() and entry.name.startswith(("gen-", ".tmp-gen-")):
+            shutil.rmtree(entry, ignore_errors=True)
+        elif entry.name == f"{MANIFEST}.tmp":
+            entry.unlink(missing_ok=True)
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file's or a folder's entries to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

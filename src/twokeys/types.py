@@ -1,0 +1,95 @@
+"""Small immutable values passed between the stages of the pipeline.
+
+Ingestion yields :class:`Document`, chunking yields :class:`Chunk`, retrievers
+yield :class:`ScoredChunk` runs, and the engine returns :class:`Hit` values that
+carry each retriever's evidence so a caller can see why a chunk won.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One source document.
+
+    ``id`` is stable across runs: the path relative to the indexed folder; for a JSONL /
+    BEIR corpus file indexed on its own, the record ``_id``; for a ``.jsonl`` file met
+    inside a folder, ``<relative path>#<_id>``.
+    """
+
+    id: str
+    title: str
+    text: str
+    path: str
+    mtime: float
+    sha256: str
+    kind: str  # "markdown", "text", "html", "rst", "jsonl"
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A passage of a document, the unit that is indexed and retrieved.
+
+    ``start``/``end`` are character offsets into ``Document.text`` and
+    ``text == document.text[start:end]``. ``heading_path`` is the chain of headings
+    above the chunk, e.g. ``("Troubleshooting", "Power", "ZX-4821")``.
+    """
+
+    doc_id: str
+    position: int
+    text: str
+    start: int
+    end: int
+    heading_path: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return f"{self.doc_id}#{self.position}"
+
+    @property
+    def heading(self) -> str:
+        return " > ".join(self.heading_path)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredChunk:
+    """One entry of a retriever's ranked list: a chunk row, its score and rank (1-based)."""
+
+    row: int
+    score: float
+    rank: int
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What one retriever contributed to a hit (for ``--explain``)."""
+
+    retriever: str
+    rank: int
+    score: float
+    fused: float = 0.0  # this retriever's share of the fused score (RRF term), 0 if not fused
+    matched_terms: tuple[tuple[str, float], ...] = ()  # lexical: (term, contribution)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A search result: the chunk, its document's title and path, and the evidence."""
+
+    rank: int
+    score: float
+    chunk: Chunk
+    title: str
+    path: str
+    evidence: tuple[Evidence, ...] = ()
+
+    @property
+    def doc_id(self) -> str:
+        return self.chunk.doc_id
+
+    @property
+    def text(self) -> str:
+        return self.chunk.text

@@ -1,0 +1,62 @@
+"""Shared fixtures: a deterministic fake encoder registered through the real extension point."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from twokeys.dense.encoder import Encoder, Kind, register_encoder
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+SUPPORT_KB = ROOT / "examples" / "support-kb"
+
+
+class HashEncoder(Encoder):
+    """Bag-of-words feature hashing into 64 dimensions: fast, deterministic, no model."""
+
+    id = "test:hash-64"
+    dim = 64
+    max_tokens = 512
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.encoded = 0
+
+    def fingerprint(self) -> str:
+        return "sha256:" + hashlib.sha256(b"hash-64-v1").hexdigest()
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return [len(t.split()) for t in texts]
+
+    def embed_batch(self, texts: Sequence[str], kind: Kind) -> npt.NDArray[np.float32]:
+        self.calls += 1
+        self.encoded += len(texts)
+        out = np.zeros((len(texts), self.dim), np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().split():
+                h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "big")
+                out[i, h % self.dim] += 1.0 if (h >> 32) & 1 else -1.0
+            out[i, 0] += 1e-3  # never all-zero
+        return out
+
+
+register_encoder("test-hash", HashEncoder)
+
+
+@pytest.fixture
+def hash_encoder() -> HashEncoder:
+    return HashEncoder()
+
+
+def write_docs(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root

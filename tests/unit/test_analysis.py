@@ -1,0 +1,106 @@
+"""The analyzer's behaviour on the identifiers this product exists for."""
+
+from __future__ import annotations
+
+import pytest
+
+from twokeys.analysis import Analyzer, AnalyzerSpec
+from twokeys.errors import ConfigError
+
+A = Analyzer()
+
+# (input, index terms, query terms)
+TABLE = [
+    ("ZX-4821", ["zx-4821", "zx", "4821"], ["zx-4821"]),
+    ("nomic-embed-text", ["nomic-embed-text", "nomic", "emb", "text"], None),
+    ("mxbai-embed-large", ["mxbai-embed-large", "mxbai", "emb", "larg"], None),
+    ("qwen2.5:14b", ["qwen2.5:14b", "qwen2.5", "qwen2", "5", "14b"], ["qwen2.5:14b"]),
+    ("--unrestricted", ["--unrestricted", "unrestrict"], None),
+    ("-v", ["-v", "v"], None),
+    ("v3.3", ["v3.3", "v3", "3"], ["v3.3"]),
+    ("1.2.10", ["1.2.10", "1", "2", "10"], ["1.2.10"]),
+    ("format:json", ["format:json", "format", "json"], None),
+    ("foo.bar_baz()", ["foo.bar_baz", "foo", "bar", "baz"], None),
+    ("SSL_CTX_new", ["ssl_ctx_new", "ssl", "ctx", "new"], None),
+    ("CPU_OR", ["cpu_or", "cpu"], None),  # "or" is a stopword as a part
+    ("C++", ["c++", "c"], None),
+    ("C#", ["c#", "c"], None),
+    (".NET", [".net", "net"], None),
+    ("40P01", ["40p01"], None),
+    ("192.168.0.1", ["192.168.0.1", "192", "168", "0", "1"], ["192.168.0.1"]),
+    (
+        "/etc/grub.d/40_custom",
+        ["/etc/grub.d/40_custom", "grub.d", "40_custom", "etc", "grub", "d", "40", "custom"],
+        ["/etc/grub.d/40_custom"],
+    ),
+    ("user@example.com", ["user@example.com", "example.com", "user", "exampl", "com"], None),
+    ("camelCaseName", ["camelcasename", "camel", "case", "name"], None),
+    ("don't", ["don't"], None),
+    ("the user's guides", ["user", "guid"], None),
+    ("Running dogs", ["run", "dog"], None),
+]
+
+
+@pytest.mark.parametrize(("text", "index_terms", "query_terms"), TABLE, ids=[t[0] for t in TABLE])
+def test_identifier_table(text: str, index_terms: list[str], query_terms: list[str] | None) -> None:
+    assert A.index_terms(text) == index_terms
+    assert A.query_terms(text) == (index_terms if query_terms is None else query_terms)
+
+
+def test_code_never_matches_its_near_twin() -> None:
+    query = set(A.query_terms("ZX-4821"))
+    assert query.isdisjoint(A.index_terms("see error ZX-4812 for details"))
+    assert query <= set(A.index_terms("error ZX-4821: undervoltage"))
+
+
+def test_bare_number_finds_the_code_through_its_part() -> None:
+    assert set(A.query_terms("4821")) <= set(A.index_terms("error ZX-4821"))
+    assert set(A.query_terms("4821")).isdisjoint(A.index_terms("error ZX-4812"))
+
+
+def test_identifier_in_sentence_keeps_punctuation_out() -> None:
+    terms = A.index_terms("Set format:json, then run qwen2.5:14b. Call SSL_CTX_new().")
+    assert "format:json" in terms
+    assert "qwen2.5:14b" in terms
+    assert "ssl_ctx_new" in terms
+    assert not any(t.endswith((".", ",", "(")) for t in terms)
+
+
+def test_compound_of_codes_exposes_each_code() -> None:
+    assert {"zx-4821", "zx-4812"} <= set(A.index_terms("ZX-4821/ZX-4812"))
+
+
+def test_identifiers_are_not_stemmed_but_words_are() -> None:
+    assert A.index_terms("running") == ["run"]
+    assert "running_jobs" in A.index_terms("running_jobs")
+
+
+def test_accents_and_non_latin_text() -> None:
+    assert A.index_terms("Café naïve") == ["café", "naïv"]
+    assert A.index_terms("Привет мир") == ["привет", "мир"]
+    assert A.index_terms("東京タワー") == ["東京", "京タ", "タワ", "ワー"]
+    assert A.index_terms("") == []
+    assert A.index_terms("!!! ... ---") == []
+
+
+def test_curly_apostrophe_and_unicode_dash_normalised() -> None:
+    assert A.index_terms("don\u2019t") == ["don't"]
+    assert A.index_terms("ZX\u20114821")[0] == "zx-4821"
+
+
+def test_configurable_stemming_and_stopwords() -> None:
+    plain = Analyzer(AnalyzerSpec(stemmer="none", stopwords="none"))
+    assert plain.index_terms("The running dogs") == ["the", "running", "dogs"]
+    porter = Analyzer(AnalyzerSpec(stemmer="porter"))
+    assert porter.index_terms("generously") == ["gener"]
+
+
+def test_spec_validation_names_the_field() -> None:
+    with pytest.raises(ConfigError, match="analyzer.stemmer"):
+        AnalyzerSpec(stemmer="klingon")
+    with pytest.raises(ConfigError, match="unknown field"):
+        AnalyzerSpec.from_dict({"stemer": "english"})
+    with pytest.raises(ConfigError, match="analyzer.lowercase"):
+        AnalyzerSpec.from_dict({"lowercase": "yes"})
+    spec = AnalyzerSpec(stopwords="none")
+    assert AnalyzerSpec.from_dict(spec.to_dict()) == spec

@@ -1,0 +1,94 @@
+"""BM25 against a hand computation, and its array layout."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from twokeys.errors import ConfigError
+from twokeys.lexical.bm25 import BM25Params, bm25_weights, build_term_matrix, score
+from twokeys.lexical.index import ArrayLexicalIndex
+
+DOCS = [
+    ["zx-4821", "power", "power", "fault"],
+    ["zx-4812", "firmware", "fault"],
+    ["power", "supply", "guide", "for", "all", "devices"],
+    [],
+]
+
+
+def hand_bm25(term: str, doc: list[str], docs: list[list[str]], k1: float, b: float) -> float:
+    n = len(docs)
+    df = sum(term in d for d in docs)
+    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    avgdl = sum(len(d) for d in docs) / n
+    tf = doc.count(term)
+    if tf == 0:
+        return 0.0
+    return idf * tf / (tf + k1 * (1 - b + b * len(doc) / avgdl))
+
+
+def test_term_matrix_layout() -> None:
+    m = build_term_matrix(DOCS)
+    assert m.vocabulary == sorted(m.vocabulary)
+    power = m.vocabulary.index("power")
+    start, end = m.indptr[power], m.indptr[power + 1]
+    assert m.indices[start:end].tolist() == [0, 2]
+    assert m.tf[start:end].tolist() == [2.0, 1.0]
+    assert m.lengths.tolist() == [4.0, 3.0, 6.0, 0.0]
+    assert m.document_frequencies()[m.vocabulary.index("fault")] == 2
+
+
+@pytest.mark.parametrize(("k1", "b"), [(0.9, 0.4), (1.2, 0.75), (2.0, 0.0), (0.5, 1.0)])
+def test_scores_equal_hand_computation(k1: float, b: float) -> None:
+    m = build_term_matrix(DOCS)
+    weights = bm25_weights(m, BM25Params(k1, b))
+    vocab = {t: i for i, t in enumerate(m.vocabulary)}
+    query = ["power", "fault", "zx-4821"]
+    got = score({vocab[t]: 1.0 for t in query}, m.indptr, m.indices, weights, m.n_docs)
+    for d, doc in enumerate(DOCS):
+        expected = sum(hand_bm25(t, doc, DOCS, k1, b) for t in query)
+        assert got[d] == pytest.approx(expected, abs=1e-6)
+
+
+def test_repeated_query_terms_count_like_lucene_boosts() -> None:
+    m = build_term_matrix(DOCS)
+    weights = bm25_weights(m, BM25Params())
+    vocab = {t: i for i, t in enumerate(m.vocabulary)}
+    index = ArrayLexicalIndex(vocab, m.indptr, m.indices, weights, m.n_docs)
+    once = {h.row: h.score for h in index.search(["fault"], 10)}
+    twice = {h.row: h.score for h in index.search(["fault", "fault"], 10)}
+    assert twice[0] == pytest.approx(2 * once[0], rel=1e-6)
+
+
+def test_search_ranks_ties_by_row_and_skips_unmatched() -> None:
+    docs = [["b"], ["a"], ["a"], ["c"], ["a"]]
+    m = build_term_matrix(docs)
+    weights = bm25_weights(m, BM25Params())
+    vocab = {t: i for i, t in enumerate(m.vocabulary)}
+    index = ArrayLexicalIndex(vocab, m.indptr, m.indices, weights, m.n_docs)
+    hits = index.search(["a", "unknown"], 2)
+    assert [h.row for h in hits] == [1, 2]
+    assert [h.rank for h in hits] == [1, 2]
+    assert index.search(["unknown"], 5) == []
+    explained = index.explain(["a", "b"], 1)
+    assert [t for t, _ in explained] == ["a"]
+    assert explained[0][1] == pytest.approx(hits[0].score, rel=1e-6)
+
+
+def test_empty_corpus() -> None:
+    m = build_term_matrix([])
+    assert m.n_docs == 0
+    assert bm25_weights(m, BM25Params()).size == 0
+    assert np.array_equal(m.indptr, [0])
+
+
+def test_params_validation() -> None:
+    with pytest.raises(ConfigError, match=r"bm25\.k1"):
+        BM25Params(k1=-1)
+    with pytest.raises(ConfigError, match=r"bm25\.b"):
+        BM25Params(b=1.5)
+    with pytest.raises(ConfigError, match="unknown"):
+        BM25Params.from_dict({"k": 1})
