@@ -41,7 +41,41 @@ ANALYZER_VERSION = 1
 
 # Lucene's EnglishAnalyzer stop set (as used by Anserini's default BM25 runs).
 LUCENE_STOPWORDS = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with"]
+    {
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    }
 )
 
 STOPWORD_SETS: dict[str, frozenset[str]] = {"none": frozenset(), "lucene": LUCENE_STOPWORDS}
