@@ -78,7 +78,28 @@ LUCENE_STOPWORDS = frozenset(
     }
 )
 
-STOPWORD_SETS: dict[str, frozenset[str]] = {"none": frozenset(), "lucene": LUCENE_STOPWORDS}
+# The Snowball project's English stop list (snowballstem.org/algorithms/english/stop.txt).
+SNOWBALL_STOPWORDS = frozenset(
+    """
+    i me my myself we our ours ourselves you your yours yourself yourselves he him his himself
+    she her hers herself it its itself they them their theirs themselves what which who whom
+    this that these those am is are was were be been being have has had having do does did
+    doing would should could ought i'm you're he's she's it's we're they're i've you've we've
+    they've i'd you'd he'd she'd we'd they'd i'll you'll he'll she'll we'll they'll isn't
+    aren't wasn't weren't hasn't haven't hadn't doesn't don't didn't won't wouldn't shan't
+    shouldn't can't cannot couldn't mustn't let's that's who's what's here's there's when's
+    where's why's how's a an the and but if or because as until while of at by for with about
+    against between into through during before after above below to from up down in out on
+    off over under again further then once here there when where why how all any both each
+    few more most other some such no nor not only own same so than too very
+    """.split()
+)
+
+STOPWORD_SETS: dict[str, frozenset[str]] = {
+    "none": frozenset(),
+    "lucene": LUCENE_STOPWORDS,
+    "snowball": SNOWBALL_STOPWORDS,
+}
 STEMMERS = ("none", "english", "porter")
 
 _ALNUM = r"[^\W_]"
@@ -107,7 +128,7 @@ class AnalyzerSpec:
     version: int = ANALYZER_VERSION
     lowercase: bool = True
     stemmer: str = "english"  # Porter2 via PyStemmer; "porter" (Porter 1980) or "none"
-    stopwords: str = "lucene"  # "lucene" or "none"
+    stopwords: str = "snowball"  # "snowball", "lucene" (Anserini's 33 words) or "none"
     identifier_parts: bool = True
     cjk_bigrams: bool = True
 

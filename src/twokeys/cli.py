@@ -30,15 +30,16 @@ from twokeys import __version__
 from twokeys.analysis import STEMMERS, STOPWORD_SETS, AnalyzerSpec
 from twokeys.chunking import ChunkerConfig
 from twokeys.dense.encoder import encoder_names
-from twokeys.engine import MODES, open_index
+from twokeys.engine import DEFAULT_WEIGHTING, MODES, open_index
 from twokeys.errors import TwokeysError
 from twokeys.indexer import IndexOptions, build_index
 from twokeys.ingest import SkippedFile
 from twokeys.lexical.bm25 import BM25Params
+from twokeys.retrievers.hybrid import WEIGHTINGS
 from twokeys.types import Hit
 
 DEFAULT_INDEX = "kb.twokeys"
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 
 index_option = click.option(
@@ -59,10 +60,10 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except TwokeysError as exc:
-            err.print(f"[red]error:[/red] {exc}")
+            click.echo(f"error: {exc}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
-            err.print("interrupted; any previous index is unchanged")
+            click.echo("interrupted; any previous index is unchanged", err=True)
             sys.exit(130)
 
 
@@ -112,7 +113,7 @@ def _progress(quiet: bool) -> Iterator[Callable[[str, int | None], Callable[[int
 @click.option("--chunk-overlap", type=int, default=32, show_default=True, help="Overlap.")
 @click.option("--stemmer", type=click.Choice(STEMMERS), default="english", show_default=True)
 @click.option(
-    "--stopwords", type=click.Choice(list(STOPWORD_SETS)), default="lucene", show_default=True
+    "--stopwords", type=click.Choice(list(STOPWORD_SETS)), default="snowball", show_default=True
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 def index(
@@ -173,6 +174,13 @@ def index(
     help="Per-retriever depth fused in hybrid mode.",
 )
 @click.option("--rrf-k", type=float, default=60.0, show_default=True, help="RRF constant k.")
+@click.option(
+    "--weighting",
+    type=click.Choice(WEIGHTINGS),
+    default=DEFAULT_WEIGHTING,
+    show_default=True,
+    help="Hybrid: plain RRF, or weight BM25 by how much of the query its top hit covers.",
+)
 @click.option("--explain", is_flag=True, help="Show why each hit ranked where it did.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def search(
@@ -182,13 +190,20 @@ def search(
     k: int,
     candidates: int,
     rrf_k: float,
+    weighting: str,
     explain: bool,
     as_json: bool,
 ) -> None:
     """Search the index for QUERY."""
     with open_index(index_path) as kb:
         hits = kb.search(
-            query, mode=mode, k=k, candidates=candidates, rrf_k=rrf_k, explain=explain or as_json
+            query,
+            mode=mode,
+            k=k,
+            candidates=candidates,
+            rrf_k=rrf_k,
+            weighting=weighting,
+            explain=explain or as_json,
         )
     if as_json:
         out.print_json(json.dumps([hit_to_dict(h) for h in hits], ensure_ascii=False))
@@ -219,6 +234,7 @@ def hit_to_dict(hit: Hit) -> dict[str, Any]:
                 "rank": e.rank,
                 "score": e.score,
                 "fused": e.fused,
+                "weight": e.weight,
                 "matched_terms": [[t, w] for t, w in e.matched_terms],
             }
             for e in hit.evidence
@@ -240,7 +256,8 @@ def _print_hit(hit: Hit, explain: bool, rrf_k: float) -> None:
         else:
             line += f"score {ev.score:.4f}"
         if ev.fused:
-            line += f"  rrf 1/({rrf_k:g}+{ev.rank}) = {ev.fused:.5f}"
+            weight = f"{ev.weight:.2f}*" if ev.weight != 1.0 else ""
+            line += f"  rrf {weight}1/({rrf_k:g}+{ev.rank}) = {ev.fused:.5f}"
         if ev.matched_terms:
             terms = ", ".join(f"{t} {w:.2f}" for t, w in ev.matched_terms)
             line += f"  terms: {terms}"

@@ -22,6 +22,7 @@ from twokeys.types import Hit
 
 Mode = Literal["bm25", "dense", "hybrid"]
 MODES: tuple[str, ...] = ("bm25", "dense", "hybrid")
+DEFAULT_WEIGHTING = "none"
 
 
 def open_index(path: str | Path, *, encoder: Encoder | None = None) -> Index:
@@ -80,7 +81,12 @@ class Index:
             )
 
     def retriever(
-        self, mode: str = "hybrid", *, candidates: int = 100, rrf_k: float = DEFAULT_K
+        self,
+        mode: str = "hybrid",
+        *,
+        candidates: int = 100,
+        rrf_k: float = DEFAULT_K,
+        weighting: str = DEFAULT_WEIGHTING,
     ) -> Retriever:
         """The retriever for ``mode``: "bm25", "dense" or "hybrid"."""
         if mode == "bm25":
@@ -93,7 +99,9 @@ class Index:
             if mode == "dense":
                 return dense
             lexical = BM25Retriever(self.analyzer, self.backend.lexical)
-            return HybridRetriever([lexical, dense], candidates=candidates, k=rrf_k)
+            return HybridRetriever(
+                lexical, dense, candidates=candidates, k=rrf_k, weighting=weighting
+            )
         raise ConfigError(f"mode: {mode!r} is not one of {', '.join(MODES)}")
 
     # -- search ---------------------------------------------------------------------
@@ -106,6 +114,7 @@ class Index:
         k: int = 10,
         candidates: int = 100,
         rrf_k: float = DEFAULT_K,
+        weighting: str = DEFAULT_WEIGHTING,
         explain: bool = False,
     ) -> list[Hit]:
         """The top ``k`` chunks for ``query``; with ``explain``, each hit's evidence."""
@@ -113,9 +122,8 @@ class Index:
             raise ConfigError(f"k: must be >= 1, got {k}")
         if not query.strip():
             raise ConfigError("query: is empty")
-        result = self.retriever(mode, candidates=candidates, rrf_k=rrf_k).retrieve(
-            query, k, explain=explain
-        )
+        retriever = self.retriever(mode, candidates=candidates, rrf_k=rrf_k, weighting=weighting)
+        result = retriever.retrieve(query, k, explain=explain)
         rows = [h.row for h in result.run]
         chunks = self.backend.chunks(rows)
         docs = self.backend.documents([c.doc_id for c in chunks])

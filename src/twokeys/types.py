@@ -72,6 +72,7 @@ class Evidence:
     rank: int
     score: float
     fused: float = 0.0  # this retriever's share of the fused score (RRF term), 0 if not fused
+    weight: float = 1.0  # the run's fusion weight (weighted RRF)
     matched_terms: tuple[tuple[str, float], ...] = ()  # lexical: (term, contribution)
 
 

@@ -42,3 +42,14 @@ def evaluate(
     full_run = {qid: dict(run.get(qid, {})) for qid in qrels}
     result = ir_measures.calc_aggregate(parsed, qrels, full_run)
     return {str(m): float(result[m]) for m in parsed}
+
+
+def doc_rank(hits: Iterable[Hit], doc_id: str) -> int | None:
+    """1-based rank of ``doc_id`` among the distinct documents of ``hits``, or None."""
+    seen: list[str] = []
+    for hit in hits:
+        if hit.doc_id not in seen:
+            seen.append(hit.doc_id)
+            if hit.doc_id == doc_id:
+                return len(seen)
+    return None

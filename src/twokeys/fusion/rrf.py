@@ -7,6 +7,7 @@ individual Rank Learning Methods", SIGIR 2009::
 
 with ``k = 60`` as in the paper. A chunk absent from a run gets nothing from it (it is
 not given the run's minimum score). Ties are broken by row, so output is deterministic.
+Weighted RRF multiplies each run's terms by a per-run weight (1.0 when not given).
 """
 
 from __future__ import annotations
@@ -24,13 +25,18 @@ def rrf_term(rank: int, k: float = DEFAULT_K) -> float:
     return 1.0 / (k + rank)
 
 
-def rrf(runs: Mapping[str, Sequence[ScoredChunk]], k: float = DEFAULT_K) -> list[ScoredChunk]:
+def rrf(
+    runs: Mapping[str, Sequence[ScoredChunk]],
+    k: float = DEFAULT_K,
+    weights: Mapping[str, float] | None = None,
+) -> list[ScoredChunk]:
     """Fuse named runs (each ranked, ranks 1-based) into one ranked run."""
     if k < 0:
         raise ConfigError(f"rrf.k: must be >= 0, got {k}")
     fused: dict[int, float] = {}
-    for run in runs.values():
+    for name, run in runs.items():
+        weight = 1.0 if weights is None else weights.get(name, 1.0)
         for hit in run:
-            fused[hit.row] = fused.get(hit.row, 0.0) + rrf_term(hit.rank, k)
+            fused[hit.row] = fused.get(hit.row, 0.0) + weight * rrf_term(hit.rank, k)
     ordered = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
     return [ScoredChunk(row=row, score=score, rank=i + 1) for i, (row, score) in enumerate(ordered)]

@@ -59,3 +59,13 @@ class ArrayLexicalIndex(LexicalIndex):
 
     def has_term(self, term: str) -> bool:
         return term in self._vocabulary
+
+    def idf(self, terms: Sequence[str]) -> list[float]:
+        df = np.array(
+            [
+                int(self._indptr[t + 1] - self._indptr[t]) if t >= 0 else 0
+                for t in (self._vocabulary.get(term, -1) for term in terms)
+            ],
+            np.int64,
+        )
+        return [float(x) for x in bm25.idf(df, self._n_docs)]

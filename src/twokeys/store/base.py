@@ -142,6 +142,10 @@ class LexicalIndex(ABC):
     def has_term(self, term: str) -> bool:
         """Whether any chunk contains ``term``."""
 
+    @abstractmethod
+    def idf(self, terms: Sequence[str]) -> list[float]:
+        """BM25 idf of each term; a term no chunk contains gets the idf of df = 0."""
+
 
 class VectorIndex(ABC):
     """Ranks chunks by cosine similarity to a query vector."""

@@ -1,0 +1,53 @@
+"""Killing `twokeys index` midway leaves the previous index intact and loadable."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import SHARED_DATA
+from twokeys import IndexOptions, build_index, open_index
+
+pytestmark = pytest.mark.slow
+
+SCIFACT = SHARED_DATA / "scifact" / "corpus.jsonl"
+ADI = SHARED_DATA / "adi" / "corpus.jsonl"
+
+
+def _kill_midway(index: Path, delay: float) -> None:
+    cli = [sys.executable, "-m", "twokeys.cli", "index", str(SCIFACT), "--index", str(index)]
+    proc = subprocess.Popen([*cli, "--no-dense", "-q"], stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not any(p.name.startswith(".tmp-gen-") for p in index.iterdir()):
+        assert proc.poll() is None, "index finished before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    time.sleep(delay)
+    assert proc.poll() is None, "index finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+@pytest.mark.skipif(not SCIFACT.is_file(), reason="shared data not available")
+@pytest.mark.parametrize("delay", [0.5, 3.0])
+def test_sigkill_during_index_keeps_previous_index(tmp_path: Path, delay: float) -> None:
+    index = tmp_path / "kb.twokeys"
+    build_index(ADI, index, IndexOptions(encoder=None))
+    with open_index(index) as kb:
+        before = kb.search("computer indexing", mode="bm25", k=5)
+        generation = kb.manifest.generation
+    _kill_midway(index, delay)
+    with open_index(index) as kb:
+        assert kb.manifest.generation == generation
+        assert kb.manifest.counts["documents"] == 82
+        assert kb.search("computer indexing", mode="bm25", k=5) == before
+    # the next build cleans up the dead generation and succeeds
+    report = build_index(ADI, index, IndexOptions(encoder=None))
+    assert report.unchanged == 82
+    assert not [p for p in index.iterdir() if p.name.startswith(".tmp-")]

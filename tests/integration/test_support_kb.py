@@ -1,0 +1,78 @@
+"""The example knowledge base shows why both sensors are needed (real MiniLM encoder)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import SUPPORT_KB
+from twokeys import build_index, open_index
+from twokeys.evaluation.runs import doc_rank
+
+pytestmark = pytest.mark.slow
+
+QUERIES = [
+    json.loads(line)
+    for line in (SUPPORT_KB / "queries.jsonl").read_text().splitlines()
+    if line.strip()
+]
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], int | None]:
+    index = tmp_path_factory.mktemp("kb") / "support.twokeys"
+    report = build_index(SUPPORT_KB / "docs", index)
+    assert report.documents >= 30 and not report.skipped
+    out: dict[tuple[str, str], int | None] = {}
+    with open_index(index) as kb:
+        for q in QUERIES:
+            for mode in ("bm25", "dense", "hybrid"):
+                out[(q["id"], mode)] = doc_rank(
+                    kb.search(q["query"], mode=mode, k=20), q["expected"]
+                )
+    return out
+
+
+def _top1(ranks: dict[tuple[str, str], int | None], kind: str, mode: str) -> int:
+    return sum(ranks[(q["id"], mode)] == 1 for q in QUERIES if q["kind"] == kind)
+
+
+def test_query_set_shape() -> None:
+    kinds = Counter(q["kind"] for q in QUERIES)
+    assert len(QUERIES) >= 20 and kinds["identifier"] >= 10 and kinds["paraphrase"] >= 10
+    for q in QUERIES:
+        assert (SUPPORT_KB / "docs" / q["expected"]).is_file(), q
+
+
+def test_bm25_wins_the_identifier_queries(ranks: dict[Any, int | None]) -> None:
+    identifiers = [q for q in QUERIES if q["kind"] == "identifier"]
+    assert all(ranks[(q["id"], "bm25")] == 1 for q in identifiers), [
+        (q["query"], ranks[(q["id"], "bm25")]) for q in identifiers
+    ]
+    assert _top1(ranks, "identifier", "bm25") > _top1(ranks, "identifier", "dense")
+
+
+def test_dense_wins_the_paraphrase_queries(ranks: dict[Any, int | None]) -> None:
+    assert _top1(ranks, "paraphrase", "dense") > _top1(ranks, "paraphrase", "bm25") + 5
+
+
+def test_hybrid_has_every_expected_document_in_its_top_3(ranks: dict[Any, int | None]) -> None:
+    misses = [
+        (q["query"], ranks[(q["id"], "hybrid")])
+        for q in QUERIES
+        if not (ranks[(q["id"], "hybrid")] or 99) <= 3
+    ]
+    assert misses == []
+
+
+def test_identifier_code_never_returns_its_twin(tmp_path: Path) -> None:
+    index = tmp_path / "lex.twokeys"
+    build_index(SUPPORT_KB / "docs", index, __import__("twokeys").IndexOptions(encoder=None))
+    with open_index(index) as kb:
+        docs = {h.doc_id for h in kb.search("ZX-4821", mode="bm25", k=50)}
+    assert "errors/zx-4821.md" in docs
+    assert "errors/zx-4812.md" not in docs
