@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.twokeys-installed
 DEMO_INDEX ?= .demo/support-kb.twokeys
 
-.PHONY: venv demo test lint typecheck unit clean
+.PHONY: venv demo test test-full lint typecheck unit clean
 
 venv: $(STAMP)
 
@@ -44,6 +44,9 @@ unit: venv
 
 test: lint typecheck
 	$(BIN)/pytest -q
+
+test-full: lint typecheck
+	$(BIN)/pytest -q -m ""
 
 clean:
 	rm -rf .demo .pytest_cache .mypy_cache .ruff_cache

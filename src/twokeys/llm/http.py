@@ -1,0 +1,252 @@
+"""Shared HTTP plumbing for model servers: timeouts, retries with backoff, clear errors.
+
+Every remote call (chat, completion, embeddings) goes through :class:`JSONService`, which
+
+* sends JSON and parses JSON (or NDJSON / server-sent-event streams),
+* retries connection failures, timeouts, ``429`` and ``5xx`` answers up to ``retries``
+  times, sleeping ``backoff * 2**attempt`` seconds (capped at ``max_backoff``, or the
+  server's ``Retry-After`` when it gives one) between attempts,
+* never retries other ``4xx`` answers (a wrong model name or key will not fix itself),
+* turns every failure into a :class:`ServiceError` whose message names the service, the
+  URL, what went wrong and what to try.
+
+A stream is retried only until its first chunk arrives; a failure after that is raised,
+since replaying it would repeat text the caller has already shown.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+
+from twokeys.errors import ConfigError, TwokeysError
+
+RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+DEFAULT_TIMEOUT = 120.0
+
+
+class ServiceError(TwokeysError):
+    """A model server could not be reached or gave an unusable answer."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ServiceTimeoutError(ServiceError):
+    """No answer within the timeout, on every attempt."""
+
+
+class ServiceUnavailableError(ServiceError):
+    """Connection refused or reset, or a ``5xx`` / ``429`` answer on every attempt."""
+
+
+class ServiceResponseError(ServiceError):
+    """A non-retryable error status, or a body that is not the JSON the API promises."""
+
+
+class JSONService:
+    """A JSON-over-HTTP API at ``base_url`` (one service: "ollama", "openai", ...)."""
+
+    def __init__(
+        self,
+        name: str,
+        base_url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        retries: int = 2,
+        backoff: float = 0.5,
+        max_backoff: float = 8.0,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if timeout <= 0:
+            raise ConfigError(f"timeout: must be > 0 seconds, got {timeout}")
+        if retries < 0:
+            raise ConfigError(f"retries: must be >= 0, got {retries}")
+        self.name = name
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._sleep = sleep
+        self._client = httpx.Client(
+            headers=dict(headers or {}), timeout=httpx.Timeout(timeout), transport=transport
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+    def url(self, path: str) -> str:
+        return f"{self.base_url}/{path.lstrip('/')}"
+
+    # -- requests -----------------------------------------------------------------------
+
+    def post(self, path: str, body: Mapping[str, Any]) -> Any:
+        """POST ``body`` as JSON and return the parsed JSON answer."""
+        url = self.url(path)
+        for attempt in self._attempts():
+            with self._failures(url, attempt) as retry:
+                response = self._client.post(url, json=body)
+                self._check(url, response, attempt, retry)
+                if retry.wait is None:
+                    return self._json(url, response.text)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def stream(self, path: str, body: Mapping[str, Any], *, sse: bool) -> Iterator[Any]:
+        """POST ``body`` and yield each JSON event of an NDJSON (or, with ``sse``, an
+        ``text/event-stream``) answer. A server-sent ``[DONE]`` ends the stream."""
+        url = self.url(path)
+        for attempt in self._attempts():
+            with (
+                self._failures(url, attempt) as retry,
+                self._client.stream("POST", url, json=body) as response,
+            ):
+                if response.status_code >= 400:
+                    response.read()
+                self._check(url, response, attempt, retry)
+                if retry.wait is not None:
+                    continue
+                for line in response.iter_lines():
+                    payload = _event_payload(line, sse)
+                    if payload is None:
+                        continue
+                    if payload == "[DONE]":
+                        return
+                    event = self._json(url, payload)
+                    retry.started = True
+                    yield event
+                return
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _attempts(self) -> Iterator[int]:
+        yield from range(self.retries + 1)
+
+    @contextmanager
+    def _failures(self, url: str, attempt: int) -> Iterator[_Retry]:
+        """Map transport failures to errors, or to a retry while attempts remain."""
+        retry = _Retry()
+        last = attempt >= self.retries
+        try:
+            yield retry
+        except httpx.TimeoutException:
+            if last or retry.started:
+                raise ServiceTimeoutError(
+                    f"{self.name} at {url}: no answer within {self.timeout:g}s "
+                    f"({attempt + 1} attempt{'s' if attempt else ''}); the model may still be "
+                    "loading or too slow for this timeout: raise --timeout"
+                ) from None
+            self._sleep(self._delay(attempt, None))
+            return
+        except httpx.TransportError as exc:
+            if last or retry.started:
+                raise ServiceUnavailableError(
+                    f"{self.name} at {url}: {_reason(exc)} ({attempt + 1} attempt"
+                    f"{'s' if attempt else ''}); is the server running at {self.base_url}?"
+                ) from None
+            self._sleep(self._delay(attempt, None))
+            return
+        if retry.wait is not None:
+            self._sleep(retry.wait)
+
+    def _check(self, url: str, response: httpx.Response, attempt: int, retry: _Retry) -> None:
+        status = response.status_code
+        if status < 400:
+            return
+        detail = _error_detail(response.text)
+        if status in RETRY_STATUSES and attempt < self.retries:
+            retry.wait = self._delay(attempt, response.headers.get("retry-after"))
+            return
+        where = f"{self.name} at {url}: HTTP {status}"
+        if status in RETRY_STATUSES:
+            raise ServiceUnavailableError(
+                f"{where} after {attempt + 1} attempts: {detail}", status=status
+            )
+        hint = {
+            401: "; check the API key (OPENAI_API_KEY)",
+            403: "; check the API key and its permissions",
+            404: "; check the model name and --base-url",
+        }.get(status, "")
+        raise ServiceResponseError(f"{where}: {detail}{hint}", status=status)
+
+    def _json(self, url: str, text: str) -> Any:
+        try:
+            return json.loads(text)
+        except ValueError:
+            snippet = " ".join(text.split())[:120]
+            raise ServiceResponseError(
+                f"{self.name} at {url}: the answer is not valid JSON: {snippet!r}"
+            ) from None
+
+    def _delay(self, attempt: int, retry_after: str | None) -> float:
+        if retry_after is not None:
+            try:
+                return min(max(float(retry_after), 0.0), self.max_backoff)
+            except ValueError:
+                pass
+        return float(min(self.backoff * 2**attempt, self.max_backoff))
+
+
+class _Retry:
+    """One attempt's state: seconds to wait before the next one (set by a status check),
+    and whether a stream has yielded (after which a failure is not retried)."""
+
+    wait: float | None = None
+    started: bool = False
+
+
+def _event_payload(line: str, sse: bool) -> str | None:
+    line = line.strip()
+    if not line:
+        return None
+    if not sse:
+        return line
+    if not line.startswith("data:"):
+        return None  # comments (": ping"), "event:", "id:" lines
+    return line[len("data:") :].strip() or None
+
+
+def _error_detail(text: str) -> str:
+    """The message of an error body: ``{"error": "..."}``, ``{"error": {"message": ...}}``."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return " ".join(text.split())[:200] or "(empty body)"
+    if isinstance(data, dict):
+        err = data.get("error", data.get("detail", data))
+        if isinstance(err, dict):
+            err = err.get("message", err)
+        return str(err)[:300]
+    return str(data)[:300]
+
+
+def _reason(exc: httpx.TransportError) -> str:
+    if isinstance(exc, httpx.ConnectError):
+        return "connection failed"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return "the server closed the connection"
+    return type(exc).__name__
+
+
+def json_field(service: JSONService, url: str, data: Any, *path: str | int) -> Any:
+    """``data[path[0]][path[1]]...`` or a :class:`ServiceResponseError` naming the field."""
+    current = data
+    for key in path:
+        try:
+            current = current[key]
+        except (KeyError, IndexError, TypeError):
+            dotted = ".".join(str(k) for k in path)
+            raise ServiceResponseError(
+                f"{service.name} at {url}: unexpected answer, no field {dotted!r}: "
+                f"{json.dumps(data)[:200]}"
+            ) from None
+    return current

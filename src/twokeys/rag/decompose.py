@@ -1,0 +1,164 @@
+"""Query decomposition: a prompt that asks several things becomes several sub-queries.
+
+``"Why was nomic-embed-text chosen, what does the --unrestricted flag do, and when did
+the Hub start sending Retry-After headers?"`` asks three questions whose answers live in
+three documents; one retrieval for the whole prompt tends to fill the context with the
+best-matching one. Each sub-query is retrieved on its own and the packer shares the
+budget fairly between them.
+
+:func:`decompose` is rule-based and deterministic:
+
+1. split at question marks, semicolons and line breaks;
+2. split a sentence where a new question clause starts after a comma, ``and``, ``or`` or
+   ``but``: a question word followed by an auxiliary verb (``what does``, ``when did``,
+   ``how long does``), or, after a comma, an auxiliary verb followed by a subject
+   (``, is it``, ``, can I``), so ``"the port, which the router uses"`` or ``"reset and
+   re-pair"`` stay whole;
+3. split a coordinated list of identifiers (``"ZX-4821, ZX-3307 and E-102"``) into one
+   sub-query per identifier, the rest of the clause repeated;
+4. a part that refers back (``it``, ``this``, ``they``...) and names no identifier of its
+   own gets the previous part's identifiers (or, without any, its content words)
+   appended in brackets;
+5. parts of fewer than two words (and no identifier) rejoin the previous part; at most
+   ``max_parts`` parts are kept, the rest joined into the last.
+
+:func:`decompose_with_llm` asks a language model instead and falls back to the rules
+when its answer is not a usable list.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from twokeys.errors import ConfigError
+from twokeys.llm.base import LLM, Message
+
+DEFAULT_MAX_PARTS = 4
+
+_WH = r"(?:what|why|when|where|which|who|whom|whose|how)"
+_AUX = (
+    r"(?:is|are|was|were|do|does|did|can|could|should|shall|will|would|has|have|had"
+    r"|may|might|must|am)"
+)
+_SUBJECT = r"(?:i|you|we|they|it|he|she|there|this|that|these|those|the|my|our|your|its)"
+_CLAUSE_BREAK = re.compile(
+    rf"(?:\s*,\s*(?:(?:and|or|but|also|then)\s+)?|\s+(?:and|or|but)\s+(?:also\s+)?)"
+    rf"(?={_WH}(?:\s+\w+)?\s+{_AUX}\b|{_WH}'s\b)"
+    rf"|\s*,\s*(?:(?:and|or|but)\s+)?(?={_AUX}\s+{_SUBJECT}\b)",
+    re.IGNORECASE,
+)
+_SENTENCE_BREAK = re.compile(r"(?<=\?)\s+|\s*;\s*|\s*\n+\s*|(?<=[.!])\s+(?=[A-Z])")
+_LEADING = re.compile(r"^(?:(?:and|or|but|also|then|plus|so)\b[\s,]*)+", re.IGNORECASE)
+_ID = r"(?:`[^`]+`|--?[\w][\w.-]*|[\w][\w./:@+#-]*[\d_./:@+#-][\w./:@+#-]*\w|[\w]*[a-z][A-Z]\w*)"
+_ID_TOKEN = re.compile(rf"(?<![\w`]){_ID}(?![\w`])")
+_ID_LIST = re.compile(rf"{_ID}(?:\s*,\s*{_ID})*\s*,?\s+(?:and|or)\s+{_ID}|{_ID}(?:\s*,\s*{_ID})+")
+_BACK_REFERENCE = re.compile(
+    r"\b(?:it|its|this|that|these|those|they|them|their|there)\b", re.IGNORECASE
+)
+_STOP = frozenset(
+    """a an the and or but of to in on for with by at from is are was were be been do does
+    did can could should will would has have had may might must i you we they it he she
+    my our your its their this that these those there what why when where which who whom
+    whose how about also tell me please explain describe""".split()
+)
+
+
+def decompose(prompt: str, *, max_parts: int = DEFAULT_MAX_PARTS) -> list[str]:
+    """The sub-queries of ``prompt`` (just ``[prompt]`` when it asks one thing)."""
+    if max_parts < 1:
+        raise ConfigError(f"max_parts: must be >= 1, got {max_parts}")
+    text = prompt.strip()
+    if not text:
+        raise ConfigError("question: is empty")
+    parts: list[str] = []
+    for sentence in _SENTENCE_BREAK.split(text):
+        for clause in _CLAUSE_BREAK.split(sentence):
+            parts.extend(_split_identifier_list(_clean(clause)))
+    parts = _with_back_references(_merge_fragments([p for p in parts if p]))
+    parts = list(dict.fromkeys(parts))
+    if len(parts) > max_parts:
+        parts = [*parts[: max_parts - 1], "; ".join(parts[max_parts - 1 :])]
+    return parts if len(parts) > 1 else [text]
+
+
+def decompose_with_llm(
+    prompt: str, llm: LLM, *, max_parts: int = DEFAULT_MAX_PARTS, max_tokens: int = 200
+) -> list[str]:
+    """Ask ``llm`` for the sub-queries; the rule-based split when its answer is unusable."""
+    if not prompt.strip():
+        raise ConfigError("question: is empty")
+    instruction = (
+        f"Split the request below into at most {max_parts} standalone search queries, one per "
+        "line, with no numbering and no other text. Repeat the subject in each query. If it "
+        "asks only one thing, write it unchanged on one line."
+    )
+    if llm.chat:
+        answer = llm.complete(
+            [Message("system", instruction), Message("user", prompt.strip())],
+            max_tokens=max_tokens,
+        )
+    else:
+        answer = llm.complete(
+            f"{instruction}\n\nRequest: {prompt.strip()}\nQueries:\n",
+            stop=("\n\n", "Request:"),
+            max_tokens=max_tokens,
+        )
+    parts = parse_query_list(answer)
+    if not 1 <= len(parts) <= max_parts or any(len(p) > 400 for p in parts):
+        return decompose(prompt, max_parts=max_parts)
+    return parts if len(parts) > 1 else [prompt.strip()]
+
+
+def parse_query_list(text: str) -> list[str]:
+    """Lines of a model's answer, without bullets, numbers or quotes; blanks dropped."""
+    out = []
+    for line in text.splitlines():
+        line = re.sub(r"^\s*(?:[-*•]|\d{1,2}[.)])\s*", "", line).strip().strip("\"'`").strip()
+        if line:
+            out.append(line)
+    return list(dict.fromkeys(out))
+
+
+def _clean(clause: str) -> str:
+    clause = _LEADING.sub("", clause.strip())
+    return clause.strip(" \t,;:.!?").strip()
+
+
+def _split_identifier_list(clause: str) -> list[str]:
+    match = _ID_LIST.search(clause)
+    if match is None:
+        return [clause]
+    items = _ID_TOKEN.findall(match.group())
+    if len(items) < 2:
+        return [clause]
+    head, tail = clause[: match.start()], clause[match.end() :]
+    return [f"{head}{item}{tail}".strip() for item in items]
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[\w'-]+", text)
+
+
+def _merge_fragments(parts: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for part in parts:
+        if out and len(_words(part)) < 2 and not _ID_TOKEN.search(part):
+            out[-1] = f"{out[-1]} {part}"
+        else:
+            out.append(part)
+    return out
+
+
+def _with_back_references(parts: list[str]) -> list[str]:
+    out: list[str] = []
+    for part in parts:
+        if out and _BACK_REFERENCE.search(part) and not _ID_TOKEN.search(part):
+            keys = _ID_TOKEN.findall(out[-1]) or [
+                w for w in _words(out[-1]) if w.lower() not in _STOP
+            ]
+            keys = keys[:6]
+            if keys:
+                part = f"{part} ({' '.join(keys)})"
+        out.append(part)
+    return out

@@ -1,0 +1,569 @@
+"""Context packing: ranked hits for one or more sub-queries + a token budget -> the context.
+
+The prompt has four *sections*, each with its own budget (:class:`Budget`):
+``instructions`` (the template's fixed text), ``question`` (the user's words), ``answer``
+(tokens kept free for the reply) and ``context`` (the retrieved passages), which gets
+everything the other three do not use. The first two are capped, so no section can
+starve the retrieval results: the context always has at least
+``total - answer - instructions - question`` tokens; a question over its cap is an error.
+
+Within the context budget, :func:`pack` builds numbered *blocks*:
+
+* **Fair across sub-queries.** Candidates are taken in rounds: round r offers each
+  sub-query its r-th best hit, in sub-query order, so every sub-query gets its best
+  evidence before any gets its second. In the first round a sub-query may use at most an
+  equal share of what is left, so one long passage cannot crowd out the others' best.
+* **De-duplicated.** A chunk already in the context is not added twice, and neither is a
+  chunk whose word trigrams are at least 80% contained in a block already chosen
+  (near-duplicate text, such as a page copied into two folders).
+* **Merged.** A chunk next to one already chosen from the same document (positions
+  differ by one) extends that block in reading order; the chunker's sentence overlap is
+  removed using the chunks' character offsets, and a heading change inside the block is
+  written as a Markdown heading line.
+* **Labelled.** Each block starts with ``[n] path | heading path``; n is its citation
+  number, and blocks are numbered in the order they were chosen, so the highest-ranked
+  evidence comes first.
+* **Never cut mid-sentence.** A block that does not fit is cut after its last whole
+  sentence (or line, for lists and tables; a fenced code block is one piece) that fits,
+  and is skipped when not even its first sentence does.
+
+Token accounting: a block costs the tokens of its rendered text (label line + text);
+blocks are joined by :data:`SEPARATOR`, whose tokens count too. After packing, the whole
+context is counted once more and the last block shortened until it fits, so the budget
+holds even for a subword tokenizer that merges across block boundaries.
+:func:`~twokeys.chunking.approx_token_counter` (``ceil(len/6)`` per word, 1 per
+punctuation run) is the documented estimate used when the generator's tokenizer is unknown.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from twokeys.chunking import TokenCounter
+from twokeys.errors import ConfigError
+from twokeys.types import Chunk, Hit
+
+SEPARATOR = "\n\n"
+FIXED_SECTIONS = ("instructions", "question")
+DUPLICATE_CONTAINMENT = 0.8
+MIN_BLOCK_TOKENS = 8  # stop offering candidates when less than this is left
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Token budgets of the prompt's sections (see the module docstring)."""
+
+    total: int = 2048
+    answer: int = 384
+    instructions: int = 256
+    question: int = 256
+    min_context: int = 128
+
+    def __post_init__(self) -> None:
+        for name in ("total", "answer", "instructions", "question", "min_context"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ConfigError(f"budget.{name}: expected an integer >= 0, got {value!r}")
+        if self.answer < 1:
+            raise ConfigError(f"budget.answer: must be >= 1, got {self.answer}")
+        if self.context_floor < self.min_context:
+            raise ConfigError(
+                f"budget.total: {self.total} tokens leave {self.context_floor} for retrieved "
+                f"context after answer ({self.answer}), instructions ({self.instructions}) and "
+                f"question ({self.question}); need at least {self.min_context}"
+            )
+
+    @property
+    def context_floor(self) -> int:
+        """The least the context section can get."""
+        return self.total - self.answer - self.instructions - self.question
+
+    @classmethod
+    def for_total(cls, total: int) -> Budget:
+        """Section caps scaled to ``total``: answer 1/4 (at most 384), instructions and
+        question 1/8 each (at most 256); the context gets the rest."""
+        if total < 256:
+            raise ConfigError(f"budget: must be at least 256 tokens, got {total}")
+        return cls(
+            total=total,
+            answer=min(384, total // 4),
+            instructions=min(256, total // 8),
+            question=min(256, total // 8),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SubQueryHits:
+    """One sub-query and its ranked hits (best first)."""
+
+    query: str
+    hits: tuple[Hit, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One numbered passage of the context: one chunk, or adjacent chunks merged."""
+
+    number: int
+    path: str
+    title: str
+    heading_path: tuple[str, ...]
+    text: str
+    chunk_ids: tuple[str, ...]  # in reading order
+    queries: tuple[int, ...]  # indices of the sub-queries whose hits it holds
+    tokens: int  # of the rendered block (label line + text)
+    trimmed: bool  # cut after a whole sentence to fit
+
+    @property
+    def heading(self) -> str:
+        return " > ".join(self.heading_path)
+
+    @property
+    def label(self) -> str:
+        return render_label(self.number, self.path, self.heading_path)
+
+    def render(self) -> str:
+        return f"{self.label}\n{self.text}"
+
+
+@dataclass(frozen=True, slots=True)
+class SectionUsage:
+    """A section's budget and the tokens it used."""
+
+    name: str
+    budget: int
+    used: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueryUsage:
+    """What one sub-query added to the context."""
+
+    query: str
+    tokens: int
+    blocks: tuple[int, ...]  # citation numbers of the blocks it created or extended
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A candidate chunk left out, and why."""
+
+    chunk_id: str
+    query: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class PackedContext:
+    """The context a model sees, with its accounting."""
+
+    blocks: tuple[Block, ...]
+    sections: tuple[SectionUsage, ...]
+    queries: tuple[QueryUsage, ...]
+    skipped: tuple[Skipped, ...] = field(default=())
+
+    @property
+    def text(self) -> str:
+        return SEPARATOR.join(b.render() for b in self.blocks)
+
+    def section(self, name: str) -> SectionUsage:
+        for s in self.sections:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def block(self, number: int) -> Block:
+        return self.blocks[number - 1]
+
+
+def render_label(number: int, path: str, heading_path: Sequence[str]) -> str:
+    heading = " > ".join(heading_path)
+    return f"[{number}] {path} | {heading}" if heading else f"[{number}] {path}"
+
+
+def pack(
+    runs: Sequence[SubQueryHits],
+    budget: Budget,
+    count_tokens: TokenCounter,
+    *,
+    fixed: Mapping[str, str] | None = None,
+) -> PackedContext:
+    """Pack the hits of ``runs`` into the context section of ``budget``.
+
+    ``fixed`` holds the text of the capped sections (``instructions``, ``question``),
+    counted against their own budgets; whatever they leave goes to the context.
+    """
+    counter = _CachedCounter(count_tokens)
+    sections: list[SectionUsage] = []
+    fixed_used = 0
+    for name, text in (fixed or {}).items():
+        if name not in FIXED_SECTIONS:
+            raise ConfigError(
+                f"fixed: unknown section {name!r} (known: {', '.join(FIXED_SECTIONS)})"
+            )
+        cap = getattr(budget, name)
+        used = counter.one(text)
+        if used > cap:
+            raise ConfigError(
+                f"{name}: {used} tokens, over its budget of {cap}; shorten it or raise --budget"
+            )
+        sections.append(SectionUsage(name, cap, used))
+        fixed_used += used
+    context_budget = budget.total - budget.answer - fixed_used
+    packer = _Packer(context_budget, counter, len(runs))
+    packer.run(runs)
+    blocks = packer.fit_total()
+    used = counter.one(SEPARATOR.join(b.render() for b in blocks)) if blocks else 0
+    sections.append(SectionUsage("context", context_budget, used))
+    sections.append(SectionUsage("answer", budget.answer, 0))
+    queries = tuple(
+        QueryUsage(run.query, packer.query_tokens[i], tuple(sorted(packer.query_blocks[i])))
+        for i, run in enumerate(runs)
+    )
+    return PackedContext(tuple(blocks), tuple(sections), queries, tuple(packer.skipped))
+
+
+# --- sentences ---------------------------------------------------------------------------
+
+_SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]*_`]*(?=\s+[\"'“‘(\[`*_]*[A-Z0-9])")
+_ABBREVIATION = re.compile(
+    r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|no|fig|dr|mr|mrs|ms|st|ca)|(?<![\w.])[A-Za-z])\.$",
+    re.IGNORECASE,
+)
+_LINE_START = re.compile(r"\s*(?:[-*+]\s|\d{1,9}[.)]\s|\||#{1,6}\s|```|~~~|>)")
+_FENCE = re.compile(r"\s*(```|~~~)")
+_TERMINAL = re.compile(r"[.!?:;]([\"'”’)\]*_`]*)$")
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` spans of the sentences of ``text``, in order, whitespace trimmed.
+
+    Lines that start a list item, table row, heading, quote or fence, and lines after a
+    line ending in ``. ! ? : ;``, start a new piece; other line breaks are soft wraps
+    inside a sentence. A fenced code block is one piece. Prose splits after ``. ! ?``
+    followed by whitespace and a capital, digit, quote or bracket, except after an
+    abbreviation (``e.g.``) or an initial.
+    """
+    pieces: list[tuple[int, int]] = []
+    start: int | None = None
+    fence: str | None = None
+    pos = prev_end = 0
+    for line in text.splitlines(keepends=True):
+        line_start, line_end = pos, pos + len(line.rstrip("\r\n"))
+        pos += len(line)
+        stripped = line.strip()
+        if fence is not None:
+            if stripped.startswith(fence):
+                fence = None
+                if start is not None:
+                    pieces.append((start, line_end))
+                    start = None
+            continue
+        opener = _FENCE.match(line)
+        if not stripped or opener or _LINE_START.match(line):
+            if start is not None:
+                pieces.append((start, prev_end))
+                start = None
+            if opener:
+                fence = opener.group(1)
+                start = line_start
+                continue
+        if not stripped:
+            continue
+        if start is None:
+            start = line_start
+        prev_end = line_end
+        if _TERMINAL.search(stripped):
+            pieces.append((start, line_end))
+            start = None
+    if start is not None:
+        pieces.append((start, len(text) if fence is not None else prev_end))
+    out: list[tuple[int, int]] = []
+    for a, b in pieces:
+        if text[a:b].lstrip().startswith(("```", "~~~")):
+            out.append(_trim(text, a, b))
+        else:
+            out.extend(_prose_sentences(text, a, b))
+    return [(a, b) for a, b in out if a < b]
+
+
+def _prose_sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    out = []
+    current = start
+    for m in _SENTENCE_END.finditer(text, start, end):
+        if m.group().startswith(".") and _ABBREVIATION.search(
+            text, max(start, m.start() - 8), m.start() + 1
+        ):
+            continue
+        out.append(_trim(text, current, m.end()))
+        current = m.end()
+    out.append(_trim(text, current, end))
+    return out
+
+
+def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+# --- near-duplicates ---------------------------------------------------------------------
+
+_WORD = re.compile(r"\w+")
+
+
+def shingles(text: str) -> frozenset[tuple[str, ...]]:
+    """Word trigrams of ``text`` (lowercased); the whole word tuple when shorter."""
+    words = _WORD.findall(text.lower())
+    if len(words) < 3:
+        return frozenset({tuple(words)}) if words else frozenset()
+    return frozenset(zip(words, words[1:], words[2:], strict=False))
+
+
+def containment(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> float:
+    """The share of ``a``'s shingles that are in ``b``."""
+    return len(a & b) / len(a) if a else 1.0
+
+
+# --- the packer --------------------------------------------------------------------------
+
+
+class _CachedCounter:
+    def __init__(self, count_tokens: TokenCounter) -> None:
+        self._count = count_tokens
+        self._cache: dict[str, int] = {}
+
+    def one(self, text: str) -> int:
+        if not text:
+            return 0
+        if text not in self._cache:
+            counts = list(self._count([text]))
+            if len(counts) != 1:
+                raise ValueError(f"token counter returned {len(counts)} counts for 1 text")
+            self._cache[text] = int(counts[0])
+        return self._cache[text]
+
+
+@dataclass
+class _Open:
+    """A block being built."""
+
+    number: int
+    path: str
+    title: str
+    doc_id: str
+    parts: list[Chunk]
+    text: str
+    tokens: int
+    queries: set[int]
+    trimmed: bool = False
+    shingles: frozenset[tuple[str, ...]] = frozenset()
+
+    @property
+    def heading_path(self) -> tuple[str, ...]:
+        return self.parts[0].heading_path
+
+    def render(self, text: str | None = None, heading_path: tuple[str, ...] | None = None) -> str:
+        label = render_label(self.number, self.path, heading_path or self.heading_path)
+        return f"{label}\n{self.text if text is None else text}"
+
+    def freeze(self) -> Block:
+        return Block(
+            number=self.number,
+            path=self.path,
+            title=self.title,
+            heading_path=self.heading_path,
+            text=self.text,
+            chunk_ids=tuple(c.id for c in self.parts),
+            queries=tuple(sorted(self.queries)),
+            tokens=self.tokens,
+            trimmed=self.trimmed,
+        )
+
+
+class _Packer:
+    def __init__(self, budget: int, counter: _CachedCounter, n_queries: int) -> None:
+        self.budget = budget
+        self.remaining = budget
+        self.count = counter
+        self.separator = counter.one(SEPARATOR)
+        self.blocks: list[_Open] = []
+        self.chunks: dict[str, _Open] = {}
+        self.skipped: list[Skipped] = []
+        self.query_tokens = [0] * n_queries
+        self.query_blocks: list[set[int]] = [set() for _ in range(n_queries)]
+
+    def run(self, runs: Sequence[SubQueryHits]) -> None:
+        depth = max((len(r.hits) for r in runs), default=0)
+        for rank in range(depth):
+            offered = [i for i, r in enumerate(runs) if rank < len(r.hits)]
+            for turn, i in enumerate(offered):
+                if self.remaining < MIN_BLOCK_TOKENS:
+                    return
+                share = self.remaining
+                if rank == 0:  # a fair share of what is left for each sub-query's best
+                    share = self.remaining // (len(offered) - turn)
+                self.offer(runs[i].hits[rank], i, share)
+
+    def offer(self, hit: Hit, query: int, limit: int) -> None:
+        chunk = hit.chunk
+        if chunk.id in self.chunks:
+            block = self.chunks[chunk.id]
+            block.queries.add(query)
+            self.query_blocks[query].add(block.number)
+            self.skipped.append(Skipped(chunk.id, query, f"already in [{block.number}]"))
+            return
+        if self.extend(hit, query, limit):
+            return
+        own = shingles(chunk.text)
+        for block in self.blocks:
+            if containment(own, block.shingles) >= DUPLICATE_CONTAINMENT:
+                block.queries.add(query)
+                self.query_blocks[query].add(block.number)
+                self.skipped.append(Skipped(chunk.id, query, f"near-duplicate of [{block.number}]"))
+                return
+        self.add(hit, query, limit, own)
+
+    def extend(self, hit: Hit, query: int, limit: int) -> bool:
+        """Merge ``hit`` into a block holding its neighbour; False when there is none."""
+        chunk = hit.chunk
+        for block in self.blocks:
+            if block.doc_id != chunk.doc_id:
+                continue
+            first, last = block.parts[0], block.parts[-1]
+            if chunk.position == last.position + 1 and not block.trimmed:
+                tail = _join_after(last, chunk)
+                return self._grow(block, chunk, query, limit, append=tail)
+            if chunk.position == first.position - 1:
+                head = _join_before(chunk, first)
+                return self._grow(block, chunk, query, limit, prepend=head)
+        return False
+
+    def _grow(
+        self,
+        block: _Open,
+        chunk: Chunk,
+        query: int,
+        limit: int,
+        *,
+        append: str = "",
+        prepend: str = "",
+    ) -> bool:
+        if prepend:
+            text = prepend + block.text
+            tokens = self.count.one(block.render(text, chunk.heading_path))
+        else:
+            text = block.text + append
+            tokens = self.count.one(block.render(text))
+        cost = tokens - block.tokens
+        trimmed = False
+        if cost > min(limit, self.remaining):
+            if prepend:  # cutting the head would leave a gap before the block
+                self.skipped.append(Skipped(chunk.id, query, "over budget"))
+                return True
+            best = self._longest_prefix(
+                append,
+                lambda piece: self.count.one(block.render(block.text + piece)) - block.tokens,
+                min(limit, self.remaining),
+            )
+            if best is None:
+                self.skipped.append(Skipped(chunk.id, query, "over budget"))
+                return True
+            text = block.text + best
+            tokens = self.count.one(block.render(text))
+            cost = tokens - block.tokens
+            trimmed = True
+        if prepend:
+            block.parts.insert(0, chunk)
+        else:
+            block.parts.append(chunk)
+        block.text = text
+        block.tokens = tokens
+        block.trimmed = block.trimmed or trimmed
+        block.queries.add(query)
+        block.shingles = shingles(text)
+        self.chunks[chunk.id] = block
+        self._charge(query, block.number, cost)
+        return True
+
+    def add(self, hit: Hit, query: int, limit: int, own: frozenset[tuple[str, ...]]) -> None:
+        chunk = hit.chunk
+        number = len(self.blocks) + 1
+        block = _Open(number, hit.path, hit.title, chunk.doc_id, [chunk], chunk.text, 0, {query})
+        joint = self.separator if self.blocks else 0
+        available = min(limit, self.remaining)
+        tokens = self.count.one(block.render())
+        if tokens + joint > available:
+            best = self._longest_prefix(
+                chunk.text, lambda piece: self.count.one(block.render(piece)) + joint, available
+            )
+            if best is None:
+                self.skipped.append(Skipped(chunk.id, query, "over budget"))
+                return
+            block.text = best
+            block.trimmed = True
+            tokens = self.count.one(block.render())
+            own = shingles(best)
+        block.tokens = tokens
+        block.shingles = own
+        self.blocks.append(block)
+        self.chunks[chunk.id] = block
+        self._charge(query, number, tokens + joint)
+
+    def _charge(self, query: int, number: int, cost: int) -> None:
+        self.remaining -= cost
+        self.query_tokens[query] += cost
+        self.query_blocks[query].add(number)
+
+    @staticmethod
+    def _longest_prefix(text: str, cost: _Cost, limit: int) -> str | None:
+        """The longest prefix of ``text`` ending at a sentence end whose cost fits."""
+        ends = [end for _, end in split_sentences(text)]
+        lo, hi, best = 0, len(ends) - 1, None
+        while lo <= hi:  # cost grows with the prefix: binary search
+            mid = (lo + hi) // 2
+            if cost(text[: ends[mid]]) <= limit:
+                best, lo = text[: ends[mid]], mid + 1
+            else:
+                hi = mid - 1
+        return best
+
+    def fit_total(self) -> list[Block]:
+        """Freeze the blocks, shortening the last until the joined context fits."""
+        blocks = [b.freeze() for b in self.blocks]
+        while blocks and self.count.one(SEPARATOR.join(b.render() for b in blocks)) > self.budget:
+            last = blocks.pop()
+            ends = [end for _, end in split_sentences(last.text)]
+            if len(ends) > 1:
+                shorter = replace(last, text=last.text[: ends[-2]], trimmed=True)
+                blocks.append(replace(shorter, tokens=self.count.one(shorter.render())))
+        return blocks
+
+
+_Cost = Callable[[str], int]
+
+
+def _heading_line(path: tuple[str, ...]) -> str:
+    return f"{'#' * min(max(len(path), 1), 6)} {path[-1]}" if path else ""
+
+
+def _join_after(prev: Chunk, nxt: Chunk) -> str:
+    """The text that follows ``prev`` to the end of ``nxt`` (overlap removed)."""
+    if nxt.start < prev.end:
+        return nxt.text[min(prev.end - nxt.start, len(nxt.text)) :]
+    if nxt.heading_path != prev.heading_path and nxt.heading_path:
+        return f"{SEPARATOR}{_heading_line(nxt.heading_path)}{SEPARATOR}{nxt.text}"
+    return SEPARATOR + nxt.text
+
+
+def _join_before(prev: Chunk, nxt: Chunk) -> str:
+    """The text of ``prev`` up to where ``nxt`` starts (overlap removed)."""
+    if prev.end > nxt.start:
+        return prev.text[: max(nxt.start - prev.start, 0)]
+    if nxt.heading_path != prev.heading_path and nxt.heading_path:
+        return f"{prev.text}{SEPARATOR}{_heading_line(nxt.heading_path)}{SEPARATOR}"
+    return prev.text + SEPARATOR

@@ -1,0 +1,83 @@
+"""Prompt templates: chat messages for chat models, a completion prompt for base models.
+
+Both tell the model to answer only from the numbered context and to cite it as ``[n]``.
+A base model (``--llm local``: Gemma 3 270M) does not follow instructions, so its
+prompt is laid out as a document to be continued (sources, question, "Answer:") and
+ends at one of :data:`COMPLETION_STOP`.
+
+:attr:`Template.instructions` is everything the model sees besides the context and the
+question, with ``<|role|>`` markers standing in for the chat template's role tokens; it
+is what the packer counts against the ``instructions`` budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from twokeys.errors import ConfigError
+from twokeys.llm.base import Message, Prompt
+
+Style = Literal["chat", "completion"]
+STYLES: tuple[str, ...] = ("chat", "completion")
+
+SYSTEM = (
+    "You answer questions using only the numbered context passages the user gives you. "
+    "After each statement, cite the passage it comes from by its number in square "
+    "brackets, like [1] or [2][3]. If the passages do not contain the answer, say that "
+    "you don't know. Do not use any other knowledge."
+)
+COMPLETION_HEADER = (
+    "Below are numbered sources, a question, and an answer written only from the sources. "
+    "The answer cites the sources it uses by number in square brackets, like [1]."
+)
+COMPLETION_STOP: tuple[str, ...] = ("\nQuestion:", "\nSources:", "\n\n\n", "<end_of_turn>")
+
+
+@dataclass(frozen=True)
+class Template:
+    """How the context and the question become a prompt."""
+
+    style: Style = "chat"
+
+    def __post_init__(self) -> None:
+        if self.style not in STYLES:
+            raise ConfigError(f"prompt_style: {self.style!r} is not one of {', '.join(STYLES)}")
+
+    def render(self, context: str, question: str) -> Prompt:
+        """The prompt for ``context`` (the packed blocks) and ``question``."""
+        if self.style == "chat":
+            return [
+                Message("system", SYSTEM),
+                Message("user", f"Context:\n\n{context}\n\nQuestion: {question}"),
+            ]
+        return (
+            f"{COMPLETION_HEADER}\n\nSources:\n\n{context}\n\n"
+            f"Question: {question}\nAnswer (citing sources like [1]):"
+        )
+
+    @property
+    def stop(self) -> tuple[str, ...]:
+        return COMPLETION_STOP if self.style == "completion" else ()
+
+    @property
+    def instructions(self) -> str:
+        """The template's own text: the prompt with empty context and question."""
+        return render_prompt(self.render("", ""))
+
+
+def question_text(question: str, parts: Sequence[str]) -> str:
+    """The question as the model sees it; a decomposed one lists its parts."""
+    question = question.strip()
+    if len(parts) < 2:
+        return question
+    listed = "\n".join(f"{i}. {p}" for i, p in enumerate(parts, 1))
+    return f"{question}\nAnswer each part:\n{listed}"
+
+
+def render_prompt(prompt: Prompt) -> str:
+    """A prompt as text: a completion prompt as is, messages with ``<|role|>`` markers."""
+    if isinstance(prompt, str):
+        return prompt
+    return "\n".join(f"<|{m.role}|>\n{m.content}" for m in prompt)
