@@ -194,6 +194,8 @@ class Analyzer:
         text = _normalize(text)
         out: list[Token] = []
         for raw in _raw_tokens(text, self.spec.cjk_bigrams):
+            if raw.endswith(("'s", "'S")) and len(raw) > 2:
+                raw = raw[:-2]  # possessive: O'Reilly's -> O'Reilly, SSL_CTX's -> SSL_CTX
             out.append(Token(raw, _is_identifier(raw)))
         return out
 

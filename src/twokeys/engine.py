@@ -8,21 +8,33 @@ for hit in kb.search("What does error code ZX-4821 mean?", k=5):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from twokeys.analysis import analyzer_for
 from twokeys.dense.encoder import Encoder, get_encoder
 from twokeys.errors import ConfigError, EncoderMismatchError
 from twokeys.fusion.rrf import DEFAULT_K
 from twokeys.retrievers import BM25Retriever, DenseRetriever, HybridRetriever, Retriever
+from twokeys.retrievers.catalog import EXTRA_MODES
 from twokeys.store.base import IndexBackend
 from twokeys.store.local import LocalIndex
 from twokeys.types import Hit
 
-Mode = Literal["bm25", "dense", "hybrid"]
-MODES: tuple[str, ...] = ("bm25", "dense", "hybrid")
 DEFAULT_WEIGHTING = "none"
+BUILTIN_MODES: tuple[str, ...] = ("bm25", "dense", "hybrid")
+MODES: tuple[str, ...] = (*BUILTIN_MODES, *EXTRA_MODES)
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """Knobs shared by the retrieval modes."""
+
+    candidates: int = 100  # per-retriever depth fused in hybrid modes
+    rrf_k: float = DEFAULT_K
+    weighting: str = DEFAULT_WEIGHTING
 
 
 def open_index(path: str | Path, *, encoder: Encoder | None = None) -> Index:
@@ -80,15 +92,14 @@ class Index:
                 "'twokeys index' or search with the original encoder"
             )
 
-    def retriever(
-        self,
-        mode: str = "hybrid",
-        *,
-        candidates: int = 100,
-        rrf_k: float = DEFAULT_K,
-        weighting: str = DEFAULT_WEIGHTING,
-    ) -> Retriever:
-        """The retriever for ``mode``: "bm25", "dense" or "hybrid"."""
+    def retriever(self, mode: str = "hybrid", settings: SearchSettings | None = None) -> Retriever:
+        """The retriever for ``mode`` (one of :data:`MODES`)."""
+        settings = settings or SearchSettings()
+        if mode in EXTRA_MODES:
+            module, _, function = EXTRA_MODES[mode].partition(":")
+            factory = getattr(import_module(module), function)
+            retriever: Retriever = factory(self, settings)
+            return retriever
         if mode == "bm25":
             return BM25Retriever(self.analyzer, self.backend.lexical)
         if mode in ("dense", "hybrid"):
@@ -100,7 +111,11 @@ class Index:
                 return dense
             lexical = BM25Retriever(self.analyzer, self.backend.lexical)
             return HybridRetriever(
-                lexical, dense, candidates=candidates, k=rrf_k, weighting=weighting
+                lexical,
+                dense,
+                candidates=settings.candidates,
+                k=settings.rrf_k,
+                weighting=settings.weighting,
             )
         raise ConfigError(f"mode: {mode!r} is not one of {', '.join(MODES)}")
 
@@ -122,7 +137,8 @@ class Index:
             raise ConfigError(f"k: must be >= 1, got {k}")
         if not query.strip():
             raise ConfigError("query: is empty")
-        retriever = self.retriever(mode, candidates=candidates, rrf_k=rrf_k, weighting=weighting)
+        settings = SearchSettings(candidates=candidates, rrf_k=rrf_k, weighting=weighting)
+        retriever = self.retriever(mode, settings)
         result = retriever.retrieve(query, k, explain=explain)
         rows = [h.row for h in result.run]
         chunks = self.backend.chunks(rows)

@@ -1,0 +1,25 @@
+"""Answer with evidence: query decomposition, context packing within a token budget,
+prompts, extractive answers and the ``ask`` orchestration."""
+
+from __future__ import annotations
+
+from twokeys.rag.ask import Answer, AskOptions, Plan, Source, ask, generate, prepare
+from twokeys.rag.decompose import decompose, decompose_with_llm
+from twokeys.rag.packing import Block, Budget, PackedContext, SubQueryHits, pack
+
+__all__ = [
+    "Answer",
+    "AskOptions",
+    "Block",
+    "Budget",
+    "PackedContext",
+    "Plan",
+    "Source",
+    "SubQueryHits",
+    "ask",
+    "decompose",
+    "decompose_with_llm",
+    "generate",
+    "pack",
+    "prepare",
+]

@@ -1,0 +1,11 @@
+"""Retrieval modes beyond the built-in ``bm25``, ``dense`` and ``hybrid``.
+
+Each entry maps a mode name to ``"module:function"``; the function is imported only
+when the mode is used and is called as ``function(index, settings) -> Retriever``
+where ``index`` is a :class:`twokeys.engine.Index` and ``settings`` a
+:class:`twokeys.engine.SearchSettings`.
+"""
+
+from __future__ import annotations
+
+EXTRA_MODES: dict[str, str] = {}
