@@ -30,12 +30,12 @@ from twokeys import __version__
 from twokeys.analysis import STEMMERS, STOPWORD_SETS, AnalyzerSpec
 from twokeys.chunking import ChunkerConfig
 from twokeys.dense.encoder import encoder_names
-from twokeys.engine import DEFAULT_WEIGHTING, MODES, open_index
+from twokeys.engine import MODES, open_index
 from twokeys.errors import TwokeysError
 from twokeys.indexer import IndexOptions, build_index
 from twokeys.ingest import SkippedFile
 from twokeys.lexical.bm25 import BM25Params
-from twokeys.retrievers.hybrid import WEIGHTINGS
+from twokeys.retrievers.hybrid import DEFAULT_FUSION, FUSIONS
 from twokeys.types import Hit
 
 DEFAULT_INDEX = "kb.twokeys"
@@ -175,11 +175,11 @@ def index(
 )
 @click.option("--rrf-k", type=float, default=60.0, show_default=True, help="RRF constant k.")
 @click.option(
-    "--weighting",
-    type=click.Choice(WEIGHTINGS),
-    default=DEFAULT_WEIGHTING,
+    "--fusion",
+    type=click.Choice(FUSIONS),
+    default=DEFAULT_FUSION,
     show_default=True,
-    help="Hybrid: plain RRF, or weight BM25 by how much of the query its top hit covers.",
+    help="How hybrid mode fuses BM25 and dense rankings.",
 )
 @click.option("--explain", is_flag=True, help="Show why each hit ranked where it did.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
@@ -190,7 +190,7 @@ def search(
     k: int,
     candidates: int,
     rrf_k: float,
-    weighting: str,
+    fusion: str,
     explain: bool,
     as_json: bool,
 ) -> None:
@@ -202,7 +202,7 @@ def search(
             k=k,
             candidates=candidates,
             rrf_k=rrf_k,
-            weighting=weighting,
+            fusion=fusion,
             explain=explain or as_json,
         )
     if as_json:
@@ -212,7 +212,7 @@ def search(
         out.print("no results")
         return
     for hit in hits:
-        _print_hit(hit, explain, rrf_k)
+        _print_hit(hit, explain, rrf_k if fusion.startswith("rrf") else None)
 
 
 def hit_to_dict(hit: Hit) -> dict[str, Any]:
@@ -242,7 +242,7 @@ def hit_to_dict(hit: Hit) -> dict[str, Any]:
     }
 
 
-def _print_hit(hit: Hit, explain: bool, rrf_k: float) -> None:
+def _print_hit(hit: Hit, explain: bool, rrf_k: float | None) -> None:
     where = hit.chunk.heading or hit.title
     out.print(f"[bold]{hit.rank}.[/bold] {hit.path}  [dim]{where}[/dim]  score={hit.score:.4f}")
     snippet = " ".join(hit.text.split())
@@ -255,9 +255,11 @@ def _print_hit(hit: Hit, explain: bool, rrf_k: float) -> None:
             line += f"cosine {ev.score:.4f}"
         else:
             line += f"score {ev.score:.4f}"
-        if ev.fused:
+        if ev.fused and rrf_k is not None:
             weight = f"{ev.weight:.2f}*" if ev.weight != 1.0 else ""
             line += f"  rrf {weight}1/({rrf_k:g}+{ev.rank}) = {ev.fused:.5f}"
+        elif ev.fused:
+            line += f"  weight {ev.weight:.2f} x normalised = {ev.fused:.4f}"
         if ev.matched_terms:
             terms = ", ".join(f"{t} {w:.2f}" for t, w in ev.matched_terms)
             line += f"  terms: {terms}"
@@ -300,6 +302,13 @@ def info(index_path: Path, as_json: bool) -> None:
     table.add_row("built", f"{data['created_at']} by twokeys {data['twokeys_version']}")
     out.print(table)
 
+
+from twokeys.rag.cli import ask  # noqa: E402
+
+main.add_command(ask)
+from twokeys.evaluation.cli import eval_command  # noqa: E402
+
+main.add_command(eval_command, name="eval")
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -19,11 +19,11 @@ from twokeys.errors import ConfigError, EncoderMismatchError
 from twokeys.fusion.rrf import DEFAULT_K
 from twokeys.retrievers import BM25Retriever, DenseRetriever, HybridRetriever, Retriever
 from twokeys.retrievers.catalog import EXTRA_MODES
+from twokeys.retrievers.hybrid import DEFAULT_FUSION
 from twokeys.store.base import IndexBackend
 from twokeys.store.local import LocalIndex
 from twokeys.types import Hit
 
-DEFAULT_WEIGHTING = "none"
 BUILTIN_MODES: tuple[str, ...] = ("bm25", "dense", "hybrid")
 MODES: tuple[str, ...] = (*BUILTIN_MODES, *EXTRA_MODES)
 
@@ -33,8 +33,9 @@ class SearchSettings:
     """Knobs shared by the retrieval modes."""
 
     candidates: int = 100  # per-retriever depth fused in hybrid modes
+    fusion: str = DEFAULT_FUSION
     rrf_k: float = DEFAULT_K
-    weighting: str = DEFAULT_WEIGHTING
+    lexical_weight: float = 0.4  # for the fixed-weight convex fusions
 
 
 def open_index(path: str | Path, *, encoder: Encoder | None = None) -> Index:
@@ -114,8 +115,9 @@ class Index:
                 lexical,
                 dense,
                 candidates=settings.candidates,
+                fusion=settings.fusion,
                 k=settings.rrf_k,
-                weighting=settings.weighting,
+                lexical_weight=settings.lexical_weight,
             )
         raise ConfigError(f"mode: {mode!r} is not one of {', '.join(MODES)}")
 
@@ -128,8 +130,8 @@ class Index:
         mode: str = "hybrid",
         k: int = 10,
         candidates: int = 100,
+        fusion: str = DEFAULT_FUSION,
         rrf_k: float = DEFAULT_K,
-        weighting: str = DEFAULT_WEIGHTING,
         explain: bool = False,
     ) -> list[Hit]:
         """The top ``k`` chunks for ``query``; with ``explain``, each hit's evidence."""
@@ -137,7 +139,7 @@ class Index:
             raise ConfigError(f"k: must be >= 1, got {k}")
         if not query.strip():
             raise ConfigError("query: is empty")
-        settings = SearchSettings(candidates=candidates, rrf_k=rrf_k, weighting=weighting)
+        settings = SearchSettings(candidates=candidates, fusion=fusion, rrf_k=rrf_k)
         retriever = self.retriever(mode, settings)
         result = retriever.retrieve(query, k, explain=explain)
         rows = [h.row for h in result.run]

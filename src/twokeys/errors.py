@@ -25,3 +25,7 @@ class EncoderMismatchError(TwokeysError):
 
 class MissingExtraError(TwokeysError):
     """An optional dependency is not installed; the message gives the install command."""
+
+
+class QuerySyntaxError(TwokeysError):
+    """A query in a structured syntax (``--mode boolean``) is malformed; names the column."""

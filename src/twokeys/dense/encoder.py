@@ -3,7 +3,8 @@
 A backend implements one method, :meth:`Encoder.embed_batch`; the base class adds
 length-sorted batching, L2 normalisation and a progress callback. Encoders are looked
 up by name (``"minilm"``, the default) so an index can record which one built it and
-refuse to be searched with another.
+refuse to be searched with another; a *family* resolves ``PREFIX:MODEL`` names, such as
+``ollama:nomic-embed-text`` or ``openai:text-embedding-3-small`` (served over HTTP).
 """
 
 from __future__ import annotations
@@ -66,7 +67,9 @@ class Encoder(ABC):
 
 
 EncoderFactory = Callable[[], Encoder]
+EncoderFamily = Callable[[str], Encoder]
 _REGISTRY: dict[str, EncoderFactory] = {}
+_FAMILIES: dict[str, EncoderFamily] = {}
 
 
 def register_encoder(name: str, factory: EncoderFactory) -> None:
@@ -74,19 +77,28 @@ def register_encoder(name: str, factory: EncoderFactory) -> None:
     _REGISTRY[name] = factory
 
 
+def register_encoder_family(prefix: str, factory: EncoderFamily) -> None:
+    """Make every ``PREFIX:MODEL`` name resolve to ``factory(MODEL)`` (``ollama:...``)."""
+    _FAMILIES[prefix] = factory
+
+
 def encoder_names() -> list[str]:
-    return sorted(_REGISTRY)
+    return sorted(_REGISTRY) + [f"{p}:MODEL" for p in sorted(_FAMILIES)]
 
 
 def get_encoder(name: str) -> Encoder:
-    """Instantiate a registered encoder; unknown names are a :class:`ConfigError`."""
-    try:
-        factory = _REGISTRY[name]
-    except KeyError:
+    """Instantiate a registered encoder, or one of a family (``ollama:nomic-embed-text``);
+    unknown names are a :class:`ConfigError`."""
+    factory = _REGISTRY.get(name)
+    if factory is not None:
+        return factory()
+    prefix, _, model = name.partition(":")
+    family = _FAMILIES.get(prefix) if model else None
+    if family is None:
         raise ConfigError(
             f"encoder: unknown encoder {name!r}; available: {', '.join(encoder_names())}"
-        ) from None
-    return factory()
+        )
+    return family(model)
 
 
 def _minilm() -> Encoder:
@@ -95,4 +107,18 @@ def _minilm() -> Encoder:
     return OnnxMiniLM()
 
 
+def _ollama(model: str) -> Encoder:
+    from twokeys.dense.http_encoders import ollama_encoder
+
+    return ollama_encoder(model)
+
+
+def _openai(model: str) -> Encoder:
+    from twokeys.dense.http_encoders import openai_encoder
+
+    return openai_encoder(model)
+
+
 register_encoder("minilm", _minilm)
+register_encoder_family("ollama", _ollama)
+register_encoder_family("openai", _openai)

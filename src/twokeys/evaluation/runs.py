@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
-from twokeys.errors import MissingExtraError
+from twokeys.evaluation.measures import evaluate_run
 from twokeys.types import Hit
 
 Run = dict[str, dict[str, float]]  # query id -> doc id -> score
@@ -32,16 +31,7 @@ def evaluate(
     measures: Sequence[str],
 ) -> dict[str, float]:
     """Mean of each measure (e.g. "nDCG@10", "R@100") over the judged queries."""
-    try:
-        import ir_measures
-    except ImportError as exc:
-        raise MissingExtraError(
-            "evaluation needs ir-measures: pip install 'twokeys[eval]'"
-        ) from exc
-    parsed: list[Any] = [ir_measures.parse_measure(m) for m in measures]
-    full_run = {qid: dict(run.get(qid, {})) for qid in qrels}
-    result = ir_measures.calc_aggregate(parsed, qrels, full_run)
-    return {str(m): float(result[m]) for m in parsed}
+    return evaluate_run(qrels, run, measures).means
 
 
 def doc_rank(hits: Iterable[Hit], doc_id: str) -> int | None:

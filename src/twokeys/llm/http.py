@@ -142,16 +142,16 @@ class JSONService:
             if last or retry.started:
                 raise ServiceTimeoutError(
                     f"{self.name} at {url}: no answer within {self.timeout:g}s "
-                    f"({attempt + 1} attempt{'s' if attempt else ''}); the model may still be "
-                    "loading or too slow for this timeout: raise --timeout"
+                    f"({_attempts_text(attempt)}); the model may still be loading or too slow "
+                    "for this timeout: raise --timeout"
                 ) from None
             self._sleep(self._delay(attempt, None))
             return
         except httpx.TransportError as exc:
             if last or retry.started:
                 raise ServiceUnavailableError(
-                    f"{self.name} at {url}: {_reason(exc)} ({attempt + 1} attempt"
-                    f"{'s' if attempt else ''}); is the server running at {self.base_url}?"
+                    f"{self.name} at {url}: {_reason(exc)} ({_attempts_text(attempt)}); "
+                    f"is the server running at {self.base_url}?"
                 ) from None
             self._sleep(self._delay(attempt, None))
             return
@@ -169,7 +169,7 @@ class JSONService:
         where = f"{self.name} at {url}: HTTP {status}"
         if status in RETRY_STATUSES:
             raise ServiceUnavailableError(
-                f"{where} after {attempt + 1} attempts: {detail}", status=status
+                f"{where} after {_attempts_text(attempt)}: {detail}", status=status
             )
         hint = {
             401: "; check the API key (OPENAI_API_KEY)",
@@ -202,6 +202,10 @@ class _Retry:
 
     wait: float | None = None
     started: bool = False
+
+
+def _attempts_text(attempt: int) -> str:
+    return "1 attempt" if attempt == 0 else f"{attempt + 1} attempts"
 
 
 def _event_payload(line: str, sse: bool) -> str | None:

@@ -173,6 +173,7 @@ class _XLlamaCpp(_Backend):
         }
         if stop:
             body["stop"] = stop
+        field: tuple[str, ...]
         if isinstance(prompt, str):
             body["prompt"] = prompt
             handle, field = self._server.handle_completions, ("text",)
@@ -213,7 +214,8 @@ class _XLlamaCpp(_Backend):
                 if text:
                     yield text
         finally:
-            cancel.set()
+            cancel.set()  # llama.cpp stops at its next token; wait for it to return, since
+            worker.join(self.timeout)  # a thread killed inside llama.cpp at exit aborts
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         out = []
@@ -234,8 +236,8 @@ class _XLlamaCpp(_Backend):
 def _event_text(http: JSONService, event: Any, field: tuple[str, ...]) -> str:
     if not isinstance(event, dict) or "choices" not in event:
         message = event
-        if isinstance(event, dict):
-            message = event.get("message") or event.get("error") or event
+        while isinstance(message, dict) and ("error" in message or "message" in message):
+            message = message.get("message") or message.get("error")
         raise ServiceResponseError(f"local llama.cpp: {message}")
     value: Any = json_field(http, "in-process", event, "choices", 0)
     for key in field:

@@ -156,10 +156,10 @@ class OpenAICompatLLM(LLM):
                 tokenizer.close()
                 return None
             self._tokenizer = tokenizer
-        tokenizer = self._tokenizer
-        if tokenizer is None:
+        service = self._tokenizer
+        if service is None:
             return None
-        return lambda texts: [len(_tokenize(tokenizer, t)) if t else 0 for t in texts]
+        return lambda texts: [len(_tokenize(service, t)) if t else 0 for t in texts]
 
 
 def _tokenize(service: JSONService, text: str) -> list[int]:

@@ -3,8 +3,9 @@
 For each sub-query, every sentence of the packed context is scored by the query terms it
 contains, each weighted by its rarity among the context's sentences
 (``ln(1 + N / df)``), with ties going to the earlier block and sentence. The best
-``per_query`` sentences of each sub-query (that match at least one term) are quoted as
-written, each followed by its block's citation ``[n]``. Headings, table rows and code
+``per_query`` sentences of each sub-query (that match at least one term, and score at
+least half its best sentence) are quoted as written, each followed by its block's
+citation ``[n]``. Headings, table rows and code
 are not quoted. Terms come from the index's own analyzer, so ``ZX-4821`` matches only
 ``ZX-4821``.
 """
@@ -22,6 +23,7 @@ from twokeys.rag.packing import PackedContext, split_sentences
 
 Terms = Callable[[str], list[str]]
 
+RELATIVE_FLOOR = 0.5  # a further quote scores at least half the best one
 _LIST_MARKER = re.compile(r"^(?:[-*+]|\d{1,9}[.)])\s+")
 
 EXTRACTIVE_NOTE = (
@@ -78,7 +80,10 @@ def extract(
             score = sum(math.log(1 + n / df[t]) for t in wanted & sentence_terms)
             if score > 0 and si not in seen:
                 scored.append((-score, si))
-        for _, si in sorted(scored)[:per_query]:
+        ranked = sorted(scored)[:per_query]
+        for neg, si in ranked:
+            if -neg < RELATIVE_FLOOR * -ranked[0][0]:
+                break  # much weaker than this sub-query's best sentence
             seen.add(si)
             number, text = sentences[si]
             quotes.append(Quote(text, number, qi))

@@ -49,6 +49,7 @@ SEPARATOR = "\n\n"
 FIXED_SECTIONS = ("instructions", "question")
 DUPLICATE_CONTAINMENT = 0.8
 MIN_BLOCK_TOKENS = 8  # stop offering candidates when less than this is left
+MIN_TOTAL = 512
 
 
 @dataclass(frozen=True)
@@ -82,14 +83,14 @@ class Budget:
 
     @classmethod
     def for_total(cls, total: int) -> Budget:
-        """Section caps scaled to ``total``: answer 1/4 (at most 384), instructions and
-        question 1/8 each (at most 256); the context gets the rest."""
-        if total < 256:
-            raise ConfigError(f"budget: must be at least 256 tokens, got {total}")
+        """Section caps scaled to ``total``: answer 1/4 (at most 384), instructions 1/8
+        (at least 192, at most 256), question 1/8 (at most 256); the context gets the rest."""
+        if total < MIN_TOTAL:
+            raise ConfigError(f"budget: must be at least {MIN_TOTAL} tokens, got {total}")
         return cls(
             total=total,
             answer=min(384, total // 4),
-            instructions=min(256, total // 8),
+            instructions=min(256, max(192, total // 8)),
             question=min(256, total // 8),
         )
 
@@ -163,6 +164,12 @@ class PackedContext:
     sections: tuple[SectionUsage, ...]
     queries: tuple[QueryUsage, ...]
     skipped: tuple[Skipped, ...] = field(default=())
+    total: int = 0  # the whole budget: prompt + answer
+
+    @property
+    def used(self) -> int:
+        """Tokens of the prompt's sections (the answer's reserve not included)."""
+        return sum(s.used for s in self.sections)
 
     @property
     def text(self) -> str:
@@ -222,7 +229,9 @@ def pack(
         QueryUsage(run.query, packer.query_tokens[i], tuple(sorted(packer.query_blocks[i])))
         for i, run in enumerate(runs)
     )
-    return PackedContext(tuple(blocks), tuple(sections), queries, tuple(packer.skipped))
+    return PackedContext(
+        tuple(blocks), tuple(sections), queries, tuple(packer.skipped), budget.total
+    )
 
 
 # --- sentences ---------------------------------------------------------------------------
@@ -521,8 +530,9 @@ class _Packer:
 
     @staticmethod
     def _longest_prefix(text: str, cost: _Cost, limit: int) -> str | None:
-        """The longest prefix of ``text`` ending at a sentence end whose cost fits."""
-        ends = [end for _, end in split_sentences(text)]
+        """The longest prefix of ``text`` ending at a sentence end (not right after a
+        heading line) whose cost fits."""
+        ends = [b for a, b in split_sentences(text) if not text[a:b].startswith("#")]
         lo, hi, best = 0, len(ends) - 1, None
         while lo <= hi:  # cost grows with the prefix: binary search
             mid = (lo + hi) // 2

@@ -2,8 +2,9 @@
 
 Both tell the model to answer only from the numbered context and to cite it as ``[n]``.
 A base model (``--llm local``: Gemma 3 270M) does not follow instructions, so its
-prompt is laid out as a document to be continued (sources, question, "Answer:") and
-ends at one of :data:`COMPLETION_STOP`.
+prompt is laid out as a document to be continued: one worked example (sources, question,
+cited answer), then the real sources and question and ``Answer:``; the answer is one
+paragraph, ended by one of :data:`COMPLETION_STOP` (at most four, OpenAI's limit).
 
 :attr:`Template.instructions` is everything the model sees besides the context and the
 question, with ``<|role|>`` markers standing in for the chat template's role tokens; it
@@ -30,9 +31,18 @@ SYSTEM = (
 )
 COMPLETION_HEADER = (
     "Below are numbered sources, a question, and an answer written only from the sources. "
-    "The answer cites the sources it uses by number in square brackets, like [1]."
+    "The answer cites the sources it uses by number in square brackets, like [1].\n\n"
+    "Sources:\n\n"
+    "[1] manual/kettle.md | Kettle > Descaling\n"
+    "Descale the kettle every month. Fill it with equal parts water and vinegar, boil, and "
+    "rinse twice.\n\n"
+    "[2] manual/kettle.md | Kettle > Warranty\n"
+    "The kettle has a two-year warranty.\n\n"
+    "Question: How often should I descale the kettle?\n"
+    "Answer: Descale it every month [1]. Fill it with equal parts water and vinegar, boil, "
+    "and rinse twice [1]."
 )
-COMPLETION_STOP: tuple[str, ...] = ("\nQuestion:", "\nSources:", "\n\n\n", "<end_of_turn>")
+COMPLETION_STOP: tuple[str, ...] = ("\nQuestion:", "\nSources:", "\n\n", "<end_of_turn>")
 
 
 @dataclass(frozen=True)
@@ -52,10 +62,7 @@ class Template:
                 Message("system", SYSTEM),
                 Message("user", f"Context:\n\n{context}\n\nQuestion: {question}"),
             ]
-        return (
-            f"{COMPLETION_HEADER}\n\nSources:\n\n{context}\n\n"
-            f"Question: {question}\nAnswer (citing sources like [1]):"
-        )
+        return f"{COMPLETION_HEADER}\n\nSources:\n\n{context}\n\nQuestion: {question}\nAnswer:"
 
     @property
     def stop(self) -> tuple[str, ...]:

@@ -8,4 +8,10 @@ where ``index`` is a :class:`twokeys.engine.Index` and ``settings`` a
 
 from __future__ import annotations
 
-EXTRA_MODES: dict[str, str] = {}
+EXTRA_MODES: dict[str, str] = {
+    "boolean": "twokeys.retrievers.classic:build_boolean",
+    "tfidf": "twokeys.retrievers.classic:build_tfidf",
+    "bm25+": "twokeys.retrievers.classic:build_bm25plus",
+    "bm25l": "twokeys.retrievers.classic:build_bm25l",
+    "lsi": "twokeys.retrievers.classic:build_lsi",
+}

@@ -1,22 +1,33 @@
-"""Hybrid retrieval: run BM25 and dense separately, fuse their rankings with RRF.
+"""Hybrid retrieval: run BM25 and dense separately, then fuse the two rankings.
 
-``weighting="none"`` is plain RRF. ``weighting="confidence"`` is weighted RRF where the
-lexical run's weight is the square of its confidence (the share of the query's idf
-mass its top hit matches, :mod:`twokeys.fusion.confidence`) and the dense run's is 1:
-an identifier that BM25 matches keeps its full say, a paraphrase whose words the
-documents don't use stops dragging unrelated keyword matches up.
+Fusions (``fusion=``):
+
+* ``rrf``: Reciprocal Rank Fusion, ``sum 1/(k + rank)`` (:mod:`twokeys.fusion.rrf`).
+* ``rrf-confidence``: weighted RRF, the lexical run weighted by the square of its
+  confidence (:mod:`twokeys.fusion.confidence`).
+* ``minmax``, ``zscore``, ``dbsf``: convex combination of normalised scores with a fixed
+  lexical weight (:mod:`twokeys.fusion.convex`, :mod:`twokeys.fusion.normalization`).
+* ``adaptive``: per-query weights from the query's identifiers, quoted strings and
+  lexical confidence, identifiers matched exactly ranked first
+  (:mod:`twokeys.fusion.adaptive`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from twokeys.errors import ConfigError
+from twokeys.fusion.adaptive import AdaptiveParams, QueryFeatures, adaptive_fusion, lexical_weight
+from twokeys.fusion.convex import convex_combination
+from twokeys.fusion.normalization import NORMALIZERS, normalizer
 from twokeys.fusion.rrf import DEFAULT_K, rrf, rrf_term
 from twokeys.retrievers.base import Retriever, RetrieverResult
 from twokeys.retrievers.dense import DenseRetriever
 from twokeys.retrievers.lexical import BM25Retriever
-from twokeys.types import Evidence
+from twokeys.types import Evidence, ScoredChunk
 
-WEIGHTINGS = ("none", "confidence")
+FUSIONS = ("adaptive", "rrf", "rrf-confidence", *NORMALIZERS)
+DEFAULT_FUSION = "adaptive"
 
 
 class HybridRetriever(Retriever):
@@ -28,50 +39,91 @@ class HybridRetriever(Retriever):
         dense: DenseRetriever,
         *,
         candidates: int = 100,
+        fusion: str = DEFAULT_FUSION,
         k: float = DEFAULT_K,
-        weighting: str = "none",
+        lexical_weight: float = 0.4,
+        adaptive: AdaptiveParams | None = None,
     ) -> None:
         if candidates < 1:
             raise ConfigError(f"candidates: must be >= 1, got {candidates}")
-        if weighting not in WEIGHTINGS:
-            raise ConfigError(f"weighting: {weighting!r} is not one of {', '.join(WEIGHTINGS)}")
+        if fusion not in FUSIONS:
+            raise ConfigError(f"fusion: {fusion!r} is not one of {', '.join(FUSIONS)}")
+        if not 0.0 <= lexical_weight <= 1.0:
+            raise ConfigError(f"lexical_weight: must be in [0, 1], got {lexical_weight}")
         self.lexical = lexical
         self.dense = dense
         self.candidates = candidates
+        self.fusion = fusion
         self.k = k
-        self.weighting = weighting
-
-    def weights(self, query: str, lexical: RetrieverResult) -> dict[str, float]:
-        """Per-run RRF weights for this query."""
-        if self.weighting == "none":
-            return {self.lexical.name: 1.0, self.dense.name: 1.0}
-        confidence = self.lexical.confidence(query, lexical.run)
-        return {self.lexical.name: confidence**2, self.dense.name: 1.0}
+        self.lexical_weight = lexical_weight
+        self.adaptive = adaptive or AdaptiveParams()
 
     def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
         depth = max(k, self.candidates)
-        results = {
-            self.lexical.name: self.lexical.retrieve(query, depth, explain=explain),
-            self.dense.name: self.dense.retrieve(query, depth, explain=explain),
-        }
-        weights = self.weights(query, results[self.lexical.name])
-        runs = {name: res.run for name, res in results.items()}
-        fused = rrf(runs, self.k, weights)[:k]
+        lex = self.lexical.retrieve(query, depth, explain=explain or self.fusion == "adaptive")
+        den = self.dense.retrieve(query, depth, explain=explain)
+        runs = {self.lexical.name: lex.run, self.dense.name: den.run}
+        fused, weights, parts = self._fuse(query, runs, lex)
+        fused = fused[:k]
         evidence: dict[int, tuple[Evidence, ...]] = {}
         if explain:
             for hit in fused:
-                parts: list[Evidence] = []
-                for name, res in results.items():
+                items: list[Evidence] = []
+                for name, res in ((self.lexical.name, lex), (self.dense.name, den)):
                     for ev in res.evidence.get(hit.row, ()):
-                        parts.append(
+                        items.append(
                             Evidence(
                                 ev.retriever,
                                 ev.rank,
                                 ev.score,
-                                fused=weights[name] * rrf_term(ev.rank, self.k),
+                                fused=parts[name].get(hit.row, 0.0),
                                 weight=weights[name],
                                 matched_terms=ev.matched_terms,
                             )
                         )
-                evidence[hit.row] = tuple(parts)
+                evidence[hit.row] = tuple(items)
         return RetrieverResult(fused, evidence)
+
+    def _fuse(
+        self, query: str, runs: Mapping[str, Sequence[ScoredChunk]], lex: RetrieverResult
+    ) -> tuple[list[ScoredChunk], dict[str, float], dict[str, dict[int, float]]]:
+        """Fused run, per-run weights, and each run's contribution per row."""
+        lname, dname = self.lexical.name, self.dense.name
+        if self.fusion in ("rrf", "rrf-confidence"):
+            w = 1.0
+            if self.fusion == "rrf-confidence":
+                w = self.lexical.confidence(query, lex.run) ** 2
+            weights = {lname: w, dname: 1.0}
+            parts = {
+                name: {h.row: weights[name] * rrf_term(h.rank, self.k) for h in run}
+                for name, run in runs.items()
+            }
+            return rrf(runs, self.k, weights), weights, parts
+        if self.fusion == "adaptive":
+            features = self.lexical.features(query, lex)
+            alpha = lexical_weight(features, self.adaptive)
+            norm = normalizer(self.adaptive.normalization)
+            exact = _exact_matches(features, lex)
+            fused = adaptive_fusion(runs[lname], runs[dname], features, exact, self.adaptive)
+        else:
+            alpha = self.lexical_weight
+            norm = normalizer(self.fusion)
+            fused = convex_combination(runs, {lname: alpha, dname: 1.0 - alpha}, norm)
+        weights = {lname: alpha, dname: 1.0 - alpha}
+        parts = {
+            name: {h.row: weights[name] * h.score for h in norm(run)} for name, run in runs.items()
+        }
+        return fused, weights, parts
+
+
+def _exact_matches(features: QueryFeatures, lex: RetrieverResult) -> dict[int, int]:
+    wanted = set(features.exact_terms)
+    if not wanted:
+        return {}
+    out: dict[int, int] = {}
+    for hit in lex.run:
+        matched = {t for ev in lex.evidence.get(hit.row, ()) for t, _ in ev.matched_terms}
+        n = len(wanted & matched)
+        if n:
+            out[hit.row] = n
+    return out

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from twokeys.analysis import Analyzer
+from twokeys.fusion.adaptive import QueryFeatures, is_identifier_like, quoted_strings
 from twokeys.fusion.confidence import lexical_confidence
 from twokeys.retrievers.base import Retriever, RetrieverResult
 from twokeys.store.base import LexicalIndex
@@ -40,3 +41,26 @@ class BM25Retriever(Retriever):
         idf = dict(zip(counts, self.index.idf(list(counts)), strict=True))
         matched = [t for t, _ in self.index.explain(terms, run[0].row)]
         return lexical_confidence(counts, idf, matched)
+
+    def features(self, query: str, result: RetrieverResult) -> QueryFeatures:
+        """What query-adaptive fusion reads from ``query`` and this retriever's result."""
+        found: list[str] = []
+        missing: list[str] = []
+        for token in self.analyzer.tokens(query):
+            if not (token.is_identifier and is_identifier_like(token.text)):
+                continue
+            whole = self.analyzer.query_terms(token.text)[:1]
+            if whole:
+                (found if self.index.has_term(whole[0]) else missing).append(whole[0])
+        quoted = []
+        for text in quoted_strings(query):
+            terms = tuple(t for t in dict.fromkeys(self.analyzer.query_terms(text)))
+            if terms and all(self.index.has_term(t) for t in terms):
+                quoted.append(terms)
+        return QueryFeatures(
+            identifiers=tuple(dict.fromkeys(found)),
+            missing_identifiers=tuple(dict.fromkeys(missing)),
+            quoted=tuple(quoted),
+            lexical_confidence=self.confidence(query, result.run),
+            n_terms=len(self.analyzer.query_terms(query)),
+        )

@@ -398,3 +398,50 @@ def _fsync(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+# -- derived arrays ------------------------------------------------------------------
+#
+# Retrieval models that are costly to fit from the committed arrays (LSI's SVD) keep
+# their result next to them, as ``derived.<name>.<key>.npy`` in the generation folder,
+# so they live and die with that generation.
+
+
+def _derived_file(index: LocalIndex, name: str, key: str) -> Path:
+    for value in (name, key):
+        if not value or not all(c.isascii() and (c.isalnum() or c in "_+-") for c in value):
+            raise ValueError(f"derived array name {value!r}: use ASCII letters, digits, _ + -")
+    return index.gen_dir / f"derived.{name}.{key}.npy"
+
+
+def save_derived(index: LocalIndex, name: str, arrays: dict[str, npt.NDArray[Any]]) -> None:
+    """Store ``arrays`` under ``name`` in the index's generation folder.
+
+    Each array is written to a temporary file and renamed into place, so a reader sees
+    a whole file or none. Raises :class:`OSError` if the folder is not writable.
+    """
+    for key, array in arrays.items():
+        final = _derived_file(index, name, key)
+        tmp = final.with_name(f".tmp-{os.getpid()}-{time.time_ns()}-{final.name}")
+        try:
+            with open(tmp, "wb") as fh:
+                np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, final)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+
+def load_derived(
+    index: LocalIndex, name: str, keys: Sequence[str]
+) -> dict[str, npt.NDArray[Any]] | None:
+    """The arrays ``keys`` stored under ``name``, memory-mapped; None unless all are readable."""
+    out: dict[str, npt.NDArray[Any]] = {}
+    for key in keys:
+        file = _derived_file(index, name, key)
+        try:
+            out[key] = np.load(file, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError):
+            return None
+    return out

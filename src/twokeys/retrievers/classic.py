@@ -1,0 +1,334 @@
+"""The classic retrieval models, side by side with BM25: boolean, tf-idf, BM25+, BM25L, LSI.
+
+Each is a :class:`~twokeys.retrievers.base.Retriever` built by a ``build_<name>(index,
+settings)`` factory registered in :mod:`twokeys.retrievers.catalog`, so all of them run
+under ``twokeys search --mode`` and in evaluations. They share the index's analyzer and
+its term-frequency matrix (:meth:`twokeys.store.local.LocalIndex.term_matrix`, embedded
+backend only). Weights are computed on first use and kept per backend object, so the
+next query (and the next retriever over the same open index) reuses them; LSI's
+factors are also saved in the index's generation folder.
+
+The maths lives in :mod:`twokeys.lexical` (``boolean``, ``tfidf``, ``variants``, ``lsi``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import weakref
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from twokeys.analysis import Analyzer
+from twokeys.chunking import indexed_text
+from twokeys.errors import ConfigError
+from twokeys.lexical import boolean, lsi, tfidf, variants
+from twokeys.lexical.bm25 import TermMatrix, score, term_weight
+from twokeys.retrievers.base import Retriever, RetrieverResult
+from twokeys.store.base import IndexBackend
+from twokeys.store.local import LocalIndex, load_derived, save_derived
+from twokeys.topk import top_k
+from twokeys.types import Evidence, ScoredChunk
+
+if TYPE_CHECKING:
+    from twokeys.engine import Index, SearchSettings
+
+LSI_RANK_ENV = "TWOKEYS_LSI_RANK"
+_LSI_CACHE_VERSION = 1  # bump when the weighting or the factor layout changes
+
+T = TypeVar("T")
+_CACHE: weakref.WeakKeyDictionary[IndexBackend, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def _cached(backend: IndexBackend, key: str, compute: Callable[[], T]) -> T:
+    """``compute()`` once per backend object and key."""
+    store = _CACHE.setdefault(backend, {})
+    if key not in store:
+        store[key] = compute()
+    value: T = store[key]
+    return value
+
+
+@dataclass(frozen=True, eq=False)
+class Lexicon:
+    """The index's term-frequency matrix with its term ids and document frequencies."""
+
+    matrix: TermMatrix
+    term_ids: Mapping[str, int]
+    df: npt.NDArray[np.int64]
+
+    def counts(self, terms: Sequence[str]) -> dict[int, int]:
+        """{term id: count} of the known ``terms``, in term-id order."""
+        found = Counter(self.term_ids[t] for t in terms if t in self.term_ids)
+        return dict(sorted(found.items()))
+
+    def postings(self, term: str) -> npt.NDArray[np.int64]:
+        t = self.term_ids.get(term)
+        if t is None:
+            return np.empty(0, np.int64)
+        start, end = int(self.matrix.indptr[t]), int(self.matrix.indptr[t + 1])
+        return np.asarray(self.matrix.indices[start:end], np.int64)
+
+
+def lexicon(index: Index, mode: str) -> Lexicon:
+    """The backend's term matrix (cached); a ConfigError if the backend has none."""
+    backend = index.backend
+    load = getattr(backend, "term_matrix", None)
+    if not callable(load):
+        raise ConfigError(
+            f"mode: {mode!r} needs the embedded index backend (it reads the term-frequency "
+            f"matrix, which {type(backend).__name__} does not provide)"
+        )
+
+    def build() -> Lexicon:
+        matrix: TermMatrix = load()
+        ids = {term: i for i, term in enumerate(matrix.vocabulary)}
+        return Lexicon(matrix, ids, matrix.document_frequencies())
+
+    return _cached(backend, "lexicon", build)
+
+
+def _run(rows: npt.NDArray[np.int64], values: npt.NDArray[np.float32]) -> list[ScoredChunk]:
+    return [
+        ScoredChunk(row=int(r), score=float(s), rank=i + 1)
+        for i, (r, s) in enumerate(zip(rows, values, strict=True))
+    ]
+
+
+# -- sparse weighted models: tf-idf, BM25+, BM25L --------------------------------------
+
+
+class SparseRetriever(Retriever):
+    """Scores a query as ``sum_t qw(t) * w(t, d)`` over precomputed posting weights."""
+
+    def __init__(
+        self, name: str, analyzer: Analyzer, lex: Lexicon, weights: npt.NDArray[np.float32]
+    ) -> None:
+        self.name = name
+        self.analyzer = analyzer
+        self.lexicon = lex
+        self.weights = weights
+
+    def query_weights(self, counts: Mapping[int, int]) -> dict[int, float]:
+        """{term id: query weight}; the raw count by default, as in BM25."""
+        return {t: float(c) for t, c in counts.items()}
+
+    def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
+        qw = self.query_weights(self.lexicon.counts(self.analyzer.query_terms(query)))
+        if not qw:
+            return RetrieverResult([])
+        m = self.lexicon.matrix
+        scores = score(qw, m.indptr, m.indices, self.weights, m.n_docs)
+        run = _run(*top_k(scores, k, only_positive=True))
+        evidence = {}
+        if explain:
+            for hit in run:
+                matched = self.contributions(qw, hit.row)
+                evidence[hit.row] = (
+                    Evidence(self.name, hit.rank, hit.score, matched_terms=matched),
+                )
+        return RetrieverResult(run, evidence)
+
+    def contributions(self, qw: Mapping[int, float], row: int) -> tuple[tuple[str, float], ...]:
+        m = self.lexicon.matrix
+        out = []
+        for t, q in qw.items():
+            w = term_weight(t, row, m.indptr, m.indices, self.weights)
+            if w > 0:
+                out.append((m.vocabulary[t], q * w))
+        return tuple(sorted(out, key=lambda tw: (-tw[1], tw[0])))
+
+
+class TfidfRetriever(SparseRetriever):
+    """The vector space model, SMART ``ltc`` weights, cosine (:mod:`twokeys.lexical.tfidf`)."""
+
+    def __init__(self, analyzer: Analyzer, lex: Lexicon) -> None:
+        weights = tfidf.tfidf_weights(lex.matrix)
+        super().__init__("tfidf", analyzer, lex, weights)
+
+    def query_weights(self, counts: Mapping[int, int]) -> dict[int, float]:
+        return tfidf.query_weights(counts, self.lexicon.df, self.lexicon.matrix.n_docs)
+
+
+class BM25VariantRetriever(SparseRetriever):
+    """BM25+ (``name="bm25+"``) or BM25L (``"bm25l"``), see :mod:`twokeys.lexical.variants`."""
+
+    def __init__(
+        self,
+        name: str,
+        analyzer: Analyzer,
+        lex: Lexicon,
+        params: variants.BM25PlusParams | variants.BM25LParams,
+    ) -> None:
+        if name == "bm25+" and isinstance(params, variants.BM25PlusParams):
+            weights = variants.bm25plus_weights(lex.matrix, params)
+        elif name == "bm25l" and isinstance(params, variants.BM25LParams):
+            weights = variants.bm25l_weights(lex.matrix, params)
+        else:
+            raise ConfigError(f"mode: {name!r} does not fit {type(params).__name__}")
+        super().__init__(name, analyzer, lex, weights)
+        self.params = params
+
+
+# -- boolean -------------------------------------------------------------------------
+
+
+class BooleanRetriever(Retriever):
+    """Exact-match boolean queries (:mod:`twokeys.lexical.boolean`), matches ranked by BM25."""
+
+    name = "boolean"
+
+    def __init__(self, analyzer: Analyzer, backend: IndexBackend, lex: Lexicon) -> None:
+        self.analyzer = analyzer
+        self.backend = backend
+        self.lexicon = lex
+
+    def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
+        tree = boolean.compile_query(query, self.analyzer.query_terms)
+        n_docs = self.lexicon.matrix.n_docs
+        rows = boolean.evaluate(tree, self.lexicon.postings, n_docs, self.verify_phrase)
+        if not rows.size:
+            return RetrieverResult([])
+        terms = list(boolean.positive_terms(tree))
+        lexical = self.backend.lexical
+        bm25 = {hit.row: hit.score for hit in lexical.search(terms, n_docs)}
+        scores = np.array([bm25.get(int(r), 0.0) for r in rows], np.float32)
+        positions, values = top_k(scores, k)
+        run = _run(rows[positions], values)
+        evidence = {}
+        if explain:
+            for hit in run:
+                matched = lexical.explain(terms, hit.row)
+                evidence[hit.row] = (
+                    Evidence(self.name, hit.rank, hit.score, matched_terms=matched),
+                )
+        return RetrieverResult(run, evidence)
+
+    def verify_phrase(
+        self, candidates: npt.NDArray[np.int64], phrase: tuple[str, ...]
+    ) -> npt.NDArray[np.int64]:
+        """The candidate rows whose indexed text, analysed, holds ``phrase`` contiguously."""
+        chunks = self.backend.chunks([int(r) for r in candidates])
+        docs = self.backend.documents(sorted({c.doc_id for c in chunks}))
+        keep = []
+        for row, chunk in zip(candidates, chunks, strict=True):
+            doc = docs.get(chunk.doc_id)
+            text = indexed_text(chunk, doc.title if doc else chunk.doc_id)
+            if boolean.contains_sequence(self.analyzer.query_terms(text), phrase):
+                keep.append(int(row))
+        return np.asarray(keep, np.int64)
+
+
+# -- LSI -----------------------------------------------------------------------------
+
+
+class LsiRetriever(Retriever):
+    """Latent semantic indexing with query folding (:mod:`twokeys.lexical.lsi`)."""
+
+    name = "lsi"
+
+    def __init__(self, analyzer: Analyzer, lex: Lexicon, model: lsi.LsiModel) -> None:
+        self.analyzer = analyzer
+        self.lexicon = lex
+        self.model = model
+
+    def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
+        counts = self.lexicon.counts(self.analyzer.query_terms(query))
+        qw = tfidf.query_weights(counts, self.lexicon.df, self.lexicon.matrix.n_docs)
+        if not qw or self.model.rank == 0:
+            return RetrieverResult([])
+        scores = lsi.cosine_scores(self.model, lsi.fold_query(self.model, qw))
+        run = _run(*top_k(scores, k))
+        evidence = {}
+        if explain:
+            evidence = {hit.row: (Evidence(self.name, hit.rank, hit.score),) for hit in run}
+        return RetrieverResult(run, evidence)
+
+
+def lsi_model(index: Index, lex: Lexicon, params: lsi.LsiParams) -> lsi.LsiModel:
+    """The fitted model: from memory, else from the generation folder, else fitted (and
+    saved there when the folder is writable)."""
+    backend = index.backend
+    name = f"lsi-v{_LSI_CACHE_VERSION}-r{params.rank}-s{params.seed}"
+    keys = ("u", "s", "chunks")
+
+    def load_or_fit() -> lsi.LsiModel:
+        if isinstance(backend, LocalIndex):
+            arrays = load_derived(backend, name, keys)
+            if arrays is not None:
+                try:
+                    model = lsi.LsiModel.from_arrays(arrays)
+                except (KeyError, ValueError):
+                    model = None
+                if model is not None and _fits(model, lex.matrix):
+                    return model
+        model = lsi.fit(lex.matrix, params)
+        if isinstance(backend, LocalIndex):
+            # a read-only index keeps the model in memory only
+            with contextlib.suppress(OSError):
+                save_derived(backend, name, dict(model.to_arrays()))
+        return model
+
+    return _cached(backend, name, load_or_fit)
+
+
+def _fits(model: lsi.LsiModel, matrix: TermMatrix) -> bool:
+    terms, chunks = int(model.term_vectors.shape[0]), int(model.chunk_vectors.shape[0])
+    return terms == len(matrix.vocabulary) and chunks == matrix.n_docs
+
+
+# -- factories (see twokeys.retrievers.catalog) ----------------------------------------
+
+
+def build_boolean(index: Index, settings: SearchSettings) -> Retriever:
+    return BooleanRetriever(index.analyzer, index.backend, lexicon(index, "boolean"))
+
+
+def build_tfidf(index: Index, settings: SearchSettings) -> Retriever:
+    lex = lexicon(index, "tfidf")
+    return _cached(index.backend, "tfidf", lambda: TfidfRetriever(index.analyzer, lex))
+
+
+def build_bm25plus(index: Index, settings: SearchSettings) -> Retriever:
+    lex = lexicon(index, "bm25+")
+    bm25 = index.manifest.bm25
+    params = variants.BM25PlusParams(k1=bm25.k1, b=bm25.b)
+    return _cached(
+        index.backend,
+        f"bm25+:{params}",
+        lambda: BM25VariantRetriever("bm25+", index.analyzer, lex, params),
+    )
+
+
+def build_bm25l(index: Index, settings: SearchSettings) -> Retriever:
+    lex = lexicon(index, "bm25l")
+    bm25 = index.manifest.bm25
+    params = variants.BM25LParams(k1=bm25.k1, b=bm25.b)
+    return _cached(
+        index.backend,
+        f"bm25l:{params}",
+        lambda: BM25VariantRetriever("bm25l", index.analyzer, lex, params),
+    )
+
+
+def build_lsi(index: Index, settings: SearchSettings, *, rank: int | None = None) -> Retriever:
+    """LSI at ``rank`` (default: ``$TWOKEYS_LSI_RANK``, else 200)."""
+    if rank is None:
+        rank = _env_rank()
+    lex = lexicon(index, "lsi")
+    return LsiRetriever(index.analyzer, lex, lsi_model(index, lex, lsi.LsiParams(rank=rank)))
+
+
+def _env_rank() -> int:
+    raw = os.environ.get(LSI_RANK_ENV, "").strip()
+    if not raw:
+        return lsi.DEFAULT_RANK
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"{LSI_RANK_ENV}: must be an integer, got {raw!r}") from None

@@ -1,0 +1,119 @@
+"""Query decomposition: rule-based splits, and the LLM-based one with its fallback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pytest
+
+from twokeys.errors import ConfigError
+from twokeys.llm.base import LLM, Prompt
+from twokeys.rag.decompose import decompose, decompose_with_llm, parse_query_list
+
+
+@pytest.mark.parametrize(
+    ("prompt", "parts"),
+    [
+        (
+            "Why was nomic-embed-text chosen, what does the --unrestricted flag do, "
+            "and when did the Hub start sending Retry-After headers?",
+            [
+                "Why was nomic-embed-text chosen",
+                "what does the --unrestricted flag do",
+                "when did the Hub start sending Retry-After headers",
+            ],
+        ),
+        (
+            "What is the warranty period? How long does shipping take?",
+            ["What is the warranty period", "How long does shipping take"],
+        ),
+        (
+            "Is the hub under warranty, and can I return it?",
+            ["Is the hub under warranty", "can I return it (hub under warranty)"],
+        ),
+        (
+            "What does ZX-4821 mean and how do I fix it?",
+            ["What does ZX-4821 mean", "how do I fix it (ZX-4821)"],
+        ),
+        (
+            "Explain ZX-4821, ZX-3307 and E-102",
+            ["Explain ZX-4821", "Explain ZX-3307", "Explain E-102"],
+        ),
+        ("router port; camera resolution", ["router port", "camera resolution"]),
+    ],
+)
+def test_several_questions_become_several_sub_queries(prompt: str, parts: list[str]) -> None:
+    assert decompose(prompt) == parts
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "What does error code ZX-4821 mean?",
+        "How do I reset and re-pair the hub?",
+        "Can I get my money back if the item arrived broken?",
+        "What to do when the hub is offline",
+        "Why is qwen2.5:14b the model used for summaries?",
+        "What changed in Studio 1.2.10?",
+        "Adding a menu entry to /etc/grub.d/40_custom",
+        "Is it safe, and why?",  # "why" alone is no sub-query
+    ],
+)
+def test_one_question_stays_whole(prompt: str) -> None:
+    assert decompose(prompt) == [prompt]
+
+
+def test_at_most_max_parts_the_rest_joined_into_the_last() -> None:
+    prompt = "What is A1? What is B2? What is C3? What is D4? What is E5?"
+    assert decompose(prompt, max_parts=3) == [
+        "What is A1",
+        "What is B2",
+        "What is C3; What is D4; What is E5",
+    ]
+    with pytest.raises(ConfigError, match="max_parts"):
+        decompose(prompt, max_parts=0)
+    with pytest.raises(ConfigError, match="question: is empty"):
+        decompose("   ")
+
+
+class ScriptedLLM(LLM):
+    """Answers every prompt with one fixed text and records the prompts."""
+
+    def __init__(self, answer: str, chat: bool = True) -> None:
+        self.name = "scripted"
+        self.chat = chat
+        self.answer = answer
+        self.prompts: list[Prompt] = []
+
+    def stream(
+        self,
+        prompt: Prompt,
+        *,
+        stop: Sequence[str] = (),
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> Iterator[str]:
+        self.prompts.append(prompt)
+        yield self.answer
+
+
+def test_llm_decomposition_parses_lines_and_falls_back_to_rules() -> None:
+    llm = ScriptedLLM("1. Why was nomic-embed-text chosen?\n- What does --unrestricted do?\n\n")
+    assert decompose_with_llm("why X and what Y", llm) == [
+        "Why was nomic-embed-text chosen?",
+        "What does --unrestricted do?",
+    ]
+    assert llm.prompts and not isinstance(llm.prompts[0], str)  # chat messages
+    base = ScriptedLLM("\n".join(f"query {i}" for i in range(9)), chat=False)
+    prompt = "What is the warranty period? How long does shipping take?"
+    assert decompose_with_llm(prompt, base) == decompose(prompt)  # too many lines: rules
+    assert isinstance(base.prompts[0], str)  # a completion prompt for a base model
+    assert decompose_with_llm("What is ZX-4821?", ScriptedLLM("")) == ["What is ZX-4821?"]
+
+
+def test_parse_query_list_strips_bullets_numbers_and_quotes() -> None:
+    assert parse_query_list('1) "first"\n* second\n\n3. `third`\n* second') == [
+        "first",
+        "second",
+        "third",
+    ]

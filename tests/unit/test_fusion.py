@@ -1,0 +1,113 @@
+"""Score normalisations, convex combination and query-adaptive fusion, by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from twokeys.errors import ConfigError
+from twokeys.fusion.adaptive import (
+    AdaptiveParams,
+    QueryFeatures,
+    adaptive_fusion,
+    is_identifier_like,
+    lexical_weight,
+)
+from twokeys.fusion.convex import convex_combination
+from twokeys.fusion.normalization import dbsf, minmax, normalizer, zscore
+from twokeys.types import ScoredChunk
+
+
+def run(*pairs: tuple[int, float]) -> list[ScoredChunk]:
+    return [ScoredChunk(row, score, i + 1) for i, (row, score) in enumerate(pairs)]
+
+
+def scores(r: list[ScoredChunk]) -> list[float]:
+    return [h.score for h in r]
+
+
+def test_minmax() -> None:
+    assert scores(minmax(run((1, 10.0), (2, 6.0), (3, 2.0)))) == pytest.approx([1.0, 0.5, 0.0])
+    assert scores(minmax(run((1, 3.0), (2, 3.0)))) == [1.0, 1.0]
+    assert minmax([]) == []
+
+
+def test_zscore() -> None:
+    # mean 6, population std sqrt(32/3)
+    std = (32 / 3) ** 0.5
+    assert scores(zscore(run((1, 10.0), (2, 6.0), (3, 2.0)))) == pytest.approx(
+        [4 / std, 0.0, -4 / std]
+    )
+
+
+def test_dbsf_uses_three_sigma_bounds() -> None:
+    std = (32 / 3) ** 0.5
+    lo, hi = 6 - 3 * std, 6 + 3 * std
+    got = scores(dbsf(run((1, 10.0), (2, 6.0), (3, 2.0))))
+    assert got == pytest.approx([(10 - lo) / (hi - lo), 0.5, (2 - lo) / (hi - lo)])
+
+
+def test_convex_combination_hand_computed() -> None:
+    lex = run((1, 10.0), (2, 6.0), (3, 2.0))  # minmax: 1, .5, 0
+    den = run((3, 0.9), (4, 0.5))  # minmax: 1, 0
+    fused = convex_combination({"lex": lex, "den": den}, {"lex": 0.4, "den": 0.6}, minmax)
+    by_row = {h.row: h.score for h in fused}
+    assert by_row == pytest.approx({1: 0.4, 2: 0.2, 3: 0.6, 4: 0.0})
+    assert [h.row for h in fused] == [3, 1, 2, 4]
+    with pytest.raises(ConfigError):
+        convex_combination({"lex": lex}, {"den": 1.0}, minmax)
+    with pytest.raises(ConfigError, match="normalization"):
+        normalizer("softmax")
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("ZX-4821", True),
+        ("qwen2.5:14b", True),
+        ("--unrestricted", True),
+        ("SSL_CTX_new", True),
+        ("camelCaseName", True),
+        ("nomic-embed-text", True),
+        ("/etc/grub.d/40_custom", True),
+        ("192.168.0.1", True),
+        ("1.2.10", True),
+        ("42", False),
+        ("3.5", False),
+        ("T-cell", False),
+        ("x-ray", False),
+        ("state-of-the-art", False),
+        ("Refund", False),
+        ("i.e", False),
+        ("B12", False),
+        ("PrP", False),
+        ("gpt-4o", True),
+        ("foo.bar", True),
+        ("HTTPServer", False),
+    ],
+)
+def test_identifier_like(raw: str, expected: bool) -> None:
+    assert is_identifier_like(raw) is expected
+
+
+def features(identifiers: tuple[str, ...] = (), confidence: float = 0.8) -> QueryFeatures:
+    return QueryFeatures(identifiers, (), (), confidence, 5)
+
+
+def test_lexical_weight_rules() -> None:
+    p = AdaptiveParams(base_lexical_weight=0.4, identifier_lexical_weight=0.7, confidence_floor=0.3)
+    assert lexical_weight(features(("zx-4821",)), p) == 0.7
+    assert lexical_weight(features(confidence=0.8), p) == 0.4
+    assert lexical_weight(features(confidence=0.15), p) == pytest.approx(0.2)
+    with pytest.raises(ConfigError, match="adaptive.base_lexical_weight"):
+        AdaptiveParams(base_lexical_weight=1.5)
+
+
+def test_exact_identifier_chunk_is_never_outranked() -> None:
+    lex = run((1, 5.0), (2, 4.0))  # row 2 contains the identifier, row 1 does not
+    den = run((1, 0.9), (3, 0.8), (2, 0.1))
+    p = AdaptiveParams()
+    fused = adaptive_fusion(lex, den, features(("zx-4821",)), {2: 1}, p)
+    assert [h.row for h in fused][:1] == [2]
+    assert [h.rank for h in fused] == [1, 2, 3]
+    plain = adaptive_fusion(lex, den, features(), {}, p)
+    assert plain[0].row == 1

@@ -1,0 +1,258 @@
+"""The context packer: budgets, whole sentences, de-duplication, merging, fairness."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+
+import pytest
+
+from twokeys.chunking import approx_token_counter
+from twokeys.errors import ConfigError
+from twokeys.rag.packing import (
+    SEPARATOR,
+    Budget,
+    SubQueryHits,
+    pack,
+    split_sentences,
+)
+from twokeys.types import Chunk, Hit
+
+SENTENCE = "Sentence {i} of {doc} explains the {topic} setting in plain words."
+
+
+def words(texts: Sequence[str]) -> list[int]:
+    """One token per whitespace-separated word: easy to compute by hand."""
+    return [len(t.split()) for t in texts]
+
+
+def make_doc(doc: str, n_chunks: int, sentences: int = 4, topic: str = "power") -> list[Chunk]:
+    """Chunks of one document laid out like the chunker's: one sentence of overlap."""
+    body = [
+        SENTENCE.format(i=i, doc=doc, topic=topic) for i in range(n_chunks * (sentences - 1) + 1)
+    ]
+    text = " ".join(body)
+    starts = [sum(len(s) + 1 for s in body[:i]) for i in range(len(body))]
+    chunks = []
+    for c in range(n_chunks):
+        first, last = c * (sentences - 1), c * (sentences - 1) + sentences - 1
+        start, end = starts[first], starts[last] + len(body[last])
+        chunks.append(Chunk(doc, c, text[start:end], start, end, ("Guide", doc)))
+    return chunks
+
+
+def hit(chunk: Chunk, rank: int, path: str | None = None) -> Hit:
+    return Hit(rank, 1.0 / rank, chunk, chunk.doc_id.title(), path or f"{chunk.doc_id}.md")
+
+
+def run(query: str, chunks: Sequence[Chunk]) -> SubQueryHits:
+    return SubQueryHits(query, tuple(hit(c, i) for i, c in enumerate(chunks, 1)))
+
+
+def budget_for_context(context: int, answer: int = 10) -> Budget:
+    return Budget(total=context + answer, answer=answer, instructions=0, question=0, min_context=0)
+
+
+# --- sentences ---------------------------------------------------------------------------
+
+
+def test_sentences_split_prose_lists_and_keep_code_fences_whole() -> None:
+    text = (
+        "ZX-4821 means low voltage, e.g. from a weak adapter. Studio 1.2.10 fixed it!\n"
+        "A soft-wrapped line\ncontinues here. Next one?\n\n"
+        "- first item\n- second item.\n\n"
+        "```sh\nhubctl log --since 10m\n\nhubctl restart\n```\n"
+        "| a | b |\n| 1 | 2 |\n"
+    )
+    pieces = [text[a:b] for a, b in split_sentences(text)]
+    assert pieces == [
+        "ZX-4821 means low voltage, e.g. from a weak adapter.",
+        "Studio 1.2.10 fixed it!",
+        "A soft-wrapped line\ncontinues here.",
+        "Next one?",
+        "- first item",
+        "- second item.",
+        "```sh\nhubctl log --since 10m\n\nhubctl restart\n```",
+        "| a | b |",
+        "| 1 | 2 |",
+    ]
+
+
+# --- budgets -----------------------------------------------------------------------------
+
+
+def test_budget_is_never_exceeded_and_blocks_end_at_sentence_ends() -> None:
+    rng = random.Random(7)
+    docs = [make_doc(f"doc{d}", 4, sentences=rng.randint(2, 6)) for d in range(6)]
+    all_chunks = [c for d in docs for c in d]
+    for context in range(20, 900, 23):
+        runs = [run(f"q{i}", rng.sample(all_chunks, 8)) for i in range(rng.randint(1, 3))]
+        packed = pack(runs, budget_for_context(context), approx_token_counter)
+        used = approx_token_counter([packed.text])[0] if packed.blocks else 0
+        assert used <= context
+        assert packed.section("context").used == used
+        assert sum(q.tokens for q in packed.queries) == used
+        for block in packed.blocks:
+            assert block.text.rstrip().endswith((".", "!", "?"))  # whole sentences only
+            assert block.tokens == approx_token_counter([block.render()])[0]
+
+
+def test_sections_have_their_own_budgets_and_the_context_gets_the_rest() -> None:
+    chunks = make_doc("a", 3)
+    budget = Budget(total=400, answer=100, instructions=50, question=40, min_context=100)
+    packed = pack(
+        [run("q", chunks)], budget, words, fixed={"instructions": "x " * 30, "question": "y " * 10}
+    )
+    sections = {s.name: (s.budget, s.used) for s in packed.sections}
+    assert sections["instructions"] == (50, 30)
+    assert sections["question"] == (40, 10)
+    assert sections["answer"] == (100, 0)
+    assert sections["context"][0] == 400 - 100 - 30 - 10  # unused caps flow to the context
+    assert sections["context"][1] <= sections["context"][0]
+    assert packed.total == 400
+
+
+def test_a_long_question_cannot_starve_the_context() -> None:
+    budget = Budget(total=400, answer=100, instructions=50, question=40, min_context=100)
+    with pytest.raises(ConfigError, match="question: 60 tokens, over its budget of 40"):
+        pack([run("q", make_doc("a", 2))], budget, words, fixed={"question": "w " * 60})
+    assert budget.context_floor == 210
+
+
+def test_budget_validation() -> None:
+    with pytest.raises(ConfigError, match="leave 16 for retrieved context"):
+        Budget(total=400, answer=128, instructions=128, question=128)
+    with pytest.raises(ConfigError, match="budget.answer"):
+        Budget(answer=0)
+    with pytest.raises(ConfigError, match="at least 512"):
+        Budget.for_total(300)
+    b = Budget.for_total(1024)
+    assert (b.answer, b.instructions, b.question, b.context_floor) == (256, 192, 128, 448)
+    with pytest.raises(ConfigError, match="unknown section 'system'"):
+        pack([], b, words, fixed={"system": "x"})
+
+
+def test_a_superadditive_tokenizer_still_fits_after_the_final_check() -> None:
+    # one extra token per full 200 characters of a text: the joined context costs more
+    # than the sum of its blocks, which the final count catches
+    def lumpy(texts: Sequence[str]) -> list[int]:
+        return [len(t.split()) + len(t) // 200 for t in texts]
+
+    chunks = [c for d in ("a", "b", "c", "d") for c in make_doc(d, 2)]
+    for context in (60, 120, 200, 333):
+        packed = pack([run("q", chunks)], budget_for_context(context), lumpy)
+        assert lumpy([packed.text])[0] <= context
+
+
+# --- de-duplication and merging ----------------------------------------------------------
+
+
+def test_the_same_chunk_from_two_sub_queries_is_one_block() -> None:
+    a = make_doc("a", 1)[0]
+    b = make_doc("b", 1, topic="network")[0]
+    packed = pack([run("q1", [a]), run("q2", [a, b])], budget_for_context(500), words)
+    assert [blk.chunk_ids for blk in packed.blocks] == [(a.id,), (b.id,)]
+    assert packed.blocks[0].queries == (0, 1)
+    assert any(s.chunk_id == a.id and s.reason == "already in [1]" for s in packed.skipped)
+
+
+def test_near_duplicate_text_from_another_document_is_dropped() -> None:
+    original = make_doc("policy", 1)[0]
+    copy = Chunk("archive/policy", 0, original.text.replace("plain words", "plain terms", 1), 0, 99)
+    other = make_doc("other", 1, topic="camera")[0]
+    packed = pack([run("q", [original, copy, other])], budget_for_context(500), words)
+    assert [b.chunk_ids[0] for b in packed.blocks] == [original.id, other.id]
+    assert ("archive/policy#0", "near-duplicate of [1]") in {
+        (s.chunk_id, s.reason) for s in packed.skipped
+    }
+
+
+def test_adjacent_chunks_merge_in_reading_order_without_the_overlap() -> None:
+    c0, c1, c2 = make_doc("guide", 3)
+    doc_text = " ".join(  # the document text the chunks were cut from
+        SENTENCE.format(i=i, doc="guide", topic="power") for i in range(10)
+    )
+    # ranked out of reading order, and interleaved with another document
+    other = make_doc("other", 1, topic="camera")[0]
+    packed = pack([run("q", [c1, other, c0, c2])], budget_for_context(1000), words)
+    first = packed.blocks[0]
+    assert first.number == 1 and first.chunk_ids == (c0.id, c1.id, c2.id)
+    assert first.text == doc_text[c0.start : c2.end]  # overlap sentences appear once
+    assert first.text.count("Sentence 3 of guide") == 1
+    assert [b.number for b in packed.blocks] == [1, 2]
+    assert packed.blocks[1].chunk_ids == (other.id,)
+
+
+def test_a_heading_change_inside_a_merged_block_is_written_as_a_heading() -> None:
+    a = Chunk("d", 0, "Intro text ends here.", 0, 21, ("Doc",))
+    b = Chunk("d", 1, "Setup text starts here.", 35, 58, ("Doc", "Setup"))
+    packed = pack([run("q", [a, b])], budget_for_context(200), words)
+    assert packed.blocks[0].text == "Intro text ends here.\n\n## Setup\n\nSetup text starts here."
+    assert packed.blocks[0].label == "[1] d.md | Doc"
+
+
+def test_labels_carry_number_path_and_heading_path() -> None:
+    chunk = Chunk(
+        "errors/zx-4821.md", 0, "ZX-4821 means low voltage.", 0, 26, ("Error ZX-4821", "Summary")
+    )
+    packed = pack(
+        [SubQueryHits("q", (hit(chunk, 1, "errors/zx-4821.md"),))], budget_for_context(100), words
+    )
+    assert packed.text == (
+        "[1] errors/zx-4821.md | Error ZX-4821 > Summary\nZX-4821 means low voltage."
+    )
+
+
+# --- trimming ------------------------------------------------------------------------------
+
+
+def test_a_block_that_does_not_fit_is_cut_after_a_whole_sentence() -> None:
+    chunk = make_doc("long", 1, sentences=6)[0]
+    label = 3  # "[1] long.md | Guide > long"
+    per_sentence = len(SENTENCE.split())  # 11 words each
+    packed = pack([run("q", [chunk])], budget_for_context(label + 2 * per_sentence + 5), words)
+    (block,) = packed.blocks
+    assert block.trimmed
+    assert chunk.text.startswith(block.text)
+    assert len(split_sentences(block.text)) == 2
+    # not even one sentence fits: skipped, not cut mid-sentence
+    packed = pack([run("q", [chunk])], budget_for_context(label + per_sentence - 1), words)
+    assert packed.blocks == () and packed.skipped[0].reason == "over budget"
+
+
+# --- fairness ------------------------------------------------------------------------------
+
+
+def test_every_sub_query_gets_its_best_evidence_before_any_gets_its_second() -> None:
+    topics = ("embedding", "bootloader", "changelog")
+    docs = {t: make_doc(t, 3, sentences=3, topic=t) for t in topics}
+    runs = [run(f"about {t}", [docs[t][0], docs[t][2]]) for t in topics]
+    packed = pack(runs, budget_for_context(3 * 30), words)  # room for three blocks
+    assert [b.chunk_ids[0] for b in packed.blocks] == [docs[t][0].id for t in topics]
+    assert [q.blocks for q in packed.queries] == [(1,), (2,), (3,)]
+    # one query whose ranking favours two of the topics loses the third
+    merged = run(
+        "all",
+        [docs["embedding"][0], docs["embedding"][2], docs["bootloader"][0], docs["changelog"][0]],
+    )
+    single = pack([merged], budget_for_context(3 * 30), words)
+    assert "changelog#0" not in {cid for b in single.blocks for cid in b.chunk_ids}
+
+
+def test_in_the_first_round_a_long_best_hit_cannot_crowd_out_the_others() -> None:
+    long_doc = make_doc("long", 1, sentences=12, topic="embedding")[0]
+    short = [make_doc(t, 1, sentences=2, topic=t)[0] for t in ("bootloader", "changelog")]
+    runs = [run("q1", [long_doc]), run("q2", [short[0]]), run("q3", [short[1]])]
+    packed = pack(runs, budget_for_context(90), words)
+    assert [b.chunk_ids[0] for b in packed.blocks] == [long_doc.id, short[0].id, short[1].id]
+    assert packed.blocks[0].trimmed and packed.blocks[0].tokens <= 30
+
+
+def test_output_is_deterministic() -> None:
+    chunks = [c for d in ("a", "b", "c") for c in make_doc(d, 3)]
+    runs = [run("q1", chunks[::2]), run("q2", chunks[1::2])]
+    first = pack(runs, budget_for_context(150), words)
+    assert all(pack(runs, budget_for_context(150), words) == first for _ in range(3))
+    assert SEPARATOR.join(b.render() for b in first.blocks) == first.text
+    assert re.match(r"\[1\] ", first.text)
