@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from itertools import pairwise
 
 from twokeys.errors import ConfigError
 from twokeys.fusion.convex import convex_combination
@@ -95,7 +96,7 @@ def is_identifier_like(raw: str) -> bool:
         parts = [p for p in raw.split(".") if p]
         return len(parts) >= 2 and all(len(p) >= 2 for p in parts)
     if raw.isalpha():
-        humps = sum(1 for a, b in zip(raw, raw[1:], strict=False) if a.islower() and b.isupper())
+        humps = sum(1 for a, b in pairwise(raw) if a.islower() and b.isupper())
         return humps >= 2 or (humps == 1 and len(raw) >= 8)
     parts = [p for p in raw.lower().split("-") if p]
     return len(parts) >= 3 and not (set(parts) & _STOP_PARTS)
