@@ -35,7 +35,7 @@ class SearchSettings:
     candidates: int = 100  # per-retriever depth fused in hybrid modes
     fusion: str = DEFAULT_FUSION
     rrf_k: float = DEFAULT_K
-    lexical_weight: float = 0.4  # for the fixed-weight convex fusions
+    lexical_weight: float = 0.45  # for the fixed-weight convex fusions
 
 
 def open_index(path: str | Path, *, encoder: Encoder | None = None) -> Index:

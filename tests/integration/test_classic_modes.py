@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -19,6 +20,7 @@ from twokeys.evaluation.runs import doc_ranking, evaluate
 from twokeys.lexical import lsi
 from twokeys.retrievers import classic
 from twokeys.store.base import DocumentInfo, IndexBackend, LexicalIndex, VectorIndex
+from twokeys.store.local import LocalIndex, load_derived, save_derived
 from twokeys.types import Chunk
 
 CLASSIC = ("boolean", "tfidf", "bm25+", "bm25l", "lsi")
@@ -81,6 +83,16 @@ def test_lsi_factors_are_saved_and_reused(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(lsi, "fit", refuse)
     with open_index(index) as kb:
         assert [h.chunk.id for h in kb.search("power fuse", mode="lsi", k=5)] == expected
+        backend = kb.backend
+        assert isinstance(backend, LocalIndex)
+        assert load_derived(backend, "lsi-v1-r200-s0", ("u", "missing")) is None
+        with pytest.raises(ValueError, match="derived array name"):
+            save_derived(backend, "../escape", {"u": np.zeros(2)})
+        save_derived(backend, "probe", {"x": np.arange(3.0)})
+        arrays = load_derived(backend, "probe", ("x",))
+        assert arrays is not None and arrays["x"].tolist() == [0.0, 1.0, 2.0]
+        assert isinstance(arrays["x"], np.memmap)
+        assert not list(backend.gen_dir.glob(".tmp-*"))
 
 
 def test_lsi_rank_and_read_only_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

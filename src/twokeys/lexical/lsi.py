@@ -6,7 +6,9 @@ chunks) holds the cosine-normalised tf-idf weights of :mod:`twokeys.lexical.tfid
 (SMART ``ltc``) and is factored as ``A ~ U_k S_k V_k^T``, keeping the ``k`` largest
 singular values (the rank).
 
-* A chunk is the row of ``V_k S_k`` (Deerwester's "rows of DS"), L2-normalised.
+* A chunk is the row of ``V_k S_k`` (Deerwester's "rows of DS"), L2-normalised and
+  kept in float64 (a float32 product's last bits depend on the BLAS kernel and the
+  memory alignment, and could reorder chunks of nearly equal cosine).
 * A query ``q`` (``ltc`` weights over the index's terms) is folded in as a
   pseudo-document, ``q_k = S_k^-1 U_k^T q`` (Deerwester's ``D_q = X_q^T T S^-1``), and,
   like every document, compared in the scaled space: ``cosine(q_k S_k, row of V_k S_k)``.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -35,7 +38,6 @@ from twokeys.lexical.tfidf import tfidf_weights
 DEFAULT_RANK = 200
 MAX_RANK = 10_000
 DENSE_LIMIT = 4_000_000  # matrix cells; up to this a dense LAPACK SVD is exact and quick
-_BLOCK_ROWS = 16_384
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -61,23 +63,23 @@ class LsiModel:
     """The factors a search needs: ``U_k``, the diagonal of ``S_k`` and the chunk vectors."""
 
     term_vectors: npt.NDArray[np.float32]  # U_k, (terms, k)
-    singular_values: npt.NDArray[np.float32]  # (k,), decreasing
-    chunk_vectors: npt.NDArray[np.float32]  # rows of V_k S_k, L2-normalised, (chunks, k)
+    singular_values: FloatArray  # (k,), decreasing
+    chunk_vectors: FloatArray  # rows of V_k S_k, L2-normalised, (chunks, k)
 
     @property
     def rank(self) -> int:
         return int(self.singular_values.size)
 
-    def to_arrays(self) -> dict[str, npt.NDArray[np.float32]]:
+    def to_arrays(self) -> dict[str, npt.NDArray[np.floating]]:
         return {"u": self.term_vectors, "s": self.singular_values, "chunks": self.chunk_vectors}
 
     @classmethod
-    def from_arrays(cls, arrays: Mapping[str, npt.NDArray[np.float32]]) -> LsiModel:
+    def from_arrays(cls, arrays: Mapping[str, npt.NDArray[Any]]) -> LsiModel:
         u, s, chunks = arrays["u"], arrays["s"], arrays["chunks"]
         if u.ndim != 2 or s.ndim != 1 or chunks.ndim != 2 or not u.shape[1] == s.size:
             raise ValueError("lsi: inconsistent factor shapes")
-        if chunks.shape[1] != s.size:
-            raise ValueError("lsi: inconsistent factor shapes")
+        if chunks.shape[1] != s.size or chunks.dtype != np.float64 or s.dtype != np.float64:
+            raise ValueError("lsi: inconsistent factor shapes or types")
         return cls(u, s, chunks)
 
 
@@ -123,8 +125,8 @@ def fit(matrix: TermMatrix, params: LsiParams) -> LsiModel:
     chunks = np.divide(chunks, norms, out=np.zeros_like(chunks), where=norms > 0)
     return LsiModel(
         term_vectors=u.astype(np.float32),
-        singular_values=s.astype(np.float32),
-        chunk_vectors=chunks.astype(np.float32),
+        singular_values=s,
+        chunk_vectors=chunks,
     )
 
 
@@ -133,25 +135,15 @@ def fold_query(model: LsiModel, weights: Mapping[int, float]) -> FloatArray:
     q = np.zeros(model.rank)
     for t, w in weights.items():
         q += w * model.term_vectors[t].astype(np.float64)
-    out: FloatArray = q / model.singular_values.astype(np.float64)
+    out: FloatArray = q / model.singular_values
     return out
 
 
 def cosine_scores(model: LsiModel, folded: FloatArray) -> FloatArray:
-    """Cosine of the folded query with every chunk, both scaled by ``S_k``.
-
-    Accumulated in float64 over freshly converted blocks: a float32 product's last bits
-    depend on the BLAS kernel and on the memory alignment (a memory-mapped cache file vs
-    a fresh array), and could reorder chunks whose cosine is close to 0.
-    """
-    n = model.chunk_vectors.shape[0]
-    scores = np.zeros(n)
-    scaled = folded * model.singular_values.astype(np.float64)
+    """Cosine of the folded query with every chunk, both scaled by ``S_k``."""
+    scaled = folded * model.singular_values
     norm = float(np.linalg.norm(scaled))
     if norm == 0:
-        return scores
-    query = scaled / norm
-    for start in range(0, n, _BLOCK_ROWS):
-        block = model.chunk_vectors[start : start + _BLOCK_ROWS].astype(np.float64)
-        scores[start : start + _BLOCK_ROWS] = block @ query
+        return np.zeros(model.chunk_vectors.shape[0])
+    scores: FloatArray = model.chunk_vectors @ (scaled / norm)
     return scores

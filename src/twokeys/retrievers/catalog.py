@@ -14,4 +14,9 @@ EXTRA_MODES: dict[str, str] = {
     "bm25+": "twokeys.retrievers.classic:build_bm25plus",
     "bm25l": "twokeys.retrievers.classic:build_bm25l",
     "lsi": "twokeys.retrievers.classic:build_lsi",
+    "hybrid-rrf": "twokeys.retrievers.fusion_modes:build_rrf",
+    "hybrid-rrf-confidence": "twokeys.retrievers.fusion_modes:build_rrf_confidence",
+    "hybrid-minmax": "twokeys.retrievers.fusion_modes:build_minmax",
+    "hybrid-zscore": "twokeys.retrievers.fusion_modes:build_zscore",
+    "hybrid-dbsf": "twokeys.retrievers.fusion_modes:build_dbsf",
 }

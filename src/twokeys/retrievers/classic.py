@@ -271,7 +271,7 @@ def lsi_model(index: Index, lex: Lexicon, params: lsi.LsiParams) -> lsi.LsiModel
         if isinstance(backend, LocalIndex):
             # a read-only index keeps the model in memory only
             with contextlib.suppress(OSError):
-                save_derived(backend, name, dict(model.to_arrays()))
+                save_derived(backend, name, model.to_arrays())
         return model
 
     return _cached(backend, name, load_or_fit)

@@ -41,7 +41,7 @@ class HybridRetriever(Retriever):
         candidates: int = 100,
         fusion: str = DEFAULT_FUSION,
         k: float = DEFAULT_K,
-        lexical_weight: float = 0.4,
+        lexical_weight: float = 0.45,
         adaptive: AdaptiveParams | None = None,
     ) -> None:
         if candidates < 1:
