@@ -13,6 +13,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "twokeys needs Python 3.11+"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
@@ -50,3 +51,23 @@ test-full: lint typecheck
 
 clean:
 	rm -rf .demo .pytest_cache .mypy_cache .ruff_cache
+
+# Benchmarks against peer libraries (benchmarks/README.md). Peers live in their own venv,
+# never in the package's; torch 2.13.0 (a local CPU wheel) goes in first so nothing pulls
+# a CUDA build. `make bench BENCH=bm25` runs one part (bm25, embedding, vectors, scale).
+BENCH_VENV := benchmarks/.venv
+BENCH_STAMP := $(BENCH_VENV)/.bench-installed
+BENCH ?= all
+
+.PHONY: bench
+
+$(BENCH_STAMP): pyproject.toml benchmarks/requirements.txt benchmarks/requirements-nodeps.txt
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "twokeys needs Python 3.11+"'
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet torch==2.13.0
+	$(BENCH_VENV)/bin/python -m pip install --quiet -e . -r benchmarks/requirements.txt
+	$(BENCH_VENV)/bin/python -m pip install --quiet --no-deps -r benchmarks/requirements-nodeps.txt
+	touch $@
+
+bench: $(BENCH_STAMP)
+	nice -n 10 $(BENCH_VENV)/bin/python -m benchmarks $(BENCH)

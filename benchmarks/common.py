@@ -69,9 +69,41 @@ def load_corpus(path: Path) -> Corpus:
     return Corpus(ids, titles, bodies)
 
 
+def _status_mb(field: str) -> float | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return None
+
+
+def reset_peak_rss() -> bool:
+    """Reset the kernel's peak-RSS mark of this process (Linux ``clear_refs`` 5).
+
+    Needed in a child process: its inherited mark is the parent's peak at fork time.
+    """
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def rss_mb() -> float:
+    """Resident set size now."""
+    return _status_mb("VmRSS") or 0.0
+
+
 def peak_rss_mb() -> float:
-    """This process's peak resident set size so far (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    """Peak resident set size since start or the last :func:`reset_peak_rss`."""
+    peak = _status_mb("VmHWM")
+    if peak is not None:
+        return peak
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 
 def interleaved(

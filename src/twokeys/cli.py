@@ -89,6 +89,11 @@ def _progress(quiet: bool) -> Iterator[Callable[[str, int | None], Callable[[int
     with Progress(*columns, console=err, transient=False) as bar:
 
         def stage(name: str, total: int | None) -> Callable[[int], None]:
+            # stages run one after another: starting one finishes the ones before it
+            for previous in bar.tasks:
+                if not previous.finished:
+                    bar.update(previous.id, total=previous.completed)
+                    bar.stop_task(previous.id)
             task = bar.add_task(name, total=total)
             return lambda n: bar.advance(task, n)
 
@@ -181,6 +186,20 @@ def index(
     show_default=True,
     help="How hybrid mode fuses BM25 and dense rankings.",
 )
+@click.option(
+    "--rerank",
+    default=None,
+    envvar="TWOKEYS_RERANK",
+    help="Re-order the top hits with a reranker: e5, proximity or cross-encoder:PATH "
+    "(env TWOKEYS_RERANK) [default: none].",
+)
+@click.option(
+    "--rerank-top",
+    type=click.IntRange(min=1),
+    default=30,
+    show_default=True,
+    help="How many of the top hits --rerank re-scores.",
+)
 @click.option("--explain", is_flag=True, help="Show why each hit ranked where it did.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def search(
@@ -191,6 +210,8 @@ def search(
     candidates: int,
     rrf_k: float,
     fusion: str,
+    rerank: str | None,
+    rerank_top: int,
     explain: bool,
     as_json: bool,
 ) -> None:
@@ -204,6 +225,8 @@ def search(
             rrf_k=rrf_k,
             fusion=fusion,
             explain=explain or as_json,
+            rerank=rerank,
+            rerank_top=rerank_top,
         )
     if as_json:
         out.print_json(json.dumps([hit_to_dict(h) for h in hits], ensure_ascii=False))

@@ -8,7 +8,7 @@ for hit in kb.search("What does error code ZX-4821 mean?", k=5):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -17,9 +17,11 @@ from twokeys.analysis import analyzer_for
 from twokeys.dense.encoder import Encoder, get_encoder
 from twokeys.errors import ConfigError, EncoderMismatchError
 from twokeys.fusion.rrf import DEFAULT_K
+from twokeys.rerank.base import Reranker, get_reranker
 from twokeys.retrievers import BM25Retriever, DenseRetriever, HybridRetriever, Retriever
 from twokeys.retrievers.catalog import EXTRA_MODES
 from twokeys.retrievers.hybrid import DEFAULT_FUSION
+from twokeys.retrievers.reranking import DEFAULT_TOP_N, RerankingRetriever
 from twokeys.store.base import IndexBackend
 from twokeys.store.local import LocalIndex
 from twokeys.types import Hit
@@ -36,6 +38,8 @@ class SearchSettings:
     fusion: str = DEFAULT_FUSION
     rrf_k: float = DEFAULT_K
     lexical_weight: float = 0.45  # for the fixed-weight convex fusions
+    rerank: str | None = None  # a reranker name (twokeys.rerank) applied to the top rerank_top
+    rerank_top: int = DEFAULT_TOP_N
 
 
 def open_index(path: str | Path, *, encoder: Encoder | None = None) -> Index:
@@ -56,6 +60,7 @@ class Index:
         self.manifest = backend.manifest
         self.analyzer = analyzer_for(self.manifest.analyzer)
         self._encoder = encoder
+        self._rerankers: dict[str, Reranker] = {}
         if encoder is not None:
             self._check_encoder(encoder)
 
@@ -96,6 +101,12 @@ class Index:
     def retriever(self, mode: str = "hybrid", settings: SearchSettings | None = None) -> Retriever:
         """The retriever for ``mode`` (one of :data:`MODES`)."""
         settings = settings or SearchSettings()
+        if settings.rerank:
+            if settings.rerank not in self._rerankers:
+                self._rerankers[settings.rerank] = get_reranker(settings.rerank).for_index(self)
+            inner = self.retriever(mode, replace(settings, rerank=None))
+            reranker = self._rerankers[settings.rerank]
+            return RerankingRetriever(inner, reranker, self.backend, top_n=settings.rerank_top)
         if mode in EXTRA_MODES:
             module, _, function = EXTRA_MODES[mode].partition(":")
             factory = getattr(import_module(module), function)
@@ -133,13 +144,21 @@ class Index:
         fusion: str = DEFAULT_FUSION,
         rrf_k: float = DEFAULT_K,
         explain: bool = False,
+        rerank: str | None = None,
+        rerank_top: int = DEFAULT_TOP_N,
     ) -> list[Hit]:
-        """The top ``k`` chunks for ``query``; with ``explain``, each hit's evidence."""
+        """The top ``k`` chunks for ``query``; with ``explain``, each hit's evidence.
+
+        ``rerank`` names a reranker (:mod:`twokeys.rerank`) that re-orders the top
+        ``rerank_top`` chunks of the mode's run; none by default.
+        """
         if k < 1:
             raise ConfigError(f"k: must be >= 1, got {k}")
         if not query.strip():
             raise ConfigError("query: is empty")
-        settings = SearchSettings(candidates=candidates, fusion=fusion, rrf_k=rrf_k)
+        settings = SearchSettings(
+            candidates=candidates, fusion=fusion, rrf_k=rrf_k, rerank=rerank, rerank_top=rerank_top
+        )
         retriever = self.retriever(mode, settings)
         result = retriever.retrieve(query, k, explain=explain)
         rows = [h.row for h in result.run]

@@ -19,4 +19,6 @@ EXTRA_MODES: dict[str, str] = {
     "hybrid-minmax": "twokeys.retrievers.fusion_modes:build_minmax",
     "hybrid-zscore": "twokeys.retrievers.fusion_modes:build_zscore",
     "hybrid-dbsf": "twokeys.retrievers.fusion_modes:build_dbsf",
+    "hybrid+e5": "twokeys.retrievers.reranking:build_hybrid_e5",
+    "hybrid+proximity": "twokeys.retrievers.reranking:build_hybrid_proximity",
 }
