@@ -8,27 +8,16 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
 from twokeys import __version__
 from twokeys.analysis import STEMMERS, STOPWORD_SETS, AnalyzerSpec
 from twokeys.chunking import ChunkerConfig
+from twokeys.cliutil import err, index_option, out, progress_bars
 from twokeys.dense.encoder import encoder_names
 from twokeys.engine import MODES, open_index
 from twokeys.errors import TwokeysError
@@ -37,20 +26,6 @@ from twokeys.ingest import SkippedFile
 from twokeys.lexical.bm25 import BM25Params
 from twokeys.retrievers.hybrid import DEFAULT_FUSION, FUSIONS
 from twokeys.types import Hit
-
-DEFAULT_INDEX = "kb.twokeys"
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-out = Console(highlight=False, soft_wrap=True)
-
-index_option = click.option(
-    "--index",
-    "index_path",
-    type=click.Path(path_type=Path),
-    default=DEFAULT_INDEX,
-    show_default=True,
-    envvar="TWOKEYS_INDEX",
-    help="Index directory (env TWOKEYS_INDEX).",
-)
 
 
 class _Group(click.Group):
@@ -71,33 +46,6 @@ class _Group(click.Group):
 @click.version_option(__version__, prog_name="twokeys")
 def main() -> None:
     """Hybrid lexical + dense retrieval over your documents."""
-
-
-@contextmanager
-def _progress(quiet: bool) -> Iterator[Callable[[str, int | None], Callable[[int], None]]]:
-    if quiet:
-        yield lambda _name, _total: lambda _n: None
-        return
-    columns = (
-        SpinnerColumn(),
-        TextColumn("{task.description:<22}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=err, transient=False) as bar:
-
-        def stage(name: str, total: int | None) -> Callable[[int], None]:
-            # stages run one after another: starting one finishes the ones before it
-            for previous in bar.tasks:
-                if not previous.finished:
-                    bar.update(previous.id, total=previous.completed)
-                    bar.stop_task(previous.id)
-            task = bar.add_task(name, total=total)
-            return lambda n: bar.advance(task, n)
-
-        yield stage
 
 
 @main.command()
@@ -154,7 +102,7 @@ def index(
     def warn(item: SkippedFile) -> None:
         err.print(f"[yellow]warning:[/yellow] {item}")
 
-    with _progress(quiet) as stage:
+    with progress_bars(quiet) as stage:
         report = build_index(source, index_path, options, progress=stage, on_skip=warn)
     if report.full_rebuild_reason:
         err.print(f"full rebuild: {report.full_rebuild_reason}")

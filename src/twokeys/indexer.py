@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -210,17 +210,7 @@ def _info(doc: Document) -> DocumentInfo:
 
 
 def _with_rows(info: DocumentInfo, first_row: int, n_chunks: int) -> DocumentInfo:
-    return DocumentInfo(
-        id=info.id,
-        title=info.title,
-        path=info.path,
-        kind=info.kind,
-        mtime=info.mtime,
-        sha256=info.sha256,
-        first_row=first_row,
-        n_chunks=n_chunks,
-        metadata=info.metadata,
-    )
+    return replace(info, first_row=first_row, n_chunks=n_chunks)
 
 
 def _write(

@@ -10,24 +10,15 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
+from twokeys.cliutil import err, out, progress_bars
 from twokeys.dense.encoder import encoder_names
 from twokeys.engine import MODES, open_index
 from twokeys.errors import TwokeysError
@@ -50,29 +41,6 @@ DISAGREEMENT_PAIR = ("bm25", "dense")
 VECTOR_MODES = ("dense", "hybrid")
 T = TypeVar("T")
 ALPHA = 0.05  # only for the wording of the verdict line; the p-values are printed
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-out = Console(highlight=False, soft_wrap=True)
-
-
-@contextmanager
-def _progress(quiet: bool) -> Iterator[Callable[[str, int | None], Callable[[int], None]]]:
-    if quiet:
-        yield lambda _name, _total: lambda _n: None
-        return
-    columns = (
-        SpinnerColumn(),
-        TextColumn("{task.description:<22}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=err, transient=False) as bar:
-
-        def stage(name: str, total: int | None) -> Callable[[int], None]:
-            task = bar.add_task(name, total=total)
-            return lambda n: bar.advance(task, n)
-
-        yield stage
 
 
 def _names(value: str, option: str) -> list[str]:
@@ -212,7 +180,7 @@ def eval_command(
             "skipped"
         )
     path = index_path or default_index_path(dataset_dir)
-    with _progress(quiet) as stage:
+    with progress_bars(quiet) as stage:
         prepared = ensure_index(
             collection, path, encoder=None if no_dense else encoder, rebuild=rebuild, progress=stage
         )
@@ -220,7 +188,7 @@ def eval_command(
         err.print(f"indexed {escape(str(path))} ({escape(prepared.reason)})")
     else:
         err.print(f"reusing index {escape(str(path))}")
-    with open_index(path) as kb, _progress(quiet) as stage:
+    with open_index(path) as kb, progress_bars(quiet) as stage:
         runs = run_retrievers(kb, collection, names, progress=stage)
     experiment = score_experiment(
         collection, runs, split=split, compare_pair=pair, disagreement_pair=disagreement_pair

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from twokeys.cliutil import index_option
 from twokeys.engine import MODES, open_index
 from twokeys.llm.base import SPEC_FORMS, from_spec
 from twokeys.llm.http import DEFAULT_TIMEOUT
@@ -20,20 +21,10 @@ from twokeys.rag.ask import Answer, AskOptions, Plan, generate, prepare
 from twokeys.rag.packing import MIN_TOTAL, Budget
 from twokeys.rag.prompt import render_prompt
 
-DEFAULT_INDEX = "kb.twokeys"  # as the search command
-
 
 @click.command()
 @click.argument("question")
-@click.option(
-    "--index",
-    "index_path",
-    type=click.Path(path_type=Path),
-    default=DEFAULT_INDEX,
-    show_default=True,
-    envvar="TWOKEYS_INDEX",
-    help="Index directory (env TWOKEYS_INDEX).",
-)
+@index_option
 @click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
 @click.option(
     "-k",
