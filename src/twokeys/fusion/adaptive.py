@@ -122,13 +122,17 @@ def adaptive_fusion(
     features: QueryFeatures,
     exact_matches: Mapping[int, int],
     params: AdaptiveParams,
+    depth: int | None = None,
 ) -> list[ScoredChunk]:
-    """Fuse one query's runs; ``exact_matches[row]`` = how many exact terms ``row`` contains."""
+    """Fuse one query's runs; ``exact_matches[row]`` = how many exact terms ``row`` contains.
+
+    ``depth``: normalisation statistics over each run's first ``depth`` entries.
+    """
     alpha = lexical_weight(features, params)
     fused = convex_combination(
         {"lexical": lexical, "dense": dense},
         {"lexical": alpha, "dense": 1.0 - alpha},
-        normalizer(params.normalization),
+        normalizer(params.normalization, depth),
     )
     if features.exact_terms:
         fused.sort(key=lambda h: (-exact_matches.get(h.row, 0), -h.score, h.row))

@@ -13,12 +13,15 @@ aggregation is :func:`twokeys.fusion.convex.convex_combination`.
   (Mazzeschi, "Distribution-based score fusion", 2023; Qdrant's DBSF).
 
 A run with one entry or with all-equal scores normalises to 1.0 for every entry (each is
-as good as the best).
+as good as the best). ``depth`` limits the statistics (min, max, mean, std) to the run's
+first ``depth`` entries, so the top of a fused list does not change with how deep the
+caller asked to go; entries below that depth may fall outside [0, 1].
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import numpy as np
 
@@ -28,48 +31,60 @@ from twokeys.types import ScoredChunk
 Normalizer = Callable[[Sequence[ScoredChunk]], list[ScoredChunk]]
 
 
+def _scores(run: Sequence[ScoredChunk], depth: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """All scores, and the ones the statistics are computed from."""
+    s = np.array([h.score for h in run], np.float64)
+    return s, (s if depth is None else s[: max(1, depth)])
+
+
 def _rescored(run: Sequence[ScoredChunk], values: np.ndarray) -> list[ScoredChunk]:
     return [ScoredChunk(h.row, float(v), h.rank) for h, v in zip(run, values, strict=True)]
 
 
-def minmax(run: Sequence[ScoredChunk]) -> list[ScoredChunk]:
+def minmax(run: Sequence[ScoredChunk], depth: int | None = None) -> list[ScoredChunk]:
     if not run:
         return []
-    s = np.array([h.score for h in run], np.float64)
-    lo, hi = float(s.min()), float(s.max())
+    s, ref = _scores(run, depth)
+    lo, hi = float(ref.min()), float(ref.max())
     if hi - lo <= 1e-12:
         return _rescored(run, np.ones_like(s))
     return _rescored(run, (s - lo) / (hi - lo))
 
 
-def zscore(run: Sequence[ScoredChunk]) -> list[ScoredChunk]:
+def zscore(run: Sequence[ScoredChunk], depth: int | None = None) -> list[ScoredChunk]:
     if not run:
         return []
-    s = np.array([h.score for h in run], np.float64)
-    std = float(s.std())
+    s, ref = _scores(run, depth)
+    std = float(ref.std())
     if std <= 1e-12:
         return _rescored(run, np.ones_like(s))
-    return _rescored(run, (s - s.mean()) / std)
+    return _rescored(run, (s - ref.mean()) / std)
 
 
-def dbsf(run: Sequence[ScoredChunk]) -> list[ScoredChunk]:
+def dbsf(run: Sequence[ScoredChunk], depth: int | None = None) -> list[ScoredChunk]:
     if not run:
         return []
-    s = np.array([h.score for h in run], np.float64)
-    mean, std = float(s.mean()), float(s.std())
+    s, ref = _scores(run, depth)
+    mean, std = float(ref.mean()), float(ref.std())
     if std <= 1e-12:
         return _rescored(run, np.ones_like(s))
     lo, hi = mean - 3 * std, mean + 3 * std
     return _rescored(run, (s - lo) / (hi - lo))
 
 
-NORMALIZERS: dict[str, Normalizer] = {"minmax": minmax, "zscore": zscore, "dbsf": dbsf}
+NORMALIZERS: dict[str, Callable[..., list[ScoredChunk]]] = {
+    "minmax": minmax,
+    "zscore": zscore,
+    "dbsf": dbsf,
+}
 
 
-def normalizer(name: str) -> Normalizer:
+def normalizer(name: str, depth: int | None = None) -> Normalizer:
+    """The named normalisation, its statistics taken over the first ``depth`` entries."""
     try:
-        return NORMALIZERS[name]
+        function = NORMALIZERS[name]
     except KeyError:
         raise ConfigError(
             f"normalization: {name!r} is not one of {', '.join(NORMALIZERS)}"
         ) from None
+    return function if depth is None else partial(function, depth=depth)

@@ -102,12 +102,14 @@ class HybridRetriever(Retriever):
         if self.fusion == "adaptive":
             features = self.lexical.features(query, lex)
             alpha = lexical_weight(features, self.adaptive)
-            norm = normalizer(self.adaptive.normalization)
+            norm = normalizer(self.adaptive.normalization, self.candidates)
             exact = _exact_matches(features, lex)
-            fused = adaptive_fusion(runs[lname], runs[dname], features, exact, self.adaptive)
+            fused = adaptive_fusion(
+                runs[lname], runs[dname], features, exact, self.adaptive, self.candidates
+            )
         else:
             alpha = self.lexical_weight
-            norm = normalizer(self.fusion)
+            norm = normalizer(self.fusion, self.candidates)
             fused = convex_combination(runs, {lname: alpha, dname: 1.0 - alpha}, norm)
         weights = {lname: alpha, dname: 1.0 - alpha}
         parts = {
