@@ -115,7 +115,7 @@ def test_exact_identifier_chunk_is_never_outranked() -> None:
 
 def test_normalisation_statistics_can_stop_at_a_depth() -> None:
     deep = run((1, 10.0), (2, 6.0), (3, 2.0), (4, 0.0))
-    assert scores(minmax(deep, depth=3)) == pytest.approx([1.0, 0.5, 0.0, -0.25])
+    assert scores(minmax(deep, depth=3)) == pytest.approx([1.0, 0.5, 0.0, 0.0])
     # the top of the list does not depend on how deep the run goes
     assert scores(minmax(deep[:3], depth=3)) == scores(minmax(deep, depth=3))[:3]
     assert scores(normalizer("zscore", 2)(deep))[:2] == pytest.approx([1.0, -1.0])

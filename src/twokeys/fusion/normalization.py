@@ -15,7 +15,8 @@ aggregation is :func:`twokeys.fusion.convex.convex_combination`.
 A run with one entry or with all-equal scores normalises to 1.0 for every entry (each is
 as good as the best). ``depth`` limits the statistics (min, max, mean, std) to the run's
 first ``depth`` entries, so the top of a fused list does not change with how deep the
-caller asked to go; entries below that depth may fall outside [0, 1].
+caller asked to go; entries below that depth score as the depth-th entry does, as if
+they had just made the cut.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def minmax(run: Sequence[ScoredChunk], depth: int | None = None) -> list[ScoredC
     lo, hi = float(ref.min()), float(ref.max())
     if hi - lo <= 1e-12:
         return _rescored(run, np.ones_like(s))
-    return _rescored(run, (s - lo) / (hi - lo))
+    return _rescored(run, (np.maximum(s, lo) - lo) / (hi - lo))
 
 
 def zscore(run: Sequence[ScoredChunk], depth: int | None = None) -> list[ScoredChunk]:
@@ -58,7 +59,7 @@ def zscore(run: Sequence[ScoredChunk], depth: int | None = None) -> list[ScoredC
     std = float(ref.std())
     if std <= 1e-12:
         return _rescored(run, np.ones_like(s))
-    return _rescored(run, (s - ref.mean()) / std)
+    return _rescored(run, (np.maximum(s, ref.min()) - ref.mean()) / std)
 
 
 def dbsf(run: Sequence[ScoredChunk], depth: int | None = None) -> list[ScoredChunk]:
@@ -69,7 +70,7 @@ def dbsf(run: Sequence[ScoredChunk], depth: int | None = None) -> list[ScoredChu
     if std <= 1e-12:
         return _rescored(run, np.ones_like(s))
     lo, hi = mean - 3 * std, mean + 3 * std
-    return _rescored(run, (s - lo) / (hi - lo))
+    return _rescored(run, (np.maximum(s, ref.min()) - lo) / (hi - lo))
 
 
 NORMALIZERS: dict[str, Callable[..., list[ScoredChunk]]] = {
