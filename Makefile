@@ -34,8 +34,8 @@ demo: venv
 	$(BIN)/python examples/compare_modes.py --index $(DEMO_INDEX)
 
 lint: venv
-	$(BIN)/ruff check src tests examples
-	$(BIN)/ruff format --check src tests examples
+	$(BIN)/ruff check src tests examples benchmarks
+	$(BIN)/ruff format --check src tests examples benchmarks
 
 typecheck: venv
 	$(BIN)/mypy

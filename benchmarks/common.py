@@ -136,18 +136,21 @@ def median(values: Sequence[float]) -> float:
 
 
 def run_child(module: str, args: Sequence[str], env: Mapping[str, str] | None = None) -> Any:
-    """Run ``python -m benchmarks.<module> ARGS`` and parse the JSON it prints last."""
+    """Run ``python -m benchmarks.<module> ARGS`` and parse the JSON it prints last.
+
+    The child's stderr (progress, warnings) passes through to ours.
+    """
     full_env = {**os.environ, **SINGLE_THREAD_ENV, **(env or {})}
     proc = subprocess.run(
         [sys.executable, "-m", f"benchmarks.{module}", *args],
         cwd=REPO,
         env=full_env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
         text=True,
         check=False,
     )
     if proc.returncode != 0:
-        raise RuntimeError(f"benchmarks.{module} {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
+        raise RuntimeError(f"benchmarks.{module} {' '.join(args)} failed (its stderr is above)")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 

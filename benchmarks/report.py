@@ -1,0 +1,462 @@
+"""Turn ``benchmarks/results/*.json`` into ``benchmarks/RESULTS.md``.
+
+Every ratio is computed from figures measured in one process run (see ``common``);
+each goal of the benchmark issue is listed as met, missed (by how much) or not measured.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import BENCH_DIR, RESULTS, machine_info, version
+
+COMMANDS = """\
+make bench                                   # venv + peers + every part + this file
+benchmarks/.venv/bin/python -m benchmarks bm25        # or: embedding, vectors, scale
+benchmarks/.venv/bin/python -m benchmarks scale --sizes 10000 100000 1000000
+benchmarks/.venv/bin/python -m benchmarks report      # rewrite this file from results/
+"""
+
+
+def _load(name: str) -> dict[str, Any] | None:
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    def cell(value: object) -> str:
+        if value is None:
+            return "-"
+        if isinstance(value, float):
+            return f"{value:,.3f}" if abs(value) < 10 else f"{value:,.1f}"
+        return str(value)
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return lines
+
+
+def _goal(name: str, met: bool | None, detail: str) -> tuple[str, str, str]:
+    verdict = "not measured" if met is None else ("met" if met else "**missed**")
+    return (name, verdict, detail)
+
+
+def bm25_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> list[str]:
+    single = data["single_query"]
+    out = [
+        "## BM25: twokeys vs bm25s vs rank_bm25 (SciFact)",
+        "",
+        f"{data['documents']:,} documents (title + text), {data['queries']} test queries; "
+        f"twokeys' `build_index` chunks them into {data['twokeys_chunks']:,} chunks. "
+        f"k1 = {data['params']['k1']}, b = {data['params']['b']}, top-{data['params']['k_speed']}"
+        f", one thread (OMP/OPENBLAS/MKL = 1), median of {data['params']['rounds']} "
+        "interleaved rounds; a query's time includes tokenising it. Versions: "
+        + ", ".join(f"{k} {v}" for k, v in data["versions"].items())
+        + ".",
+        "",
+        "- `twokeys-index`: `build_index(IndexOptions(encoder=None))` + `Index.search(mode='bm25')`"
+        " (chunks, SQLite fetch, `Hit` objects): what a user calls.",
+        "- `twokeys-docs`: twokeys' analyzer + `build_term_matrix` + `bm25_weights` + "
+        "`ArrayLexicalIndex` on whole documents: like for like with bm25s.",
+        "- `bm25s`: numpy backend, `method='lucene'`, its tokenizer, English stopwords, "
+        "PyStemmer Porter2. `rank_bm25`: `BM25Okapi` on twokeys analyzer tokens.",
+        "",
+    ]
+    ref = single["bm25s"]["qps"]
+    mem = data["memory"]
+    rows = []
+    for name in ("twokeys-index", "twokeys-docs", "bm25s", "rank_bm25"):
+        rows.append(
+            (
+                name,
+                single[name]["qps"],
+                single[name]["ms_per_query"],
+                single[name]["qps"] / ref,
+                data["build_s"][name],
+                data["build_s"][name] / data["build_s"]["bm25s"],
+                mem[name]["build_delta_mb"],
+                mem[name]["traced_build_peak_mb"],
+                mem[name]["traced_retained_mb"],
+            )
+        )
+    out += _table(
+        (
+            "system",
+            "queries/s",
+            "ms/query",
+            "speed ÷ bm25s",
+            "build s",
+            "build ÷ bm25s",
+            "build peak RSS Δ MB",
+            "build traced peak MB",
+            "index held MB",
+        ),
+        rows,
+    )
+    out += [
+        "",
+        "Memory: each system built in a fresh subprocess after its imports. RSS Δ: the "
+        "kernel's peak RSS (reset with `clear_refs`) minus RSS before the build. Traced: "
+        "tracemalloc's peak of Python + numpy allocations during the build, and what the "
+        "built index (with its tokenizer/analyzer state) still holds afterwards.",
+        "",
+        "Batch mode (all 300 queries at once):",
+        "",
+    ]
+    batch = data["batch"]
+    bref = batch["bm25s batch, 2 threads"]["qps"]
+    out += _table(
+        ("mode", "queries/s", "÷ bm25s batch 2 threads"),
+        [(name, b["qps"], b["qps"] / bref) for name, b in batch.items()],
+    )
+    out += ["", "Quality (nDCG@10 and R@100 over documents; chunk hits collapsed):", ""]
+    out += _table(
+        ("system", "nDCG@10", "R@100"),
+        [(n, q["nDCG@10"], q["R@100"]) for n, q in data["quality"].items()],
+    )
+    pys = data.get("pyserini", {})
+    out += ["", f"Pyserini: {pys.get('status', 'not run')}."]
+    if "build_s" in pys:
+        out.append(
+            f"Lucene index build {pys['build_s']:.1f} s (JVM start included, 1 thread), "
+            f"search of all queries at depth 100 {pys['search_s']:.1f} s ({pys.get('jar')})."
+        )
+    out.append("")
+
+    speed = single["twokeys-docs"]["qps"] / ref
+    speed_user = single["twokeys-index"]["qps"] / ref
+    goals.append(
+        _goal(
+            "BM25 single-query throughput >= 1.5x bm25s (SciFact)",
+            speed >= 1.5,
+            f"twokeys-docs {speed:.2f}x, twokeys-index {speed_user:.2f}x bm25s",
+        )
+    )
+    best_tk_batch = max(
+        v["qps"] for k, v in batch.items() if k.startswith("twokeys") and "pool" in k
+    )
+    goals.append(
+        _goal(
+            "batch query mode using both cores",
+            False,
+            "twokeys has no batch API; a 2-thread pool over `search` gives "
+            f"{best_tk_batch / bref:.2f}x bm25s' 2-thread batch "
+            f"({best_tk_batch / single['twokeys-docs']['qps']:.2f}x its own sequential)",
+        )
+    )
+    build = data["build_s"]["twokeys-docs"] / data["build_s"]["bm25s"]
+    build_user = data["build_s"]["twokeys-index"] / data["build_s"]["bm25s"]
+    goals.append(
+        _goal(
+            "index build time <= bm25s",
+            build <= 1.0,
+            f"twokeys-docs {build:.2f}x, twokeys-index (chunk + SQLite) {build_user:.2f}x "
+            "bm25s' time",
+        )
+    )
+
+    def mem_ratio(name: str, key: str) -> float:
+        return float(mem[name][key]) / max(float(mem["bm25s"][key]), 1e-9)
+
+    goals.append(
+        _goal(
+            "peak memory <= bm25s",
+            mem_ratio("twokeys-docs", "traced_build_peak_mb") <= 1.0,
+            "build traced peak: twokeys-docs "
+            f"{mem_ratio('twokeys-docs', 'traced_build_peak_mb'):.2f}x, twokeys-index "
+            f"{mem_ratio('twokeys-index', 'traced_build_peak_mb'):.2f}x bm25s; RSS Δ: "
+            f"{mem_ratio('twokeys-docs', 'build_delta_mb'):.2f}x and "
+            f"{mem_ratio('twokeys-index', 'build_delta_mb'):.2f}x",
+        )
+    )
+    q = data["quality"]
+    if "pyserini (Lucene)" in q:
+        lucene = q["pyserini (Lucene)"]["nDCG@10"]
+        match = q["twokeys-docs@lucene-analyzer"]["nDCG@10"]
+        default = q["twokeys-docs"]["nDCG@10"]
+        goals.append(
+            _goal(
+                "nDCG@10 within 0.005 of Pyserini (matching analyzer settings)",
+                abs(match - lucene) <= 0.005,
+                f"Lucene {lucene:.4f}; twokeys Porter + Lucene stopwords {match:.4f} "
+                f"({match - lucene:+.4f}); twokeys default {default:.4f} ({default - lucene:+.4f})",
+            )
+        )
+    else:
+        goals.append(_goal("nDCG@10 within 0.005 of Pyserini", None, pys.get("status", "")))
+    return out
+
+
+def embedding_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> list[str]:
+    corpus = data["corpus"]
+    lat = data["query_latency_ms"]
+    agree = data["agreement"]
+    out = [
+        "## Embedding: default ONNX encoder vs sentence-transformers (all-MiniLM-L6-v2)",
+        "",
+        f"{data['passages']:,} SciFact passages (title + text, truncated at 256 tokens), batch "
+        f"{data['batch_size']}, {data['threads']} threads each, median of interleaved rounds; "
+        f"{data['queries']} queries embedded one at a time. Versions: "
+        + ", ".join(f"{k} {v}" for k, v in data["versions"].items())
+        + ".",
+        "",
+    ]
+    out += _table(
+        ("encoder", "passages/s", "÷ sentence-transformers", "query p50 ms", "query p95 ms"),
+        [
+            (
+                name,
+                c["passages_per_s"],
+                c["passages_per_s"] / corpus["sentence-transformers"]["passages_per_s"],
+                lat[name]["p50"],
+                lat[name]["p95"],
+            )
+            for name, c in corpus.items()
+        ],
+    )
+    out += [
+        "",
+        f"Agreement (int8 ONNX vs float32 PyTorch): passage cosine mean "
+        f"{agree['passage_cosine_mean']:.4f}, 5th percentile {agree['passage_cosine_p5']:.4f}, "
+        f"min {agree['passage_cosine_min']:.4f}; top-10 overlap of the queries' passage "
+        f"rankings {agree['query_top10_overlap_mean']:.3f}.",
+        "",
+    ]
+    ratio = data["corpus_ratio_onnx_over_st"]
+    goals.append(
+        _goal(
+            "corpus embedding throughput >= 1.5x sentence-transformers",
+            ratio >= 1.5,
+            f"{ratio:.2f}x; query latency p50 {lat['twokeys-onnx-int8']['p50']:.1f} ms "
+            f"vs {lat['sentence-transformers']['p50']:.1f} ms",
+        )
+    )
+    return out
+
+
+def vectors_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> list[str]:
+    out = [
+        "## Vector search: exact vs ANN peers",
+        "",
+        f"{data['n']:,} vectors of dimension {data['dim']} made from real SciFact embeddings "
+        + (
+            f"(of each document's first {data['doc_words']} words, to save time) "
+            if data.get("doc_words")
+            else ""
+        )
+        + "(two documents mixed + noise, normalised); the 300 real SciFact test queries; "
+        f"recall@10 against exact float32; one query at a time, one thread; builds with "
+        f"{data['build_threads']} threads, HNSW M = {data['hnsw']['M']}, "
+        f"ef_construction = {data['hnsw']['ef_construction']}. Versions: "
+        + ", ".join(f"{k} {v}" for k, v in data["versions"].items())
+        + ".",
+        "",
+    ]
+    out += _table(
+        ("system", "recall@10", "p50 ms", "p95 ms", "build s"),
+        [(n, s["recall@10"], s["p50"], s["p95"], s["build_s"]) for n, s in data["systems"].items()],
+    )
+    if data.get("unavailable"):
+        out += [
+            "",
+            "Not measured: " + "; ".join(f"{k}: {v}" for k, v in data["unavailable"].items()),
+        ]
+    out += ["", "Exact search latency by size (p50 / p95 ms, first 100 queries):", ""]
+    out += _table(
+        ("vectors", "float32 p50", "float32 p95", "float16 p50", "float16 p95"),
+        [
+            (
+                f"{int(size):,}",
+                v["float32"]["p50"],
+                v["float32"]["p95"],
+                v["float16"]["p50"],
+                v["float16"]["p95"],
+            )
+            for size, v in data["exact_scaling_ms"].items()
+        ],
+    )
+    quality = data["scifact_storage_quality"]
+    out += ["", "Quantised storage, real SciFact documents and qrels, exact search:", ""]
+    base = quality["float32"]["nDCG@10"]
+    out += _table(
+        ("storage", "nDCG@10", "Δ vs float32", "recall@10 on the synthetic base"),
+        [
+            (
+                name,
+                q["nDCG@10"],
+                q["nDCG@10"] - base,
+                {
+                    "float32": 1.0,
+                    "float16": data["systems"]["twokeys exact float16"]["recall@10"],
+                }.get(name, data["systems"].get("exact int8 (per-dim scale)", {}).get("recall@10")),
+            )
+            for name, q in quality.items()
+        ],
+    )
+    out.append("")
+    ann = {
+        n: s
+        for n, s in data["systems"].items()
+        if ("HNSW" in n or "hnswlib" in n or "usearch" in n)
+    }
+    good = {n: s for n, s in ann.items() if s["recall@10"] >= 0.95}
+    if good:
+        best = min(good, key=lambda n: good[n]["p50"])
+        exact = data["systems"]["twokeys exact float32"]["p50"]
+        detail = (
+            f"peers reach it ({best}: recall {good[best]['recall@10']:.3f}, p50 "
+            f"{good[best]['p50']:.2f} ms vs exact {exact:.2f} ms); twokeys has no ANN index yet"
+        )
+    else:
+        detail = "no peer configuration reached 0.95; twokeys has no ANN index"
+    goals.append(_goal("ANN above a size threshold with recall@10 >= 0.95", False, detail))
+    f16 = quality["float16"]["nDCG@10"] - base
+    goals.append(
+        _goal(
+            "quantised storage option with measured quality cost",
+            True,
+            f"float16 is an IndexOptions dtype: nDCG@10 {f16:+.4f}; int8 measured here only "
+            f"({quality['int8 (per-dim scale)']['nDCG@10'] - base:+.4f}), not in twokeys",
+        )
+    )
+    return out
+
+
+def scale_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> list[str]:
+    rows = data["rows"]
+    out = [
+        "## Scale: 10k to 1M chunks",
+        "",
+        "Synthetic documents of 2-5 sentences sampled from every shared collection (no "
+        "document repeated, one chunk each). Build and load/query each run in fresh "
+        "subprocesses; latencies over the 300 SciFact test queries, interleaved per query "
+        "with bm25s built over the same texts in the query process.",
+        "",
+    ]
+    table = []
+    for r in rows:
+        lat = r["latency_ms"]
+        tk = lat.get("twokeys bm25", {})
+        b = lat.get("bm25s", {})
+        hy = lat.get("twokeys hybrid", {})
+        table.append(
+            (
+                f"{r['chunks']:,}" + (" (dense)" if r["dense"] else ""),
+                r["build_s"],
+                r.get("bm25s_build_s"),
+                r["peak_rss_mb"],
+                r["disk_mb"],
+                r["load_plus_first_query_s"],
+                tk.get("p50"),
+                tk.get("p95"),
+                b.get("p50"),
+                (r["qps"]["twokeys bm25"] / r["qps"]["bm25s"]) if "bm25s" in r["qps"] else None,
+                hy.get("p50"),
+                hy.get("p95"),
+            )
+        )
+    out += _table(
+        (
+            "chunks",
+            "build s",
+            "bm25s build s",
+            "build peak MB",
+            "disk MB",
+            "open + 1st query s",
+            "BM25 p50 ms",
+            "BM25 p95 ms",
+            "bm25s p50 ms",
+            "BM25 speed ÷ bm25s",
+            "hybrid p50 ms",
+            "hybrid p95 ms",
+        ),
+        table,
+    )
+    if data.get("plot"):
+        out += ["", f"![cost growth]({data['plot']})"]
+    out.append("")
+    lexical = [r for r in rows if not r["dense"]]
+    biggest = max(lexical, key=lambda r: r["chunks"]) if lexical else None
+    if biggest is not None:
+        ratio = biggest["qps"]["twokeys bm25"] / biggest["qps"]["bm25s"]
+        at_1m = biggest["chunks"] >= 1_000_000
+        goals.append(
+            _goal(
+                "BM25 single-query >= 1.5x bm25s on a 1M-chunk corpus",
+                (ratio >= 1.5) if at_1m else None,
+                f"{ratio:.2f}x at {biggest['chunks']:,} chunks"
+                + ("" if at_1m else " (1M not run by default: see notes)"),
+            )
+        )
+        goals.append(
+            _goal(
+                "1M-chunk index loads memory-mapped in < 2 s",
+                (biggest["load_plus_first_query_s"] < 2.0) if at_1m else None,
+                f"open + first query {biggest['load_plus_first_query_s']:.2f} s at "
+                f"{biggest['chunks']:,} chunks",
+            )
+        )
+    dense_rows = [r for r in rows if r["dense"]]
+    hybrid = ", ".join(
+        f"{r['chunks']:,}: p50 {r['latency_ms']['twokeys hybrid']['p50']:.1f} / p95 "
+        f"{r['latency_ms']['twokeys hybrid']['p95']:.1f} ms"
+        for r in dense_rows
+    )
+    goals.append(
+        _goal(
+            "hybrid p50 <= 20 ms at 1M chunks (p50/p95 at 10k, 100k, 1M)",
+            None,
+            f"measured {hybrid or 'nothing'}; larger sizes need embedding every chunk",
+        )
+    )
+    return out
+
+
+def write_report(path: Path | None = None) -> Path:
+    path = path or BENCH_DIR / "RESULTS.md"
+    goals: list[tuple[str, str, str]] = []
+    machine = machine_info()
+    body: list[str] = []
+    for name, section in (
+        ("bm25", bm25_section),
+        ("embedding", embedding_section),
+        ("vectors", vectors_section),
+        ("scale", scale_section),
+    ):
+        data = _load(name)
+        if data is None:
+            body += [f"## {name}", "", f"Not run: no `results/{name}.json`.", ""]
+            continue
+        body += section(data, goals)
+    notes_file = BENCH_DIR / "NOTES.md"
+    lines = [
+        "# twokeys benchmarks: results",
+        "",
+        "Generated by `python -m benchmarks report` from `benchmarks/results/*.json`; "
+        "do not edit by hand (analysis lives in `benchmarks/NOTES.md`, included below). "
+        "The machine is shared and noisy: speeds are only compared as ratios measured in "
+        "one process run, never across runs.",
+        "",
+        "Machine: "
+        + "; ".join(f"{k} {v}" for k, v in machine.items())
+        + f"; twokeys {version('twokeys')}.",
+        "",
+        "Commands:",
+        "",
+        "```console",
+        COMMANDS.rstrip(),
+        "```",
+        "",
+        "## Goals",
+        "",
+        *_table(("goal", "verdict", "measured"), goals),
+        "",
+        *body,
+    ]
+    if notes_file.exists():
+        lines += [notes_file.read_text(encoding="utf-8").rstrip(), ""]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
