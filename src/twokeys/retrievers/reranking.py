@@ -1,0 +1,81 @@
+"""A retriever whose top-N is re-ordered by a :class:`~twokeys.rerank.base.Reranker`.
+
+It asks the inner retriever (the hybrid, usually) for ``max(k, top_n)`` rows, reads the
+texts of the first ``top_n`` through the index backend (as they were indexed: heading
+line or title, then the body), re-scores them and re-orders them; the rest follows in
+its original order. Each re-scored row gets an extra :class:`~twokeys.types.Evidence`
+``rerank`` entry: its rank and raw score by the reranker alone.
+
+The ``hybrid+<reranker>`` modes (``hybrid+e5``, ``hybrid+proximity``) are built here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from twokeys.chunking import indexed_text
+from twokeys.errors import ConfigError
+from twokeys.rerank.base import Reranker, reorder
+from twokeys.retrievers.base import Retriever, RetrieverResult
+from twokeys.store.base import IndexBackend
+from twokeys.types import Evidence
+
+if TYPE_CHECKING:
+    from twokeys.engine import Index, SearchSettings
+
+DEFAULT_TOP_N = 30
+
+
+class RerankingRetriever(Retriever):
+    name = "rerank"
+
+    def __init__(
+        self,
+        inner: Retriever,
+        reranker: Reranker,
+        backend: IndexBackend,
+        *,
+        top_n: int = DEFAULT_TOP_N,
+    ) -> None:
+        if top_n < 1:
+            raise ConfigError(f"rerank_top: must be >= 1, got {top_n}")
+        self.inner = inner
+        self.reranker = reranker
+        self.backend = backend
+        self.top_n = top_n
+
+    def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
+        result = self.inner.retrieve(query, max(k, self.top_n), explain=explain)
+        head = list(result.run[: self.top_n])
+        chunks = self.backend.chunks([s.row for s in head])
+        docs = self.backend.documents(list(dict.fromkeys(c.doc_id for c in chunks)))
+        passages = [
+            indexed_text(c, docs[c.doc_id].title if c.doc_id in docs else "") for c in chunks
+        ]
+        scores = self.reranker.score(query, passages)
+        run = reorder(result.run, scores, blend=self.reranker.blend)[:k]
+        if not explain:
+            return RetrieverResult(run)
+        order = sorted(range(len(head)), key=lambda i: (-float(scores[i]), i))
+        own = {
+            head[i].row: Evidence(self.reranker.name, rank, float(scores[i]))
+            for rank, i in enumerate(order, 1)
+        }
+        evidence = {
+            s.row: (*result.evidence.get(s.row, ()), *((own[s.row],) if s.row in own else ()))
+            for s in run
+        }
+        return RetrieverResult(run, evidence)
+
+
+def _hybrid_with(index: Index, settings: SearchSettings, reranker: str) -> Retriever:
+    return index.retriever("hybrid", replace(settings, rerank=reranker))
+
+
+def build_hybrid_e5(index: Index, settings: SearchSettings) -> Retriever:
+    return _hybrid_with(index, settings, "e5")
+
+
+def build_hybrid_proximity(index: Index, settings: SearchSettings) -> Retriever:
+    return _hybrid_with(index, settings, "proximity")
