@@ -144,7 +144,7 @@ def index(
 @click.option(
     "--rerank-top",
     type=click.IntRange(min=1),
-    default=30,
+    default=20,
     show_default=True,
     help="How many of the top hits --rerank re-scores.",
 )

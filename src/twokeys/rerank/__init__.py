@@ -7,8 +7,10 @@
 * ``proximity``: BM25TP term proximity blended with the hybrid score,
   :mod:`twokeys.rerank.proximity`.
 
-None is on by default: ``search --rerank NAME``, ``--mode hybrid+e5`` or
-``SearchSettings(rerank=NAME)`` turns one on. Backends load lazily, on first use.
+None is on by default (proximity barely helps; e5 helps a little for seconds a query;
+their modules give the figures): ``search --rerank NAME``, ``--mode hybrid+e5`` or
+``SearchSettings(rerank=NAME)`` turns one on, reranking the top 20. Backends load
+lazily, on first use.
 """
 
 from __future__ import annotations

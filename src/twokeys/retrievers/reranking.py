@@ -24,7 +24,7 @@ from twokeys.types import Evidence
 if TYPE_CHECKING:
     from twokeys.engine import Index, SearchSettings
 
-DEFAULT_TOP_N = 30
+DEFAULT_TOP_N = 20  # what the rerankers were measured with (twokeys.rerank.e5, .proximity)
 
 
 class RerankingRetriever(Retriever):
