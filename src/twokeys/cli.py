@@ -17,8 +17,7 @@ from rich.table import Table
 from twokeys import __version__
 from twokeys.analysis import STEMMERS, STOPWORD_SETS, AnalyzerSpec
 from twokeys.chunking import ChunkerConfig
-from twokeys.cliutil import err, index_option, out, progress_bars
-from twokeys.dense.encoder import encoder_names
+from twokeys.cliutil import encoder_option, err, index_option, out, progress_bars
 from twokeys.engine import MODES, open_index
 from twokeys.errors import TwokeysError
 from twokeys.indexer import IndexOptions, build_index
@@ -51,13 +50,7 @@ def main() -> None:
 @main.command()
 @click.argument("source", type=click.Path(path_type=Path))
 @index_option
-@click.option(
-    "--encoder",
-    default="minilm",
-    show_default=True,
-    envvar="TWOKEYS_ENCODER",
-    help=f"Dense encoder ({', '.join(encoder_names())}).",
-)
+@encoder_option
 @click.option("--no-dense", is_flag=True, help="Build a lexical-only index (no embeddings).")
 @click.option("--float16", is_flag=True, help="Store vectors as float16 (half the size).")
 @click.option("--k1", type=float, default=0.9, show_default=True, help="BM25 k1.")

@@ -32,6 +32,14 @@ index_option = click.option(
     help="Index directory (env TWOKEYS_INDEX).",
 )
 
+encoder_option = click.option(
+    "--encoder",
+    default="minilm",
+    show_default=True,
+    envvar="TWOKEYS_ENCODER",
+    help="Dense encoder: minilm, ollama:MODEL or openai:MODEL.",
+)
+
 StageFactory = Callable[[str, int | None], Callable[[int], None]]
 
 

@@ -18,8 +18,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from twokeys.cliutil import err, out, progress_bars
-from twokeys.dense.encoder import encoder_names
+from twokeys.cliutil import encoder_option, err, out, progress_bars
 from twokeys.engine import MODES, open_index
 from twokeys.errors import TwokeysError
 from twokeys.evaluation.beir import load_collection
@@ -96,13 +95,7 @@ def _compare_pair(value: str | None, names: list[str]) -> tuple[str, str] | None
     help="Index to reuse or build [default: ~/.cache/twokeys/eval/<name>-<hash>.twokeys, "
     "under $TWOKEYS_CACHE when set].",
 )
-@click.option(
-    "--encoder",
-    default="minilm",
-    show_default=True,
-    envvar="TWOKEYS_ENCODER",
-    help=f"Dense encoder ({', '.join(encoder_names())}).",
-)
+@encoder_option
 @click.option("--no-dense", is_flag=True, help="BM25 only: no embeddings.")
 @click.option("--rebuild", is_flag=True, help="Update the index from the corpus even if it exists.")
 @click.option(
