@@ -18,6 +18,7 @@ from twokeys import __version__
 from twokeys.analysis import STEMMERS, STOPWORD_SETS, AnalyzerSpec
 from twokeys.chunking import ChunkerConfig
 from twokeys.cliutil import encoder_option, err, index_option, out, progress_bars
+from twokeys.dense.selection import DEFAULT_THRESHOLD, KINDS, VectorIndexOptions
 from twokeys.engine import MODES, open_index
 from twokeys.errors import TwokeysError
 from twokeys.indexer import IndexOptions, build_index
@@ -61,6 +62,14 @@ def main() -> None:
 @click.option(
     "--stopwords", type=click.Choice(list(STOPWORD_SETS)), default="snowball", show_default=True
 )
+@click.option(
+    "--vector-index",
+    type=click.Choice(KINDS),
+    default="auto",
+    show_default=True,
+    help=f"Dense search: exact, an HNSW graph (needs twokeys[ann]), or auto "
+    f"(HNSW from {DEFAULT_THRESHOLD:,} chunks).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 def index(
     source: Path,
@@ -74,6 +83,7 @@ def index(
     chunk_overlap: int,
     stemmer: str,
     stopwords: str,
+    vector_index: str,
     quiet: bool,
 ) -> None:
     """Index SOURCE (a folder, or a .jsonl / BEIR corpus file) into --index.
@@ -90,6 +100,7 @@ def index(
         ),
         encoder=None if no_dense else encoder,
         dtype="float16" if float16 else "float32",
+        vector_index=VectorIndexOptions(kind=vector_index),
     )
 
     def warn(item: SkippedFile) -> None:
@@ -104,6 +115,7 @@ def index(
         f"({report.added} added, {report.changed} changed, {report.unchanged} unchanged, "
         f"{report.removed} removed; {report.embedded_chunks} chunks embedded; "
         f"{len(report.skipped)} skipped) in {report.seconds:.1f}s"
+        + (f"; vector index: {report.vector_index}" if report.vector_index != "none" else "")
     )
 
 
@@ -254,6 +266,12 @@ def info(index_path: Path, as_json: bool) -> None:
     table.add_row("size on disk", f"{data['size_bytes'] / 1e6:.2f} MB")
     enc = data["encoder"]
     table.add_row("encoder", f"{enc['id']} ({enc['dtype']}, dim {enc['dim']})" if enc else "none")
+    vectors = data["vector_search"]
+    used = vectors["used"]
+    if "hnsw" in vectors:
+        h = vectors["hnsw"]
+        used += f" M={h['m']} ef_construction={h['ef_construction']} ef_search={h['ef_search']}"
+    table.add_row("vector index", f"{used} ({vectors['reason']})")
     table.add_row("bm25", f"k1={data['bm25']['k1']} b={data['bm25']['b']}")
     analyzer = data["analyzer"]
     table.add_row(

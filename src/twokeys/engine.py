@@ -24,6 +24,7 @@ from twokeys.retrievers.hybrid import DEFAULT_FUSION
 from twokeys.retrievers.reranking import DEFAULT_TOP_N, RerankingRetriever
 from twokeys.store.base import IndexBackend
 from twokeys.store.local import LocalIndex
+from twokeys.store.vectors import describe as describe_vectors
 from twokeys.types import Hit
 
 BUILTIN_MODES: tuple[str, ...] = ("bm25", "dense", "hybrid")
@@ -184,4 +185,5 @@ class Index:
         data = self.manifest.to_dict()
         data["path"] = str(getattr(self.backend, "path", ""))
         data["size_bytes"] = sum(self.manifest.files.values())
+        data["vector_search"] = describe_vectors(self.manifest)
         return data

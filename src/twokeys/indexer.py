@@ -20,7 +20,9 @@ import numpy.typing as npt
 from twokeys import __version__
 from twokeys.analysis import AnalyzerSpec, analyzer_for
 from twokeys.chunking import ChunkerConfig, approx_token_counter, chunk_document, indexed_text
+from twokeys.dense.ann import require_hnswlib
 from twokeys.dense.encoder import Encoder, get_encoder
+from twokeys.dense.selection import VectorIndexOptions
 from twokeys.errors import ConfigError, IndexFormatError
 from twokeys.ingest import SkippedFile, load_documents
 from twokeys.lexical.bm25 import BM25Params, build_term_matrix
@@ -32,6 +34,7 @@ from twokeys.store.local import (
     is_index,
     write_lock,
 )
+from twokeys.store.vectors import chosen_kind, open_vector_index
 from twokeys.types import Chunk, Document
 
 #: ``stage(name, total)`` returns an ``advance(n)`` callback; total is None when unknown.
@@ -42,13 +45,18 @@ DTYPES = ("float32", "float16")
 
 @dataclass(frozen=True)
 class IndexOptions:
-    """How to build an index. ``encoder=None`` builds a lexical-only index."""
+    """How to build an index. ``encoder=None`` builds a lexical-only index.
+
+    ``vector_index`` picks exact search or an HNSW graph (by default by the number of
+    vectors, :mod:`twokeys.dense.selection`); the graph is built at the end of the build.
+    """
 
     analyzer: AnalyzerSpec = field(default_factory=AnalyzerSpec)
     bm25: BM25Params = field(default_factory=BM25Params)
     chunker: ChunkerConfig = field(default_factory=ChunkerConfig)
     encoder: str | None = "minilm"
     dtype: str = "float32"
+    vector_index: VectorIndexOptions = field(default_factory=VectorIndexOptions)
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
@@ -66,6 +74,7 @@ class IndexReport:
     unchanged: int = 0
     removed: int = 0
     embedded_chunks: int = 0
+    vector_index: str = ""  # exact, hnsw or none: what dense search uses
     skipped: list[SkippedFile] = field(default_factory=list)
     full_rebuild_reason: str = ""
     seconds: float = 0.0
@@ -108,6 +117,8 @@ def build_index(
     check_writable_target(index_path)
     if encoder is None and options.encoder is not None:
         encoder = get_encoder(options.encoder)
+    if encoder is not None and options.vector_index.kind == "hnsw":
+        require_hnswlib()  # fail before embedding, not after
     encoder_name = options.encoder if options.encoder is not None else None
     if encoder is not None and encoder_name is None:
         encoder_name = "custom"
@@ -120,15 +131,28 @@ def build_index(
             manifest = _write(
                 writer, pending, options, encoder, encoder_name, previous, stage, report
             )
-            writer.commit(manifest)
+            committed = writer.commit(manifest)
         except BaseException:
             writer.abort()
             raise
         finally:
             if previous is not None:
                 previous.close()
+        report.vector_index = chosen_kind(committed)
+        if report.vector_index == "hnsw":
+            _build_graph(index_path, stage, report.chunks)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _build_graph(index_path: Path, stage: ProgressFactory, n_vectors: int) -> None:
+    """Build and save the committed generation's HNSW graph (a derived artifact: an
+    interrupted build leaves a valid index that rebuilds it on first search)."""
+    index = LocalIndex(index_path)
+    try:
+        open_vector_index(index, stage("Vector index (HNSW)", n_vectors))
+    finally:
+        index.close()
 
 
 def _open_previous(
@@ -288,6 +312,7 @@ def _write(
             "postings": int(matrix.indices.size),
         },
         twokeys_version=__version__,
+        vector_index=options.vector_index,
     )
 
 

@@ -17,7 +17,8 @@ import numpy.typing as npt
 
 from twokeys.analysis import AnalyzerSpec
 from twokeys.chunking import ChunkerConfig
-from twokeys.errors import IndexFormatError
+from twokeys.dense.selection import VectorIndexOptions
+from twokeys.errors import ConfigError, IndexFormatError
 from twokeys.lexical.bm25 import BM25Params
 from twokeys.types import Chunk, ScoredChunk
 
@@ -58,6 +59,7 @@ class Manifest:
     created_at: str = ""
     twokeys_version: str = ""
     files: Mapping[str, int] = field(default_factory=dict)
+    vector_index: VectorIndexOptions = field(default_factory=VectorIndexOptions)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +72,7 @@ class Manifest:
             "bm25": self.bm25.to_dict(),
             "chunker": self.chunker.to_dict(),
             "encoder": self.encoder.to_dict() if self.encoder else None,
+            "vector_index": self.vector_index.to_dict(),
             "counts": dict(self.counts),
             "files": dict(self.files),
         }
@@ -107,8 +110,9 @@ class Manifest:
                 created_at=str(data.get("created_at", "")),
                 twokeys_version=str(data.get("twokeys_version", "")),
                 files={str(k): int(v) for k, v in data.get("files", {}).items()},
+                vector_index=VectorIndexOptions.from_dict(data.get("vector_index", {})),
             )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, ConfigError) as exc:
             raise IndexFormatError(f"{where}: malformed manifest ({exc!r})") from exc
 
 

@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from twokeys.dense.exact import ExactVectorIndex
 from twokeys.errors import IndexFormatError, TwokeysError
 from twokeys.lexical.bm25 import TermMatrix, bm25_weights
 from twokeys.lexical.index import ArrayLexicalIndex
@@ -116,7 +115,7 @@ class LocalIndex(IndexBackend):
         except sqlite3.Error as exc:
             raise IndexFormatError(f"{db_file}: unreadable database ({exc})") from exc
         self._lexical: ArrayLexicalIndex | None = None
-        self._vectors: ExactVectorIndex | None = None
+        self._vectors: VectorIndex | None = None
         self._vectors_loaded = False
 
     def _array(self, name: str) -> npt.NDArray[Any]:
@@ -148,9 +147,10 @@ class LocalIndex(IndexBackend):
     @property
     def vectors(self) -> VectorIndex | None:
         if not self._vectors_loaded:
+            from twokeys.store.vectors import open_vector_index  # it builds on this module
+
+            self._vectors = open_vector_index(self)
             self._vectors_loaded = True
-            if self.manifest.encoder is not None:
-                self._vectors = ExactVectorIndex(self._array("dense.embeddings.npy"))
         return self._vectors
 
     def embeddings(self) -> npt.NDArray[Any] | None:
@@ -362,6 +362,7 @@ class GenerationWriter:
             created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             twokeys_version=manifest.twokeys_version,
             files=self._files,
+            vector_index=manifest.vector_index,
         )
         tmp_manifest = self.index_path / f"{MANIFEST}.tmp"
         with open(tmp_manifest, "w", encoding="utf-8") as fh:

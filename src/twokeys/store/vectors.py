@@ -1,0 +1,89 @@
+"""The vector index of a local generation: exact or HNSW, as the manifest says.
+
+The HNSW graph is derived from ``dense.embeddings.npy``, so it is stored as derived
+arrays (:func:`~twokeys.store.local.save_derived`) in the same generation folder,
+named by its build parameters. ``twokeys index`` builds it right after committing the
+vectors; opening an index rebuilds it if it is missing or stale (other parameters,
+other vectors, a layout hnswlib no longer reads) and saves it when the folder is
+writable. A re-index that changes any vector writes a new generation, which starts
+without a graph, so a graph never outlives its vectors. Two processes that rebuild at
+once write byte-identical files (the build is deterministic), and the header is
+written last, so a reader sees a whole graph or rebuilds.
+
+With ``auto`` above the threshold and hnswlib not installed, search stays exact (and
+``twokeys info`` says so); ``hnsw`` set explicitly raises
+:class:`~twokeys.errors.MissingExtraError` instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from twokeys.dense.ann import (
+    FORMAT_VERSION,
+    META,
+    HnswVectorIndex,
+    hnsw_available,
+    require_hnswlib,
+)
+from twokeys.dense.exact import ExactVectorIndex
+from twokeys.dense.selection import HnswParams
+from twokeys.store.base import Manifest, VectorIndex
+from twokeys.store.local import LocalIndex, load_derived, save_derived
+
+
+def chosen_kind(manifest: Manifest) -> str:
+    """``exact``, ``hnsw``, or ``none`` (no vectors) for this index on this machine."""
+    if manifest.encoder is None:
+        return "none"
+    options = manifest.vector_index
+    kind = options.choose(int(manifest.counts.get("chunks", 0)))
+    if kind == "hnsw" and options.kind == "auto" and not hnsw_available():
+        return "exact"
+    return kind
+
+
+def describe(manifest: Manifest) -> dict[str, Any]:
+    """What ``twokeys info`` shows: the index used, why, and its parameters."""
+    kind = chosen_kind(manifest)
+    options = manifest.vector_index
+    n = int(manifest.counts.get("chunks", 0))
+    out: dict[str, Any] = {"used": kind, "reason": options.reason(n)}
+    if kind == "none":
+        out["reason"] = "no dense vectors"
+    elif options.choose(n) == "hnsw" and kind == "exact":
+        out["reason"] += "; hnswlib not installed: pip install 'twokeys[ann]'"
+    if kind == "hnsw":
+        out["hnsw"] = options.hnsw.to_dict()
+    return out
+
+
+def graph_name(params: HnswParams) -> str:
+    return f"hnsw-v{FORMAT_VERSION}-m{params.m}-efc{params.ef_construction}-s{params.seed}"
+
+
+def open_vector_index(
+    index: LocalIndex, progress: Callable[[int], None] | None = None
+) -> VectorIndex | None:
+    """The index's vector index; an HNSW graph is loaded, or built and saved."""
+    kind = chosen_kind(index.manifest)
+    embeddings = index.embeddings()
+    if kind == "none" or embeddings is None:
+        return None
+    if kind == "exact":
+        return ExactVectorIndex(embeddings)
+    require_hnswlib()
+    params = index.manifest.vector_index.hnsw
+    name = graph_name(params)
+    header = load_derived(index, name, (META,))
+    if header is not None:
+        with contextlib.suppress(ValueError):
+            arrays = load_derived(index, name, (*HnswVectorIndex.array_names(header[META]), META))
+            if arrays is not None:
+                return HnswVectorIndex.from_arrays(arrays, embeddings, params)
+    graph = HnswVectorIndex.build(embeddings, params, progress)
+    with contextlib.suppress(OSError):  # a read-only index keeps its graph in memory
+        save_derived(index, name, graph.to_arrays())
+    return graph

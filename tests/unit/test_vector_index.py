@@ -1,0 +1,216 @@
+"""Vector search: float16 exact scoring, the HNSW index against exact, the size threshold."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from twokeys.dense.ann import META, HnswVectorIndex, require_hnswlib
+from twokeys.dense.exact import ExactVectorIndex, cosine_scores
+from twokeys.dense.selection import DEFAULT_THRESHOLD, HnswParams, VectorIndexOptions
+from twokeys.errors import ConfigError, MissingExtraError
+
+K = 10
+
+
+def unit(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    out: npt.NDArray[np.float32] = x / np.linalg.norm(x, axis=-1, keepdims=True)
+    return out
+
+
+def clustered_set(
+    n: int, dim: int = 48, seed: int = 7
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    """Half the rows in 40 clusters, half isotropic noise; queries near random rows."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((40, dim)).astype(np.float32)
+    clustered = centres[rng.integers(0, 40, n // 2)] + 0.5 * rng.standard_normal(
+        (n // 2, dim)
+    ).astype(np.float32)
+    noise = rng.standard_normal((n - n // 2, dim)).astype(np.float32)
+    base = unit(np.vstack([clustered, noise]))[rng.permutation(n)]
+    picks = base[rng.integers(0, n, 200)]
+    queries = unit(picks + 0.3 * rng.standard_normal(picks.shape).astype(np.float32) / dim**0.5)
+    return base, queries
+
+
+@pytest.fixture(scope="module")
+def data() -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    return clustered_set(6000)
+
+
+@pytest.fixture(scope="module")
+def graph(data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]) -> HnswVectorIndex:
+    return HnswVectorIndex.build(data[0], HnswParams())
+
+
+def rows(hits: list) -> list[int]:  # type: ignore[type-arg]
+    return [h.row for h in hits]
+
+
+# -- exact, float16 ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [0, 1, 1023, 1024, 2500])
+def test_float16_scores_equal_widening_first_bit_for_bit(n: int) -> None:
+    rng = np.random.default_rng(n)
+    matrix = rng.standard_normal((n, 32)).astype(np.float32) * 0.1
+    if n:
+        matrix[0, :4] = [0.0, -0.0, 1e-6, -3e-5]  # zeros and float16 subnormals
+    half = matrix.astype(np.float16)
+    query = rng.standard_normal(32).astype(np.float32)
+    got = cosine_scores(half, query)
+    assert got.dtype == np.float32
+    assert np.array_equal(got, half.astype(np.float32) @ query)
+
+
+def test_float16_exact_search_ranks_like_float32(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+) -> None:
+    base, queries = data
+    full, half = ExactVectorIndex(base), ExactVectorIndex(base.astype(np.float16))
+    overlap = [len(set(rows(full.search(q, K))) & set(rows(half.search(q, K)))) for q in queries]
+    assert np.mean(overlap) / K >= 0.99
+    hit = half.search(queries[0], 1)[0]
+    assert hit.score == pytest.approx(half.similarity(queries[0], hit.row), abs=1e-6)
+
+
+# -- HNSW -------------------------------------------------------------------------------
+
+
+def test_hnsw_recall_at_10_against_exact(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], graph: HnswVectorIndex
+) -> None:
+    base, queries = data
+    exact = ExactVectorIndex(base)
+    found = [len(set(rows(graph.search(q, K))) & set(rows(exact.search(q, K)))) for q in queries]
+    assert np.mean(found) / K >= 0.95
+
+
+def test_hnsw_builds_are_identical(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], graph: HnswVectorIndex
+) -> None:
+    again = HnswVectorIndex.build(data[0], HnswParams())
+    first, second = graph.to_arrays(), again.to_arrays()
+    assert sorted(first) == sorted(second)
+    assert all(np.array_equal(first[name], second[name]) for name in first)
+    for q in data[1][:50]:
+        assert graph.search(q, K) == again.search(q, K)
+
+
+def test_hnsw_scores_are_exact_cosines_in_tie_order(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], graph: HnswVectorIndex
+) -> None:
+    base, queries = data
+    hits = graph.search(queries[3], 25)
+    assert [h.rank for h in hits] == list(range(1, 26))
+    for h in hits:
+        assert h.score == pytest.approx(float(base[h.row] @ queries[3]), abs=1e-6)
+        assert h.score == pytest.approx(graph.similarity(queries[3], h.row), abs=1e-6)
+    keys = [(-h.score, h.row) for h in hits]
+    assert keys == sorted(keys)
+
+
+def test_hnsw_ties_order_by_row() -> None:
+    base = unit(np.tile(np.array([[1.0, 0.0, 0.0, 0.0]], np.float32), (30, 1)))
+    base[5:] = unit(np.random.default_rng(0).standard_normal((25, 4)).astype(np.float32))
+    base[[2, 9, 17]] = base[0]  # four identical rows
+    index = HnswVectorIndex.build(base, HnswParams())
+    hits = index.search(base[0], 4)
+    assert sorted(rows(hits)) == rows(hits)
+
+
+def test_hnsw_small_graphs_and_large_k() -> None:
+    base, queries = clustered_set(12, dim=8)
+    index = HnswVectorIndex.build(base, HnswParams(m=2, ef_construction=1, ef_search=1))
+    exact = ExactVectorIndex(base)
+    assert rows(index.search(queries[0], 50)) == rows(exact.search(queries[0], 50))
+    assert HnswVectorIndex.build(base[:0], HnswParams()).search(queries[0], 3) == []
+    one = HnswVectorIndex.build(base[:1], HnswParams())
+    assert rows(one.search(queries[0], 3)) == [0]
+
+
+def test_hnsw_over_float16_storage(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+) -> None:
+    base, queries = data
+    half = base[:2000].astype(np.float16)
+    index = HnswVectorIndex.build(half, HnswParams())
+    hit = index.search(queries[0], 1)[0]
+    widened = half.astype(np.float32)[hit.row]
+    assert hit.score == pytest.approx(float(widened @ queries[0]), abs=1e-6)
+
+
+def test_hnsw_round_trips_through_arrays(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], graph: HnswVectorIndex
+) -> None:
+    base, queries = data
+    arrays = graph.to_arrays()
+    assert list(arrays)[-1] == META  # the header is written last
+    assert all(a.dtype != object for a in arrays.values())
+    names = HnswVectorIndex.array_names(arrays[META])
+    loaded = HnswVectorIndex.from_arrays(
+        {n: arrays[n] for n in (*names, META)}, base, HnswParams(ef_search=64)
+    )
+    for q in queries[:50]:
+        assert loaded.search(q, K) == graph.search(q, K)
+
+
+def test_a_stale_graph_is_refused(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], graph: HnswVectorIndex
+) -> None:
+    base, _ = data
+    arrays = graph.to_arrays()
+    other = base.copy()
+    other[[0, -1]] = other[[-1, 0]]
+    with pytest.raises(ValueError, match="other vectors"):
+        HnswVectorIndex.from_arrays(arrays, other, HnswParams())
+    with pytest.raises(ValueError, match="other parameters"):
+        HnswVectorIndex.from_arrays(arrays, base, HnswParams(m=8))
+    with pytest.raises(ValueError, match="header"):
+        HnswVectorIndex.from_arrays({**arrays, META: np.zeros(3, np.uint8)}, base, HnswParams())
+    # a different ef_search is a query-time setting: the saved graph still fits
+    assert HnswVectorIndex.from_arrays(arrays, base, HnswParams(ef_search=200)) is not None
+
+
+def test_missing_extra_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "hnswlib", None)  # import fails as if not installed
+    with pytest.raises(MissingExtraError, match=r"pip install 'twokeys\[ann\]'"):
+        require_hnswlib()
+    with pytest.raises(MissingExtraError):
+        HnswVectorIndex.build(np.eye(3, dtype=np.float32), HnswParams())
+
+
+# -- selection --------------------------------------------------------------------------
+
+
+def test_auto_switches_at_the_threshold() -> None:
+    auto = VectorIndexOptions()
+    assert auto.choose(DEFAULT_THRESHOLD - 1) == "exact"
+    assert auto.choose(DEFAULT_THRESHOLD) == "hnsw"
+    assert auto.choose(0) == "exact"
+    assert VectorIndexOptions(threshold=10).choose(10) == "hnsw"
+    assert VectorIndexOptions(kind="exact").choose(10**7) == "exact"
+    assert VectorIndexOptions(kind="hnsw").choose(3) == "hnsw"
+    assert "3 vectors < threshold" in VectorIndexOptions(threshold=5).reason(3)
+
+
+def test_options_round_trip_and_validate() -> None:
+    options = VectorIndexOptions(kind="hnsw", threshold=10, hnsw=HnswParams(m=8, ef_search=32))
+    assert VectorIndexOptions.from_dict(options.to_dict()) == options
+    assert VectorIndexOptions.from_dict({}) == VectorIndexOptions()
+    for bad in (
+        {"kind": "ivf"},
+        {"threshold": -1},
+        {"threshold": "many"},
+        {"graph": 1},
+        {"hnsw": {"m": 1}},
+        {"hnsw": {"ef_search": 1.5}},
+        {"hnsw": {"efSearch": 10}},
+        {"hnsw": []},
+    ):
+        with pytest.raises(ConfigError):
+            VectorIndexOptions.from_dict(bad)
