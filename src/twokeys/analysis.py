@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from functools import lru_cache
+from itertools import chain
 
 import Stemmer
 
@@ -104,11 +105,12 @@ STEMMERS = ("none", "english", "porter")
 
 _ALNUM = r"[^\W_]"
 _CONNECTOR = r"[-_.:/@+#'=]"
+# No capturing groups, so ``findall`` returns whole tokens.
 _RAW_TOKEN = re.compile(
     rf"""
-    (?P<lead>--?(?={_ALNUM})|\.(?={_ALNUM})|/(?={_ALNUM}))?   # -v  --flag  .NET  /etc
-    (?P<body>{_ALNUM}+(?:{_CONNECTOR}+{_ALNUM}+)*)
-    (?P<trail>\+\+|\#(?![\w]))?                               # C++  C#
+    (?:--?(?={_ALNUM})|\.(?={_ALNUM})|/(?={_ALNUM}))?   # lead: -v  --flag  .NET  /etc
+    {_ALNUM}+(?:{_CONNECTOR}+{_ALNUM}+)*                  # body
+    (?:\+\+|\#(?![\w]))?                                 # trail: C++  C#
     """,
     re.VERBOSE,
 )
@@ -116,8 +118,15 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-
 _LOOSE_SPLIT = re.compile(r"[:/@=]+")
 _ALL_SPLIT = re.compile(r"[-_.:/@+#'=]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
-_DASHES = str.maketrans({"\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-"})
+_PUNCTUATION = str.maketrans(
+    {
+        **{c: "'" for c in "\u2019\u2018\u02bc"},  # apostrophes
+        **{c: "-" for c in "\u2010\u2011\u2012\u2013"},  # dashes
+    }
+)
+_TO_TRANSLATE = re.compile("[\u2019\u2018\u02bc\u2010-\u2013]")
+# Distinct raw tokens whose terms an analyzer memoises (per kind: index, query).
+TERM_CACHE_SIZE = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -170,54 +179,91 @@ class Token:
     is_identifier: bool
 
 
+class _TermCache(dict[str, tuple[str, ...]]):
+    """Raw token -> its terms: a missing token is computed, and kept while under ``limit``."""
+
+    __slots__ = ("_compute", "_limit")
+
+    def __init__(self, compute: Callable[[str], tuple[str, ...]], limit: int) -> None:
+        super().__init__()
+        self._compute = compute
+        self._limit = limit
+
+    def __missing__(self, raw: str) -> tuple[str, ...]:
+        terms = self._compute(raw)
+        if len(self) < self._limit:
+            self[raw] = terms
+        return terms
+
+
 class Analyzer:
-    """Turns text into index terms (:meth:`index_terms`) or query terms (:meth:`query_terms`)."""
+    """Turns text into index terms (:meth:`index_terms`) or query terms (:meth:`query_terms`).
+
+    The terms of a raw token depend on nothing but the token, so each distinct raw token
+    is analysed once and its terms memoised (up to :data:`TERM_CACHE_SIZE` tokens per
+    kind); a repeated token then costs one dictionary lookup.
+    """
 
     def __init__(self, spec: AnalyzerSpec | None = None) -> None:
         self.spec = spec or AnalyzerSpec()
         self._stopwords = STOPWORD_SETS[self.spec.stopwords]
         self._stemmer = None if self.spec.stemmer == "none" else Stemmer.Stemmer(self.spec.stemmer)
-        self._word_cache: dict[str, str | None] = {}
+        self._index_cache = _TermCache(
+            lambda raw: self._raw_terms(raw, for_query=False), TERM_CACHE_SIZE
+        )
+        self._query_cache = _TermCache(
+            lambda raw: self._raw_terms(raw, for_query=True), TERM_CACHE_SIZE
+        )
 
     # -- public -------------------------------------------------------------------
 
     def index_terms(self, text: str) -> list[str]:
         """Terms for a document: identifiers whole plus their parts."""
-        return self._analyze(text, for_query=False)
+        return self._analyze(text, self._index_cache)
 
     def query_terms(self, text: str) -> list[str]:
         """Terms for a query: digit-bearing identifiers whole only (see module doc)."""
-        return self._analyze(text, for_query=True)
+        return self._analyze(text, self._query_cache)
 
     def tokens(self, text: str) -> list[Token]:
         """The raw tokens of ``text``, classified, before normalisation."""
-        text = _normalize(text)
         out: list[Token] = []
-        for raw in _raw_tokens(text, self.spec.cjk_bigrams):
-            if raw.endswith(("'s", "'S")) and len(raw) > 2:
-                raw = raw[:-2]  # possessive: O'Reilly's -> O'Reilly, SSL_CTX's -> SSL_CTX
+        for raw in _raw_tokens(_normalize(text), self.spec.cjk_bigrams):
+            raw = _strip_possessive(raw)
             out.append(Token(raw, _is_identifier(raw)))
         return out
 
+    def terms_of(self, token: Token, *, for_query: bool) -> tuple[str, ...]:
+        """The terms one raw token contributes (uncached).
+
+        ``index_terms(text)`` equals the terms of each of ``tokens(text)`` in order, and
+        likewise for queries; the analyzer's fast path is checked against this one.
+        """
+        raw = token.text
+        if not token.is_identifier:
+            word = self._word(raw)
+            return () if word is None else (word,)
+        whole = self._case(raw)
+        if not self.spec.identifier_parts or (for_query and any(c.isdigit() for c in raw)):
+            return (whole,)
+        return (whole, *self._parts(raw, whole))
+
     # -- pipeline -----------------------------------------------------------------
 
-    def _analyze(self, text: str, *, for_query: bool) -> list[str]:
-        terms: list[str] = []
-        for token in self.tokens(text):
-            raw = token.text
-            if not token.is_identifier:
-                word = self._word(raw)
-                if word is not None:
-                    terms.append(word)
-                continue
-            whole = self._case(raw)
-            terms.append(whole)
-            if not self.spec.identifier_parts:
-                continue
-            if for_query and any(c.isdigit() for c in raw):
-                continue
-            terms.extend(self._parts(raw, whole))
-        return terms
+    def _analyze(self, text: str, cache: _TermCache) -> list[str]:
+        text = _normalize(text)
+        raws: Iterable[str]
+        if self.spec.cjk_bigrams and _CJK.search(text):
+            raws = _raw_tokens(text, cjk_bigrams=True)
+        else:
+            raws = _RAW_TOKEN.findall(text)
+        return list(chain.from_iterable(map(cache.__getitem__, raws)))
+
+    def _raw_terms(self, raw: str, *, for_query: bool) -> tuple[str, ...]:
+        token = _strip_possessive(raw)
+        terms = self.terms_of(Token(token, _is_identifier(token)), for_query=for_query)
+        # a term spelled like its token shares the cache key's string, to save memory
+        return tuple(raw if term == raw else term for term in terms)
 
     def _parts(self, raw: str, whole: str) -> Iterable[str]:
         seen = {whole}
@@ -246,32 +292,37 @@ class Analyzer:
         return text.lower() if self.spec.lowercase else text
 
     def _word(self, word: str) -> str | None:
-        """Lowercase, drop possessive 's, stopword filter and stem a plain word (cached)."""
-        cached = self._word_cache.get(word, "")
-        if cached != "":
-            return cached
+        """Lowercase, drop possessive 's, stopword filter and stem a plain word."""
         w = word.lower() if self.spec.lowercase else word
         if w.endswith("'s"):
             w = w[:-2]
-        result: str | None
         if not w or w in self._stopwords:
-            result = None
-        elif self._stemmer is not None:
-            result = self._stemmer.stemWord(w)
-        else:
-            result = w
-        if len(self._word_cache) < 1_000_000:
-            self._word_cache[word] = result
-        return result
+            return None
+        if self._stemmer is not None:
+            result: str = self._stemmer.stemWord(w)
+            return result
+        return w
 
 
 def _normalize(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).translate(_APOSTROPHES).translate(_DASHES)
+    if text.isascii():  # NFKC leaves ASCII alone and it has none of _PUNCTUATION
+        return text
+    text = unicodedata.normalize("NFKC", text)
+    if _TO_TRANSLATE.search(text):
+        text = text.translate(_PUNCTUATION)
+    return text
+
+
+def _strip_possessive(raw: str) -> str:
+    """O'Reilly's -> O'Reilly, SSL_CTX's -> SSL_CTX."""
+    if raw.endswith(("'s", "'S")) and len(raw) > 2:
+        return raw[:-2]
+    return raw
 
 
 def _raw_tokens(text: str, cjk_bigrams: bool) -> Iterable[str]:
-    for match in _RAW_TOKEN.finditer(text):
-        raw = match.group(0)
+    """Raw tokens of normalised text; runs of CJK become character bigrams."""
+    for raw in _RAW_TOKEN.findall(text):
         if cjk_bigrams and _CJK.search(raw):
             yield from _split_cjk(raw)
         else:
@@ -295,8 +346,7 @@ def _split_cjk(raw: str) -> Iterable[str]:
 
 
 def _plain(fragment: str) -> Iterable[str]:
-    for m in _RAW_TOKEN.finditer(fragment):
-        yield m.group(0)
+    yield from _RAW_TOKEN.findall(fragment)
 
 
 def _is_identifier(raw: str) -> bool:
@@ -309,5 +359,5 @@ def _is_identifier(raw: str) -> bool:
 
 @lru_cache(maxsize=8)
 def analyzer_for(spec: AnalyzerSpec) -> Analyzer:
-    """A shared analyzer per spec (analyzers are stateless apart from a word cache)."""
+    """A shared analyzer per spec (analyzers are stateless apart from their term caches)."""
     return Analyzer(spec)

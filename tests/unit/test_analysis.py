@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from twokeys.analysis import Analyzer, AnalyzerSpec
@@ -106,3 +108,84 @@ def test_spec_validation_names_the_field() -> None:
         AnalyzerSpec.from_dict({"lowercase": "yes"})
     spec = AnalyzerSpec(stopwords="none")
     assert AnalyzerSpec.from_dict(spec.to_dict()) == spec
+
+
+# Fragments for random text: identifiers, CJK, accents, curly quotes, odd punctuation.
+FRAGMENTS = [
+    *(row[0] for row in TABLE),
+    "東京タワー",
+    "東",
+    "東京ZX-4821",
+    "ZX-4821東京",
+    "한국어",
+    "ｆｕｌｌｗｉｄｔｈ",
+    "Ｘ－１",
+    "naïve",
+    "Café's",
+    "Ærøskøbing",
+    "Привет",
+    "don\u2019t",
+    "O\u2018Brien",
+    "ZX\u20114821",
+    "a\u2013b",
+    "x\u02bcs",
+    "CamelCaseHTTPServer",
+    "HTTP",
+    "user's",
+    "users'",
+    "'quoted'",
+    "---",
+    "--",
+    "-",
+    "__init__",
+    "C#.",
+    "e.g.",
+    "p<0.05",
+    "IL-2R\u03b1",
+    "10\u00b5m",
+    "ﬁle",
+    "12",
+    "the",
+    "running",
+]
+SEPARATORS = [" ", "  ", "\n", ", ", ". ", "(", ")", "/", ":", "-", "", "'", "\u3000", "\t"]
+
+
+def random_texts(seed: int, n: int) -> list[str]:
+    rng = random.Random(seed)
+    texts = []
+    for _ in range(n):
+        parts = []
+        for _ in range(rng.randint(0, 12)):
+            parts.append(rng.choice(FRAGMENTS))
+            parts.append(rng.choice(SEPARATORS))
+        texts.append("".join(parts))
+    return texts
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        AnalyzerSpec(),
+        AnalyzerSpec(stemmer="porter", stopwords="lucene"),
+        AnalyzerSpec(lowercase=False, identifier_parts=False, cjk_bigrams=False),
+    ],
+    ids=["default", "lucene", "plain"],
+)
+def test_fast_path_equals_token_by_token_analysis(spec: AnalyzerSpec) -> None:
+    analyzer = Analyzer(spec)
+    for text in random_texts(seed=4, n=600):
+        tokens = analyzer.tokens(text)
+        for for_query, fast in ((False, analyzer.index_terms), (True, analyzer.query_terms)):
+            expected = [t for tok in tokens for t in analyzer.terms_of(tok, for_query=for_query)]
+            assert fast(text) == expected, text
+            assert fast(text) == expected, text  # again, from the memoised terms
+
+
+def test_term_cache_is_bounded() -> None:
+    analyzer = Analyzer()
+    analyzer._index_cache._limit = 3
+    text = "alpha beta gamma delta ZX-4821 epsilon"
+    assert analyzer.index_terms(text) == A.index_terms(text)
+    assert len(analyzer._index_cache) == 3
+    assert analyzer.index_terms(text) == A.index_terms(text)
