@@ -10,7 +10,7 @@ from the source are dropped.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -289,12 +289,10 @@ def _write(
     analyzer = analyzer_for(options.analyzer)
     advance = stage("Lexical index", len(texts))
 
-    def analysed() -> list[list[str]]:
-        out = []
+    def analysed() -> Iterator[list[str]]:  # streamed: the terms of all chunks are never held
         for text in texts:
-            out.append(analyzer.index_terms(text))
+            yield analyzer.index_terms(text)
             advance(1)
-        return out
 
     matrix = build_term_matrix(analysed())
     writer.write_lexical(matrix, options.bm25)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+import random
 
 import numpy as np
 import pytest
 
 from twokeys.errors import ConfigError
+from twokeys.lexical import bm25
 from twokeys.lexical.bm25 import BM25Params, bm25_weights, build_term_matrix, score
 from twokeys.lexical.index import ArrayLexicalIndex
 
@@ -92,3 +94,35 @@ def test_params_validation() -> None:
         BM25Params(b=1.5)
     with pytest.raises(ConfigError, match="unknown"):
         BM25Params.from_dict({"k": 1})
+
+
+def naive_term_matrix(docs: list[list[str]]) -> dict[str, list[tuple[int, float]]]:
+    postings: dict[str, list[tuple[int, float]]] = {}
+    for row, doc in enumerate(docs):
+        for term in sorted(set(doc)):
+            postings.setdefault(term, []).append((row, float(doc.count(term))))
+    return postings
+
+
+@pytest.mark.parametrize("block", [1, 3, 7, 1 << 16])
+def test_term_matrix_blocks_give_the_same_layout(
+    block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bm25, "_BLOCK", block)
+    rng = random.Random(block)
+    docs = [[f"t{rng.randint(0, 40)}" for _ in range(rng.randint(0, 15))] for _ in range(60)]
+    m = build_term_matrix(docs)
+    expected = naive_term_matrix(docs)
+    assert m.vocabulary == sorted(expected)
+    for t, term in enumerate(m.vocabulary):
+        start, end = m.indptr[t], m.indptr[t + 1]
+        got = list(zip(m.indices[start:end].tolist(), m.tf[start:end].tolist(), strict=True))
+        assert got == expected[term]
+    assert m.lengths.tolist() == [float(len(d)) for d in docs]
+    weights = bm25_weights(m, BM25Params())
+    vocab = {t: i for i, t in enumerate(m.vocabulary)}
+    for row in (0, 17, 59):
+        for term in set(docs[row]):
+            expect = hand_bm25(term, docs[row], docs, 0.9, 0.4)
+            got_w = bm25.term_weight(vocab[term], row, m.indptr, m.indices, weights)
+            assert got_w == pytest.approx(expect, rel=1e-5)

@@ -14,7 +14,7 @@ one byte.
 
 from __future__ import annotations
 
-from collections import Counter
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
@@ -70,48 +70,100 @@ class TermMatrix:
         return np.diff(self.indptr)
 
 
+class _TermIds(dict[str, int]):
+    """Term -> id in order of first appearance; a new term gets the next id."""
+
+    def __missing__(self, term: str) -> int:
+        self[term] = new_id = len(self)
+        return new_id
+
+
+# Terms (then postings) handled per numpy step while building or weighting the matrix:
+# bounds the temporaries to a few MB whatever the corpus size.
+_BLOCK = 1 << 16
+
+# A block of chunk-major postings: term ids, tfs, first chunk row, postings per chunk.
+_Block = tuple[npt.NDArray[np.int32], npt.NDArray[np.float32], int, npt.NDArray[np.int64]]
+
+
 def build_term_matrix(docs_terms: Iterable[Sequence[str]]) -> TermMatrix:
-    """Count terms per chunk and lay them out term-major with a sorted vocabulary."""
-    term_ids: dict[str, int] = {}
-    rows: list[npt.NDArray[np.int32]] = []
-    cols: list[npt.NDArray[np.int32]] = []
-    vals: list[npt.NDArray[np.float32]] = []
-    lengths: list[int] = []
-    for row, terms in enumerate(docs_terms):
-        counts = Counter(terms)
-        lengths.append(len(terms))
-        if not counts:
-            continue
-        ids = np.fromiter(
-            (term_ids.setdefault(t, len(term_ids)) for t in counts), np.int32, len(counts)
-        )
-        cols.append(ids)
-        rows.append(np.full(len(counts), row, np.int32))
-        vals.append(np.fromiter(counts.values(), np.float32, len(counts)))
+    """Count terms per chunk and lay them out term-major with a sorted vocabulary.
+
+    Chunks are counted a block of terms at a time (term ids and a sort-based count in
+    numpy, not a Counter per chunk), giving chunk-major postings a few bytes each. Then
+    each block's postings are moved to their term's next free slots (count, then fill),
+    so chunk rows stay increasing within each term and no corpus-sized temporary is made.
+    """
+    term_ids = _TermIds()
+    blocks: list[_Block] = []
+    pending: list[str] = []
+    pending_lengths: list[int] = []
+    lengths = array("f")
+    for terms in docs_terms:
+        pending += terms
+        pending_lengths.append(len(terms))
+        if len(pending) >= _BLOCK:
+            blocks.append(_count_block(pending, pending_lengths, len(lengths), term_ids))
+            lengths.extend(pending_lengths)
+            pending.clear()
+            pending_lengths.clear()
+    if pending_lengths:
+        blocks.append(_count_block(pending, pending_lengths, len(lengths), term_ids))
+        lengths.extend(pending_lengths)
+    del pending
+
     vocabulary = sorted(term_ids)
-    # remap insertion-order ids to sorted-vocabulary ids
-    remap = np.empty(len(term_ids), np.int32)
-    for new_id, word in enumerate(vocabulary):
-        remap[term_ids[word]] = new_id
-    if cols:
-        term = remap[np.concatenate(cols)]
-        chunk = np.concatenate(rows)
-        tf = np.concatenate(vals)
-    else:
-        term = np.empty(0, np.int32)
-        chunk = np.empty(0, np.int32)
-        tf = np.empty(0, np.float32)
-    order = np.lexsort((chunk, term))
-    counts_per_term = np.bincount(term, minlength=len(vocabulary))
-    indptr = np.zeros(len(vocabulary) + 1, np.int64)
-    np.cumsum(counts_per_term, out=indptr[1:])
+    n_terms = len(vocabulary)
+    remap = np.empty(n_terms, np.int32)  # first-appearance id -> sorted-vocabulary id
+    first_ids = np.fromiter(map(term_ids.__getitem__, vocabulary), np.int32, n_terms)
+    remap[first_ids] = np.arange(n_terms, dtype=np.int32)
+    del term_ids, first_ids
+    df = np.zeros(n_terms, np.int64)
+    for ids, *_ in blocks:
+        np.add.at(df, remap[ids], 1)
+    indptr = np.zeros(n_terms + 1, np.int64)
+    np.cumsum(df, out=indptr[1:])
+    del df
+
+    n_postings = int(indptr[-1])
+    indices = np.empty(n_postings, np.int32)
+    tf = np.empty(n_postings, np.float32)
+    next_free = indptr[:-1].copy()
+    blocks.reverse()
+    while blocks:  # in chunk order, each block freed once placed
+        ids, counts, first_row, per_chunk = blocks.pop()
+        rows = np.repeat(
+            np.arange(first_row, first_row + per_chunk.size, dtype=np.int32), per_chunk
+        )
+        terms_of = remap[ids]
+        order = np.argsort(terms_of, kind="stable")  # keeps rows increasing within a term
+        sorted_terms = terms_of[order]
+        firsts = np.flatnonzero(np.diff(sorted_terms, prepend=-1))  # first entry of each term
+        run_lengths = np.diff(firsts, append=sorted_terms.size)
+        rank = np.arange(sorted_terms.size) - np.repeat(firsts, run_lengths)
+        slots = next_free[sorted_terms] + rank
+        indices[slots] = rows[order]
+        tf[slots] = counts[order]
+        next_free[sorted_terms[firsts]] += run_lengths
     return TermMatrix(
         vocabulary=vocabulary,
         indptr=indptr,
-        indices=chunk[order],
-        tf=tf[order],
-        lengths=np.asarray(lengths, np.float32),
+        indices=indices,
+        tf=tf,
+        lengths=np.array(lengths, np.float32),
     )
+
+
+def _count_block(
+    terms: list[str], lengths: list[int], first_row: int, term_ids: _TermIds
+) -> _Block:
+    """The distinct terms of each chunk and their counts, chunk-major (see ``_Block``)."""
+    ids = np.fromiter(map(term_ids.__getitem__, terms), np.int64, len(terms))
+    n_chunks = len(lengths)
+    rows = np.repeat(np.arange(n_chunks, dtype=np.int64), lengths)
+    keys, counts = np.unique((rows << 32) | ids, return_counts=True)
+    per_chunk = np.bincount(keys >> 32, minlength=n_chunks)
+    return (keys & 0xFFFFFFFF).astype(np.int32), counts.astype(np.float32), first_row, per_chunk
 
 
 def idf(df: npt.NDArray[np.int64], n_docs: int) -> npt.NDArray[np.float64]:
@@ -126,11 +178,15 @@ def bm25_weights(matrix: TermMatrix, params: BM25Params) -> npt.NDArray[np.float
         return np.empty(0, np.float32)
     avgdl = float(matrix.lengths.mean()) or 1.0
     term_idf = idf(matrix.document_frequencies(), matrix.n_docs)
-    per_entry_idf = np.repeat(term_idf, np.diff(matrix.indptr))
-    tf = matrix.tf.astype(np.float64)
-    dl = matrix.lengths[matrix.indices].astype(np.float64)
-    norm = params.k1 * (1.0 - params.b + params.b * dl / avgdl)
-    return (per_entry_idf * tf / (tf + norm)).astype(np.float32)
+    weights = np.empty(matrix.tf.size, np.float32)
+    for start in range(0, weights.size, _BLOCK):
+        end = min(start + _BLOCK, weights.size)
+        terms = np.searchsorted(matrix.indptr, np.arange(start, end), side="right") - 1
+        tf = matrix.tf[start:end].astype(np.float64)
+        dl = matrix.lengths[matrix.indices[start:end]].astype(np.float64)
+        norm = params.k1 * (1.0 - params.b + params.b * dl / avgdl)
+        weights[start:end] = term_idf[terms] * tf / (tf + norm)
+    return weights
 
 
 def score(
