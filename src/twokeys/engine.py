@@ -8,6 +8,7 @@ for hit in kb.search("What does error code ZX-4821 mean?", k=5):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from importlib import import_module
 from pathlib import Path
@@ -19,6 +20,7 @@ from twokeys.errors import ConfigError, EncoderMismatchError
 from twokeys.fusion.rrf import DEFAULT_K
 from twokeys.rerank.base import Reranker, get_reranker
 from twokeys.retrievers import BM25Retriever, DenseRetriever, HybridRetriever, Retriever
+from twokeys.retrievers.base import RetrieverResult
 from twokeys.retrievers.catalog import EXTRA_MODES
 from twokeys.retrievers.hybrid import DEFAULT_FUSION
 from twokeys.retrievers.reranking import DEFAULT_TOP_N, RerankingRetriever
@@ -153,32 +155,58 @@ class Index:
         ``rerank`` names a reranker (:mod:`twokeys.rerank`) that re-orders the top
         ``rerank_top`` chunks of the mode's run; none by default.
         """
-        if k < 1:
-            raise ConfigError(f"k: must be >= 1, got {k}")
-        if not query.strip():
-            raise ConfigError("query: is empty")
+        _check_query(query, k)
         settings = SearchSettings(
             candidates=candidates, fusion=fusion, rrf_k=rrf_k, rerank=rerank, rerank_top=rerank_top
         )
-        retriever = self.retriever(mode, settings)
-        result = retriever.retrieve(query, k, explain=explain)
-        rows = [h.row for h in result.run]
-        chunks = self.backend.chunks(rows)
-        docs = self.backend.documents([c.doc_id for c in chunks])
-        hits = []
-        for scored, chunk in zip(result.run, chunks, strict=True):
-            doc = docs.get(chunk.doc_id)
-            hits.append(
+        result = self.retriever(mode, settings).retrieve(query, k, explain=explain)
+        return self._hits([result])[0]
+
+    def search_many(
+        self,
+        queries: Sequence[str],
+        *,
+        mode: str = "hybrid",
+        k: int = 10,
+        candidates: int = 100,
+        fusion: str = DEFAULT_FUSION,
+        rrf_k: float = DEFAULT_K,
+        explain: bool = False,
+        rerank: str | None = None,
+        rerank_top: int = DEFAULT_TOP_N,
+    ) -> list[list[Hit]]:
+        """:meth:`search` for each of ``queries``: the same hits, in the same order.
+
+        ``mode="bm25"`` (without ``explain`` or ``rerank``) scores all queries as one
+        batch spread over every core; the other modes search one query after another.
+        Hits of all queries are fetched from the index together.
+        """
+        for query in queries:
+            _check_query(query, k)
+        settings = SearchSettings(
+            candidates=candidates, fusion=fusion, rrf_k=rrf_k, rerank=rerank, rerank_top=rerank_top
+        )
+        results = self.retriever(mode, settings).retrieve_many(queries, k, explain=explain)
+        return self._hits(results)
+
+    def _hits(self, results: Sequence[RetrieverResult]) -> list[list[Hit]]:
+        """Materialise runs as hits, fetching every chunk they name in one go."""
+        rows = list(dict.fromkeys(h.row for result in results for h in result.run))
+        sources = dict(zip(rows, self.backend.chunks_with_source(rows), strict=True))
+        return [
+            [
                 Hit(
                     rank=scored.rank,
                     score=scored.score,
-                    chunk=chunk,
-                    title=doc.title if doc else chunk.doc_id,
-                    path=doc.path if doc else chunk.doc_id,
+                    chunk=sources[scored.row][0],
+                    title=sources[scored.row][1],
+                    path=sources[scored.row][2],
                     evidence=result.evidence.get(scored.row, ()),
                 )
-            )
-        return hits
+                for scored in result.run
+            ]
+            for result in results
+        ]
 
     def info(self) -> dict[str, Any]:
         """Counts, parameters and on-disk sizes, as recorded in the manifest."""
@@ -187,3 +215,10 @@ class Index:
         data["size_bytes"] = sum(self.manifest.files.values())
         data["vector_search"] = describe_vectors(self.manifest)
         return data
+
+
+def _check_query(query: str, k: int) -> None:
+    if k < 1:
+        raise ConfigError(f"k: must be >= 1, got {k}")
+    if not query.strip():
+        raise ConfigError("query: is empty")

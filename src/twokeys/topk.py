@@ -30,3 +30,25 @@ def top_k(
         values = values[keep]
     order = np.lexsort((candidates, -values))[:k]
     return candidates[order].astype(np.int64), values[order].astype(np.float32)
+
+
+def top_k_entries(
+    ids: npt.NDArray[np.integer], scores: npt.NDArray[np.floating], k: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """:func:`top_k` over sparse entries: the ``k`` best positive (id, score) pairs.
+
+    Ordered by (-score, id), whatever the order of the entries; gives what
+    ``top_k(dense, k, only_positive=True)`` gives for the dense vector holding
+    ``scores`` at ``ids`` (and zeros elsewhere). ``ids`` must be distinct.
+    """
+    if k <= 0 or scores.size == 0:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+    positive = scores > 0
+    if not positive.all():
+        ids, scores = ids[positive], scores[positive]
+    if scores.size > k:
+        kth = np.partition(scores, scores.size - k)[scores.size - k]
+        keep = scores >= kth
+        ids, scores = ids[keep], scores[keep]
+    order = np.lexsort((ids, -scores))[:k]
+    return ids[order].astype(np.int64), scores[order].astype(np.float32)

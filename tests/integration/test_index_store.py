@@ -10,7 +10,7 @@ import pytest
 
 from conftest import HashEncoder, write_docs
 from twokeys import IndexOptions, build_index, open_index
-from twokeys.errors import EncoderMismatchError, IndexFormatError, TwokeysError
+from twokeys.errors import ConfigError, EncoderMismatchError, IndexFormatError, TwokeysError
 from twokeys.store.local import MANIFEST
 
 DOCS = {
@@ -167,3 +167,55 @@ def test_a_failed_build_keeps_the_previous_index(built: tuple[Path, Path]) -> No
         assert kb.manifest.counts["documents"] == 5
         assert kb.search("ZX-4821", mode="bm25")[0].doc_id == "errors/zx-4821.md"
     assert not [p for p in index.iterdir() if p.name.startswith(".tmp-")]
+
+
+SEARCH_MANY_QUERIES = [
+    "ZX-4821",
+    "power supply undervoltage hub",
+    "nomic-embed-text mxbai",
+    "hub hub reset",  # a repeated term
+    "no such words anywhere",
+    "--unrestricted grub menu entry",
+    "firmware",
+]
+
+
+@pytest.mark.parametrize("mode", ["bm25", "hybrid", "tfidf"])
+@pytest.mark.parametrize("explain", [False, True])
+def test_search_many_equals_one_query_at_a_time(
+    built: tuple[Path, Path], mode: str, explain: bool
+) -> None:
+    _, index = built
+    with open_index(index) as kb:
+        for k in (1, 3, 50):
+            one_by_one = [
+                kb.search(q, mode=mode, k=k, explain=explain) for q in SEARCH_MANY_QUERIES
+            ]
+            assert (
+                kb.search_many(SEARCH_MANY_QUERIES, mode=mode, k=k, explain=explain) == one_by_one
+            )
+        assert kb.search_many([], mode=mode) == []
+        with pytest.raises(ConfigError, match="query"):
+            kb.search_many(["ZX-4821", "  "], mode=mode)
+
+
+def test_lexical_batch_search_is_identical_on_every_thread_count(built: tuple[Path, Path]) -> None:
+    _, index = built
+    with open_index(index) as kb:
+        lexical = kb.backend.lexical
+        terms = [kb.analyzer.query_terms(q) for q in SEARCH_MANY_QUERIES * 20]
+        one_by_one = [lexical.search(t, 4) for t in terms]
+        for threads in (1, 2, 3):
+            assert lexical.search_many(terms, 4, threads=threads) == one_by_one
+
+
+def test_hits_come_with_their_document_title_and_path(built: tuple[Path, Path]) -> None:
+    _, index = built
+    with open_index(index) as kb:
+        backend = kb.backend
+        rows = list(range(int(kb.manifest.counts["chunks"])))[::-1]
+        joined = backend.chunks_with_source(rows)
+        chunks = backend.chunks(rows)
+        docs = backend.documents([c.doc_id for c in chunks])
+        assert joined == [(c, docs[c.doc_id].title, docs[c.doc_id].path) for c in chunks]
+        assert type(backend._array("lexical.weights.npy")) is np.ndarray  # not np.memmap

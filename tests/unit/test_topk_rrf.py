@@ -7,7 +7,7 @@ import pytest
 
 from twokeys.errors import ConfigError
 from twokeys.fusion.rrf import rrf
-from twokeys.topk import top_k
+from twokeys.topk import top_k, top_k_entries
 from twokeys.types import ScoredChunk
 
 
@@ -53,3 +53,20 @@ def test_rrf_k_is_used_and_validated() -> None:
     assert rrf({"a": run(1)}, k=0)[0].score == pytest.approx(1.0)
     with pytest.raises(ConfigError):
         rrf({"a": run(1)}, k=-1)
+
+
+def test_top_k_entries_equals_top_k_of_the_dense_vector() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(0, 30))
+        # few distinct values, zeros and negatives: ties at the cut in most vectors
+        dense = rng.choice(np.array([-1.0, 0.0, 0.0, 0.5, 1.0, 2.0], np.float32), size=n)
+        ids = rng.permutation(n)[: int(rng.integers(0, n + 1))]
+        ids = np.union1d(ids, np.flatnonzero(dense > 0))  # every positive entry stored
+        rng.shuffle(ids)
+        for k in (0, 1, 3, 10, 40):
+            want_rows, want_values = top_k(dense, k, only_positive=True)
+            rows, values = top_k_entries(ids.astype(np.int32), dense[ids], k)
+            assert rows.dtype == want_rows.dtype and values.dtype == want_values.dtype
+            assert rows.tolist() == want_rows.tolist()
+            assert values.tolist() == want_values.tolist()

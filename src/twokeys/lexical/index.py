@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from itertools import chain, pairwise
 
 import numpy as np
 import numpy.typing as npt
+import scipy.sparse  # type: ignore[import-untyped, unused-ignore]
 
 from twokeys.lexical import bm25
 from twokeys.store.base import LexicalIndex
-from twokeys.topk import top_k
+from twokeys.topk import top_k, top_k_entries
 from twokeys.types import ScoredChunk
+
+# A batch search multiplies a block of queries at a time; a block's postings (an upper
+# bound of its sparse scores) stay under this, 32 MB of scores and chunk rows at most.
+_BLOCK_POSTINGS = 1 << 22
+_BLOCK_QUERIES = 64
 
 
 class ArrayLexicalIndex(LexicalIndex):
@@ -30,6 +39,7 @@ class ArrayLexicalIndex(LexicalIndex):
         self._indices = indices
         self._weights = weights
         self._n_docs = n_docs
+        self._matrix: scipy.sparse.csr_array | None = None
 
     def _query_ids(self, terms: Sequence[str]) -> dict[int, float]:
         counts = Counter(t for t in terms if t in self._vocabulary)
@@ -40,11 +50,74 @@ class ArrayLexicalIndex(LexicalIndex):
         if not ids:
             return []
         scores = bm25.score(ids, self._indptr, self._indices, self._weights, self._n_docs)
-        rows, values = top_k(scores, k, only_positive=True)
+        return _run(*top_k(scores, k, only_positive=True))
+
+    def search_many(
+        self, queries: Sequence[Sequence[str]], k: int, *, threads: int | None = None
+    ) -> list[list[ScoredChunk]]:
+        """:meth:`search` for many queries at once, on several threads.
+
+        A block of queries becomes a sparse (queries x terms) matrix multiplied by the
+        (terms x chunks) weight matrix; scipy adds the same float32 products in the same
+        term order as :func:`twokeys.lexical.bm25.score`, so scores and rankings are
+        identical to :meth:`search`. The sparse product releases the GIL, so blocks on
+        different threads use different cores.
+        """
+        ids = [self._query_ids(terms) for terms in queries]
+        blocks = self._blocks(ids)
+        workers = min(len(blocks), threads or _cores())
+        self._weight_matrix()  # built once, before any thread needs it
+        if workers <= 1:
+            return list(chain.from_iterable(self._search_block(b, k) for b in blocks))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(chain.from_iterable(pool.map(lambda b: self._search_block(b, k), blocks)))
+
+    def _blocks(self, ids: list[dict[int, float]]) -> list[list[dict[int, float]]]:
+        """Consecutive queries, cut where a block would exceed its size limits."""
+        blocks: list[list[dict[int, float]]] = []
+        block: list[dict[int, float]] = []
+        postings = 0
+        for query in ids:
+            size = sum(int(self._indptr[t + 1] - self._indptr[t]) for t in query)
+            if block and (postings + size > _BLOCK_POSTINGS or len(block) == _BLOCK_QUERIES):
+                blocks.append(block)
+                block, postings = [], 0
+            block.append(query)
+            postings += size
+        if block:
+            blocks.append(block)
+        return blocks
+
+    def _search_block(self, ids: Sequence[Mapping[int, float]], k: int) -> list[list[ScoredChunk]]:
+        counts = np.fromiter(map(len, ids), np.int64, len(ids))
+        indptr = np.zeros(len(ids) + 1, np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        terms = np.fromiter(chain.from_iterable(ids), np.int32, int(indptr[-1]))
+        qtf = np.fromiter(chain.from_iterable(q.values() for q in ids), np.float32, terms.size)
+        queries = scipy.sparse.csr_array(
+            (qtf, terms, indptr.astype(np.int32)), shape=(len(ids), len(self._vocabulary))
+        )
+        scores = queries @ self._weight_matrix()  # sparse: only the chunks a query matches
+        bounds = scores.indptr.tolist()
         return [
-            ScoredChunk(row=int(r), score=float(s), rank=i + 1)
-            for i, (r, s) in enumerate(zip(rows, values, strict=True))
+            _run(*top_k_entries(scores.indices[s:e], scores.data[s:e], k))
+            for s, e in pairwise(bounds)
         ]
+
+    def _weight_matrix(self) -> scipy.sparse.csr_array:
+        """The (terms x chunks) weights as a CSR matrix over the same arrays (no copy)."""
+        if self._matrix is None:
+            index_dtype = np.int32 if self._indices.size < 2**31 else np.int64
+            self._matrix = scipy.sparse.csr_array(
+                (
+                    self._weights,
+                    self._indices.astype(index_dtype, copy=False),
+                    self._indptr.astype(index_dtype, copy=False),
+                ),
+                shape=(len(self._vocabulary), self._n_docs),
+                copy=False,
+            )
+        return self._matrix
 
     def explain(self, terms: Sequence[str], row: int) -> tuple[tuple[str, float], ...]:
         counts = Counter(t for t in terms if t in self._vocabulary)
@@ -69,3 +142,18 @@ class ArrayLexicalIndex(LexicalIndex):
             np.int64,
         )
         return [float(x) for x in bm25.idf(df, self._n_docs)]
+
+
+def _run(rows: npt.NDArray[np.int64], values: npt.NDArray[np.float32]) -> list[ScoredChunk]:
+    return [
+        ScoredChunk(row=r, score=s, rank=i + 1)
+        for i, (r, s) in enumerate(zip(rows.tolist(), values.tolist(), strict=True))
+    ]
+
+
+def _cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1

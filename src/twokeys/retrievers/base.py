@@ -25,3 +25,13 @@ class Retriever(ABC):
     @abstractmethod
     def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
         """The top ``k`` rows; with ``explain``, evidence for each returned row."""
+
+    def retrieve_many(
+        self, queries: Sequence[str], k: int, *, explain: bool = False
+    ) -> list[RetrieverResult]:
+        """:meth:`retrieve` for each query, with identical results.
+
+        This default retrieves one query after another; a retriever that can batch
+        (BM25) overrides it.
+        """
+        return [self.retrieve(query, k, explain=explain) for query in queries]

@@ -138,6 +138,16 @@ class LexicalIndex(ABC):
     def search(self, terms: Sequence[str], k: int) -> list[ScoredChunk]:
         """The top ``k`` chunks with a positive score, ordered by (-score, row)."""
 
+    def search_many(
+        self, queries: Sequence[Sequence[str]], k: int, *, threads: int | None = None
+    ) -> list[list[ScoredChunk]]:
+        """:meth:`search` for each query's terms, with identical results.
+
+        ``threads`` caps the threads a backend may use (None: one per core). This default
+        searches one query after another.
+        """
+        return [self.search(terms, k) for terms in queries]
+
     @abstractmethod
     def explain(self, terms: Sequence[str], row: int) -> tuple[tuple[str, float], ...]:
         """Each matched query term and its contribution to ``row``'s score."""
@@ -183,6 +193,23 @@ class IndexBackend(ABC):
     @abstractmethod
     def documents(self, ids: Sequence[str]) -> dict[str, DocumentInfo]:
         """Document records by id (missing ids are absent from the result)."""
+
+    def chunks_with_source(self, rows: Sequence[int]) -> list[tuple[Chunk, str, str]]:
+        """Chunks by row, in the order asked, each with its document's title and path.
+
+        A chunk whose document record is missing gets its document id for both. Backends
+        can answer this in one query; this default asks :meth:`chunks` then
+        :meth:`documents`.
+        """
+        chunks = self.chunks(rows)
+        docs = self.documents([c.doc_id for c in chunks])
+        out = []
+        for chunk in chunks:
+            doc = docs.get(chunk.doc_id)
+            out.append(
+                (chunk, doc.title if doc else chunk.doc_id, doc.path if doc else chunk.doc_id)
+            )
+        return out
 
     @abstractmethod
     def all_documents(self) -> list[DocumentInfo]:

@@ -119,11 +119,17 @@ class LocalIndex(IndexBackend):
         self._vectors_loaded = False
 
     def _array(self, name: str) -> npt.NDArray[Any]:
+        """A memory-mapped array, as a plain ``ndarray`` view that keeps the mapping.
+
+        The ``numpy.memmap`` subclass costs a Python call on every slice
+        (``__getitem__``, ``__array_finalize__``); the view is indexed at ndarray speed.
+        """
         file = self.gen_dir / name
         try:
-            array: npt.NDArray[Any] = np.load(file, mmap_mode="r", allow_pickle=False)
+            mapped = np.load(file, mmap_mode="r", allow_pickle=False)
         except (OSError, ValueError) as exc:
             raise IndexFormatError(f"{file}: unreadable array ({exc})") from exc
+        array: npt.NDArray[Any] = mapped.view(np.ndarray)
         return array
 
     @property
@@ -188,8 +194,29 @@ class LocalIndex(IndexBackend):
                     text=text,
                     start=start,
                     end=end,
-                    heading_path=tuple(json.loads(heading)),
+                    heading_path=_heading_path(heading),
                 )
+        missing = [r for r in rows if r not in found]
+        if missing:
+            raise IndexFormatError(f"{self.path}: chunk rows {missing[:5]} missing from database")
+        return [found[int(r)] for r in rows]
+
+    def chunks_with_source(self, rows: Sequence[int]) -> list[tuple[Chunk, str, str]]:
+        """Chunks with their document's title and path, in one joined query per 500 rows."""
+        if not rows:
+            return []
+        found: dict[int, tuple[Chunk, str, str]] = {}
+        for batch_start in range(0, len(rows), 500):
+            batch = [int(r) for r in rows[batch_start : batch_start + 500]]
+            marks = ",".join("?" * len(batch))
+            for row, doc_id, position, start, end, heading, text, title, path in self._db.execute(
+                "SELECT c.row, c.doc_id, c.position, c.start, c.end, c.heading, c.text, "
+                "d.title, d.path FROM chunks AS c LEFT JOIN documents AS d ON d.id = c.doc_id "
+                f"WHERE c.row IN ({marks})",
+                batch,
+            ):
+                chunk = Chunk(doc_id, position, text, start, end, _heading_path(heading))
+                found[row] = (chunk, title, path) if title is not None else (chunk, doc_id, doc_id)
         missing = [r for r in rows if r not in found]
         if missing:
             raise IndexFormatError(f"{self.path}: chunk rows {missing[:5]} missing from database")
@@ -200,7 +227,7 @@ class LocalIndex(IndexBackend):
         for row, doc_id, position, start, end, heading, text in self._db.execute(
             "SELECT row, doc_id, position, start, end, heading, text FROM chunks ORDER BY row"
         ):
-            yield row, Chunk(doc_id, position, text, start, end, tuple(json.loads(heading)))
+            yield row, Chunk(doc_id, position, text, start, end, _heading_path(heading))
 
     def _doc(self, r: tuple[Any, ...]) -> DocumentInfo:
         return DocumentInfo(
@@ -237,6 +264,11 @@ class LocalIndex(IndexBackend):
 
     def close(self) -> None:
         self._db.close()
+
+
+def _heading_path(stored: str) -> tuple[str, ...]:
+    """A chunk's heading path from its JSON column; most chunks have none."""
+    return () if stored == "[]" else tuple(json.loads(stored))
 
 
 # -- writing -------------------------------------------------------------------------
