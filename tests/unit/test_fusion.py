@@ -11,6 +11,7 @@ from twokeys.fusion.adaptive import (
     adaptive_fusion,
     is_identifier_like,
     lexical_weight,
+    semantic_support,
 )
 from twokeys.fusion.convex import convex_combination
 from twokeys.fusion.normalization import dbsf, minmax, normalizer, zscore
@@ -89,17 +90,63 @@ def test_identifier_like(raw: str, expected: bool) -> None:
     assert is_identifier_like(raw) is expected
 
 
-def features(identifiers: tuple[str, ...] = (), confidence: float = 0.8) -> QueryFeatures:
-    return QueryFeatures(identifiers, (), (), confidence, 5)
+def features(
+    identifiers: tuple[str, ...] = (),
+    confidence: float = 0.8,
+    n_terms: int = 5,
+    quoted: tuple[tuple[str, ...], ...] = (),
+) -> QueryFeatures:
+    return QueryFeatures(identifiers, (), quoted, confidence, n_terms)
 
 
 def test_lexical_weight_rules() -> None:
-    p = AdaptiveParams(base_lexical_weight=0.4, identifier_lexical_weight=0.7, confidence_floor=0.3)
+    p = AdaptiveParams(
+        base_lexical_weight=0.4,
+        identifier_lexical_weight=0.7,
+        confidence_floor=0.3,
+        floor_length=6,
+        support_floor=0.5,
+        support_power=2.0,
+    )
     assert lexical_weight(features(("zx-4821",)), p) == 0.7
+    assert lexical_weight(features(quoted=(("refund", "window"),)), p) == 0.7
     assert lexical_weight(features(confidence=0.8), p) == 0.4
+    # below the floor the weight shrinks in proportion: 0.4 * 0.15 / 0.3
     assert lexical_weight(features(confidence=0.15), p) == pytest.approx(0.2)
+    # a 12-term query: the floor is 0.3 * 6 / 12 = 0.15, so 0.15 is not below it
+    assert lexical_weight(features(confidence=0.15, n_terms=12), p) == pytest.approx(0.4)
+    assert lexical_weight(features(confidence=0.1, n_terms=12), p) == pytest.approx(
+        0.4 * 0.1 / 0.15
+    )
+    # semantic support below its floor: 0.4 * (0.25 / 0.5) ** 2
+    assert lexical_weight(features(), p, support=0.25) == pytest.approx(0.1)
+    assert lexical_weight(features(), p, support=0.9) == pytest.approx(0.4)
+    # queries naming something exact ignore both paraphrase rules
+    assert lexical_weight(features(("zx-4821",), confidence=0.1), p, support=0.1) == 0.7
     with pytest.raises(ConfigError, match="adaptive.base_lexical_weight"):
         AdaptiveParams(base_lexical_weight=1.5)
+    with pytest.raises(ConfigError, match="adaptive.floor_length"):
+        AdaptiveParams(floor_length=0)
+    with pytest.raises(ConfigError, match="adaptive.support_power"):
+        AdaptiveParams(support_power=-1)
+
+
+def test_semantic_support_is_the_dense_score_of_the_lexical_top_hit() -> None:
+    den = run((3, 0.8), (1, 0.4), (2, 0.2))
+    assert semantic_support(run((1, 9.0), (3, 2.0)), den) == pytest.approx(0.5)
+    assert semantic_support(run((3, 9.0)), den) == pytest.approx(1.0)
+    # a lexical top hit the dense run lacks gets the run's last score, an upper bound
+    assert semantic_support(run((7, 9.0)), den) == pytest.approx(0.25)
+    assert semantic_support([], den) == 1.0
+    assert semantic_support(run((1, 9.0)), []) == 1.0
+    assert semantic_support(run((1, 9.0)), run((1, -0.2), (3, -0.5))) == 1.0
+
+
+def test_quoted_strings_shift_weight_but_do_not_tier() -> None:
+    quoted = features(quoted=(("see", "get"),))
+    assert quoted.exact_terms == ()
+    assert quoted.names_something_exact
+    assert features(("zx-4821",)).exact_terms == ("zx-4821",)
 
 
 def test_exact_identifier_chunk_is_never_outranked() -> None:

@@ -7,8 +7,9 @@ Fusions (``fusion=``):
   confidence (:mod:`twokeys.fusion.confidence`).
 * ``minmax``, ``zscore``, ``dbsf``: convex combination of normalised scores with a fixed
   lexical weight (:mod:`twokeys.fusion.convex`, :mod:`twokeys.fusion.normalization`).
-* ``adaptive``: per-query weights from the query's identifiers, quoted strings and
-  lexical confidence, identifiers matched exactly ranked first
+* ``adaptive``: per-query weights from the query's identifiers, quoted strings, lexical
+  confidence, length and the two sensors' agreement, identifiers matched exactly
+  ranked first
   (:mod:`twokeys.fusion.adaptive`).
 """
 
@@ -17,7 +18,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from twokeys.errors import ConfigError
-from twokeys.fusion.adaptive import AdaptiveParams, QueryFeatures, adaptive_fusion, lexical_weight
+from twokeys.fusion.adaptive import (
+    AdaptiveParams,
+    QueryFeatures,
+    adaptive_fusion,
+    lexical_weight,
+    semantic_support,
+)
 from twokeys.fusion.convex import convex_combination
 from twokeys.fusion.normalization import NORMALIZERS, normalizer
 from twokeys.fusion.rrf import DEFAULT_K, rrf, rrf_term
@@ -101,7 +108,8 @@ class HybridRetriever(Retriever):
             return rrf(runs, self.k, weights), weights, parts
         if self.fusion == "adaptive":
             features = self.lexical.features(query, lex)
-            alpha = lexical_weight(features, self.adaptive)
+            support = semantic_support(runs[lname], runs[dname])
+            alpha = lexical_weight(features, self.adaptive, support)
             norm = normalizer(self.adaptive.normalization, self.candidates)
             exact = _exact_matches(features, lex)
             fused = adaptive_fusion(
