@@ -212,6 +212,8 @@ def test_usage_errors_name_the_problem(collection: Path, tmp_path: Path) -> None
     assert "Traceback" not in err
     code, _, err = run(str(collection), "--retrievers", "bm25,dense", "--no-dense")
     assert code == 2 and "dense need dense vectors" in err
+    code, _, err = run(str(collection), "--retrievers", "lsi,hybrid+e5,hybrid-rrf", "--no-dense")
+    assert code == 2 and "hybrid+e5, hybrid-rrf need dense vectors" in err
     code, _, err = run(str(collection), "--retrievers", "bm25,hybrid", "--compare", "bm25,dense")
     assert code == 2 and "'dense' is not in --retrievers" in err
     code, _, err = run(str(collection), "--retrievers", "bm25,hybrid", "--disagreements")

@@ -34,10 +34,10 @@ from twokeys.evaluation.experiment import (
 from twokeys.evaluation.measures import PRIMARY, label
 from twokeys.evaluation.report import render_report
 from twokeys.evaluation.significance import PairedComparison
+from twokeys.retrievers.catalog import VECTOR_MODES
 
 DEFAULT_RETRIEVERS = "bm25,dense,hybrid"
 DISAGREEMENT_PAIR = ("bm25", "dense")
-VECTOR_MODES = ("dense", "hybrid")
 T = TypeVar("T")
 ALPHA = 0.05  # only for the wording of the verdict line; the p-values are printed
 

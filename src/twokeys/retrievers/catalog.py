@@ -22,3 +22,8 @@ EXTRA_MODES: dict[str, str] = {
     "hybrid+e5": "twokeys.retrievers.reranking:build_hybrid_e5",
     "hybrid+proximity": "twokeys.retrievers.reranking:build_hybrid_proximity",
 }
+
+#: modes that read the dense vectors (an index built without an encoder cannot run them)
+VECTOR_MODES: frozenset[str] = frozenset(
+    {"dense", "hybrid", *(name for name in EXTRA_MODES if name.startswith("hybrid"))}
+)
