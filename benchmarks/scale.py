@@ -1,18 +1,28 @@
 """Scale: cost growth of a twokeys index from 10k to 1M chunks, with bm25s alongside.
 
 Corpus: synthetic documents made by sampling 2-5 sentences at random from the pool of
-every sentence of the shared collections (SciFact, Cranfield, CISI, Medline, ADI, CACM)
-and joining them, so documents read like the collections but none repeats; each fits
+sentences of the shared collections (SciFact, Cranfield, CISI, Medline, ADI, CACM) and
+joining them, so documents read like the collections but none repeats; nearly all fit
 in one chunk. ``python -m benchmarks.scale make --size N`` writes it as BEIR JSONL.
 
-Per size, in a fresh subprocess: ``build_index(IndexOptions(encoder=None))`` with
-progress (time, peak RSS, size on disk); in another fresh subprocess, ``open_index`` +
-first query (memory-mapped load), then BM25 query latency p50/p95 over the 300 SciFact
-test queries, interleaved per query with bm25s (numpy backend, same k1/b) built over
-the same texts in that process. The dense side is measured for real only at the sizes
-named by ``--hybrid-sizes`` (embedding every chunk with the default encoder costs about
-a minute per few thousand chunks on two cores); larger sizes report lexical figures
-only (see RESULTS.md for the exact-search latency at 100k from the vectors benchmark).
+Dense vectors: embedding every chunk with the default encoder costs hours per 100k
+chunks on two cores, so the document side is *derived from real embeddings*: every
+pool sentence is embedded once with the default encoder (cached), and a chunk's vector
+is the L2-normalised mean of the real vectors of the sentences it is made of
+(:class:`DerivedEncoder`, passed to ``build_index`` through its ``encoder`` argument,
+so ``src/`` is untouched). Queries are embedded for real, at query time, by the
+default encoder. Search cost depends on the vectors' count, dimension and (for an ANN
+index) their geometry, which sentence means keep close to that of real passages.
+
+Per size, in a fresh subprocess: ``build_index`` with progress (time, peak RSS, size on
+disk), plus the default encoder's passages/s on a sample of the chunks, to estimate
+what embedding all of them for real would add. In another fresh subprocess:
+``open_index`` + first BM25 query (memory-mapped load), first hybrid query, RSS; then
+over the 300 SciFact test queries, interleaved per query: ``Index.search(mode="bm25")``,
+bm25s (numpy backend, same k1/b, built over the same texts in that process),
+``Index.search(mode="hybrid")`` (the default fusion, nothing excluded: analyzer, query
+embedding, BM25, vector search, fusion, SQLite fetch, hits), and the same hybrid search
+again through timing proxies (:class:`_Timed`) for a per-stage breakdown.
 
 Run: ``python -m benchmarks scale [--sizes 10000 100000 1000000]``.
 """
@@ -20,16 +30,23 @@ Run: ``python -m benchmarks scale [--sizes 10000 100000 1000000]``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import re
 import shutil
+import subprocess
 import sys
 import time
+import zlib
+from collections import defaultdict
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from benchmarks.common import (
     DATA,
@@ -45,13 +62,30 @@ from benchmarks.common import (
     version,
 )
 
+if TYPE_CHECKING:
+    from twokeys.dense.encoder import Encoder, Kind
+
 COLLECTIONS = ("scifact", "cranfield", "cisi", "medline", "adi", "cacm")
+CORPUS_VERSION = "v2"  # v2: only whole sentences in the pool, so chunks split back into them
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(])")
+_WHOLE_SENTENCE = re.compile(r"[A-Z0-9(].*[.!?]")
 K = 10
+LEXICAL_ROUNDS = 3  # tries per query for BM25 and bm25s; the median is kept
+EMBED_SAMPLE = 64  # chunks embedded for real per size, for the passages/s estimate
+Vectors = npt.NDArray[np.float32]
+
+
+# -- corpus ---------------------------------------------------------------------------
 
 
 def sentence_pool() -> list[str]:
-    pool: list[str] = []
+    """Every distinct sentence of the shared collections of 5-61 words that starts with a
+    capital, digit or parenthesis and ends with . ! or ?, in file order.
+
+    Joining such sentences with spaces and splitting the result at ``_SENTENCE_END``
+    gives them back, which is how :class:`DerivedEncoder` finds a chunk's sentences.
+    """
+    pool: dict[str, None] = {}
     for name in COLLECTIONS:
         path = DATA / name / "corpus.jsonl"
         if not path.exists():
@@ -63,14 +97,26 @@ def sentence_pool() -> list[str]:
                 record = json.loads(line)
                 text = " ".join(str(record.get("text") or "").split())
                 for sentence in _SENTENCE_END.split(text):
-                    if 4 <= sentence.count(" ") <= 60:
-                        pool.append(sentence)
-    return pool
+                    if 4 <= sentence.count(" ") <= 60 and _WHOLE_SENTENCE.fullmatch(sentence):
+                        pool[sentence] = None
+    return list(pool)
+
+
+def corpus_file(size: int) -> Path:
+    return WORK / f"synth-{CORPUS_VERSION}-{size}" / "corpus.jsonl"
+
+
+def index_dir(size: int) -> Path:
+    return WORK / f"synth-{CORPUS_VERSION}-{size}.twokeys"
 
 
 def make_corpus(size: int, seed: int = 0) -> Path:
-    """Write (or reuse) a synthetic BEIR corpus of ``size`` documents."""
-    path = WORK / f"synth-{size}" / "corpus.jsonl"
+    """Write (or reuse) a synthetic BEIR corpus of ``size`` documents.
+
+    Document ``i`` is the same in every size (one random stream), so a smaller corpus
+    is a prefix of a larger one.
+    """
+    path = corpus_file(size)
     if path.exists():
         return path
     pool = sentence_pool()
@@ -87,14 +133,271 @@ def make_corpus(size: int, seed: int = 0) -> Path:
     return path
 
 
+def corpus_texts(size: int) -> list[str]:
+    with open(make_corpus(size), encoding="utf-8") as fh:
+        return [json.loads(line)["text"] for line in fh if line.strip()]
+
+
+# -- real sentence embeddings, derived chunk vectors -------------------------------------
+
+
+def _pool_key(pool: Sequence[str], fingerprint: str) -> str:
+    digest = hashlib.sha256(fingerprint.encode())
+    for sentence in pool:
+        digest.update(sentence.encode("utf-8") + b"\n")
+    return digest.hexdigest()[:12]
+
+
+def _model_hash() -> str:
+    """sha256 of the default encoder's model file (what its fingerprint is made of)."""
+    from twokeys.dense.onnx_minilm import model_files
+
+    digest = hashlib.sha256()
+    with open(model_files()[0], "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sentence_vectors_file(pool: Sequence[str]) -> Path:
+    """Cache file of the pool's vectors, keyed by the pool and the model."""
+    return WORK / f"sentence-vectors-{_pool_key(pool, _model_hash())}.npy"
+
+
+def _embed_shard(texts: list[str], threads: int) -> Vectors:
+    from twokeys.dense.onnx_minilm import OnnxMiniLM
+
+    return OnnxMiniLM(threads=threads).encode(texts, "document")
+
+
+def embed_sentences(pool: Sequence[str], workers: int = 1, threads: int = 2) -> Vectors:
+    """Real default-encoder embeddings of ``pool``, ``workers`` processes of ``threads``."""
+    if workers <= 1:
+        from twokeys.dense.onnx_minilm import OnnxMiniLM
+
+        advance = _progress("Embedding sentences", len(pool))
+        return OnnxMiniLM(threads=threads).encode(list(pool), "document", progress=advance)
+    step = -(-len(pool) // (workers * 8))
+    shards = [list(pool[i : i + step]) for i in range(0, len(pool), step)]
+    with ProcessPoolExecutor(workers) as ex:
+        parts = list(ex.map(_embed_shard, shards, [threads] * len(shards)))
+    return np.concatenate(parts).astype(np.float32)
+
+
+def pool_and_vectors() -> tuple[list[str], Vectors]:
+    """The sentence pool and its real embeddings (computed once, then cached)."""
+    pool = sentence_pool()
+    file = sentence_vectors_file(pool)
+    if not file.exists():
+        log(f"embedding {len(pool)} pool sentences once with the default encoder ({file})")
+        WORK.mkdir(parents=True, exist_ok=True)
+        np.save(file, embed_sentences(pool))
+    vectors = np.load(file).astype(np.float32)
+    if vectors.shape[0] != len(pool):
+        raise RuntimeError(f"{file}: {vectors.shape[0]} vectors for {len(pool)} sentences")
+    return pool, vectors
+
+
+def _derived_encoder_class() -> type[Encoder]:
+    from twokeys.dense.encoder import Encoder
+
+    class DerivedEncoder(Encoder):
+        """Queries: the real default encoder. Documents: vectors derived from real ones.
+
+        A document's vector is the L2-normalised mean of the real embeddings of the pool
+        sentences it contains. A text with no pool sentence (a chunk cut mid-sentence)
+        gets two random pool vectors mixed plus noise, seeded by the text; the counts
+        are kept in ``stats``. The id and fingerprint say the vectors are derived, so
+        the index can't be searched with the plain default encoder by mistake.
+        """
+
+        def __init__(
+            self,
+            real: Encoder,
+            pool: Callable[[], tuple[list[str], Vectors]] | None,
+            model_hash: str,
+        ) -> None:
+            self.real = real
+            self.model_hash = model_hash
+            self.id = f"bench-derived:{real.id}"
+            self.dim = real.dim
+            self.max_tokens = real.max_tokens
+            self.batch_size = 4096
+            self._pool = pool
+            self._lookup: dict[str, int] | None = None
+            self._vectors: Vectors | None = None
+            self.stats = {"texts": 0, "sentences_found": 0, "pieces_missed": 0, "fallback": 0}
+
+        def fingerprint(self) -> str:
+            # the model file that embedded the pool, not the query encoder's fingerprint:
+            # that one also covers how its graph is run, which does not change the vectors
+            return f"sha256:{self.model_hash}+sentence-mean"
+
+        def count_tokens(self, texts: Sequence[str]) -> list[int]:
+            return self.real.count_tokens(texts)
+
+        def encode_query(self, text: str) -> Vectors:
+            return self.real.encode_query(text)
+
+        def load(self) -> None:
+            if self._lookup is None:
+                if self._pool is None:
+                    raise RuntimeError("this DerivedEncoder was made for queries only")
+                sentences, self._vectors = self._pool()
+                self._lookup = {s: i for i, s in enumerate(sentences)}
+
+        def embed_batch(self, texts: Sequence[str], kind: Kind) -> Vectors:
+            if kind == "query":
+                return self.real.embed_batch(texts, kind)
+            self.load()
+            assert self._lookup is not None and self._vectors is not None
+            out = np.empty((len(texts), self.dim), np.float32)
+            for i, text in enumerate(texts):
+                ids = []
+                for piece in _SENTENCE_END.split(" ".join(text.split())):
+                    row = self._lookup.get(piece)
+                    if row is None:
+                        self.stats["pieces_missed"] += 1
+                    else:
+                        ids.append(row)
+                if ids:
+                    out[i] = self._vectors[ids].mean(axis=0)
+                    self.stats["sentences_found"] += len(ids)
+                else:
+                    rng = np.random.default_rng(zlib.crc32(text.encode("utf-8")))
+                    a, b = rng.integers(0, len(self._vectors), 2)
+                    w = rng.uniform(0.3, 0.7)
+                    out[i] = w * self._vectors[a] + (1 - w) * self._vectors[b]
+                    out[i] += rng.normal(0, 0.01, self.dim).astype(np.float32)
+                    self.stats["fallback"] += 1
+            self.stats["texts"] += len(texts)
+            return out
+
+    return DerivedEncoder
+
+
+def derived_encoder(*, for_documents: bool) -> Any:
+    from twokeys.dense.onnx_minilm import OnnxMiniLM
+
+    pool = pool_and_vectors if for_documents else None
+    return _derived_encoder_class()(OnnxMiniLM(), pool, _model_hash())
+
+
+def derived_check(n: int = 2000) -> dict[str, Any]:
+    """How close derived vectors are to real ones, over the first ``n`` synthetic documents
+    (the same in every size): cosine of each document's derived vector with its real
+    embedding, and the top-10 overlap of the 300 SciFact queries' exact dense rankings
+    over those documents. The real embeddings are cached (slow to make on two cores)."""
+    from twokeys.evaluation.beir import load_collection
+
+    encoder = derived_encoder(for_documents=True)
+    texts = corpus_texts(max(n, 10_000))[:n]
+    cache = WORK / f"real-docs-{CORPUS_VERSION}-{n}-{_model_hash()[:12]}.npy"
+    if not cache.exists():
+        log(f"embedding {n} synthetic documents for real once ({cache})")
+        np.save(cache, encoder.real.encode(texts, "document"))
+    real = np.load(cache).astype(np.float32)
+    derived = encoder.encode(texts, "document")
+    cosine = (real * derived).sum(axis=1)
+    coll = load_collection(DATA / "scifact")
+    queries = encoder.real.encode([coll.queries[q] for q in sorted(coll.queries)], "query")
+    top_real = np.argsort(-(queries @ real.T), axis=1)[:, :K]
+    top_derived = np.argsort(-(queries @ derived.T), axis=1)[:, :K]
+    overlap = [len(set(a) & set(b)) / K for a, b in zip(top_real, top_derived, strict=True)]
+    shuffled = real[np.random.default_rng(0).permutation(n)]
+    return {
+        "documents": n,
+        "cosine_mean": float(cosine.mean()),
+        "cosine_p5": float(np.percentile(cosine, 5)),
+        "cosine_unrelated_mean": float((real * shuffled).sum(axis=1).mean()),
+        "top10_overlap": float(np.mean(overlap)),
+        "stats": encoder.stats,
+    }
+
+
+# -- timing proxies ---------------------------------------------------------------------
+
+
+class _Timed:
+    """Forwards attribute access to ``target``; a method call's time goes to ``clock``.
+
+    ``stages`` maps a method name to its stage; other methods go to ``default``. Calls
+    the target makes on itself are not seen (and so not counted twice).
+    """
+
+    def __init__(
+        self,
+        target: Any,
+        clock: dict[str, float],
+        default: str,
+        stages: dict[str, str] | None = None,
+    ) -> None:
+        self._target = target
+        self._clock = clock
+        self._default = default
+        self._stages = stages or {}
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._target, name)
+        if not callable(attr):
+            return attr
+        stage = self._stages.get(name, self._default)
+        clock = self._clock
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return attr(*args, **kwargs)
+            finally:
+                clock[stage] += time.perf_counter() - start
+
+        return timed
+
+
+class _TimedBackend(_Timed):
+    """An index backend whose lexical and vector indexes are timed too."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "lexical":
+            return _Timed(self._target.lexical, self._clock, "bm25 explain", {"search": "bm25"})
+        if name == "vectors":
+            vectors = self._target.vectors
+            return None if vectors is None else _Timed(vectors, self._clock, "vector")
+        return super().__getattr__(name)
+
+
+STAGES = ("analyzer", "query embedding", "bm25", "bm25 explain", "vector", "fetch", "other")
+
+
+def staged_index(index: Any, clock: dict[str, float]) -> Any:
+    """A second :class:`twokeys.Index` over the same backend and encoder, with every
+    stage timed: analyzer calls, query embedding, BM25 search, BM25 ``explain``/``idf``
+    (read by adaptive fusion), vector search, SQLite fetch of chunks and documents."""
+    from twokeys.engine import Index
+
+    backend = _TimedBackend(index.backend, clock, "fetch")
+    staged = Index(backend, encoder=_Timed(index.encoder, clock, "query embedding"))
+    staged.analyzer = _Timed(index.analyzer, clock, "analyzer")
+    return staged
+
+
+# -- children -------------------------------------------------------------------------
+
+
+#: per build stage (a progress bar's name): seconds from its creation to its last step
+STAGE_SECONDS: dict[str, float] = {}
+
+
 def _progress(name: str, total: int | None) -> Callable[[int], None]:
     state = {"done": 0, "next": 0.0, "start": time.perf_counter()}
+    STAGE_SECONDS[name] = 0.0
 
     def advance(n: int) -> None:
         state["done"] += n
         now = time.perf_counter()
-        if now >= state["next"]:
-            state["next"] = now + 5.0
+        STAGE_SECONDS[name] = now - state["start"]
+        if now >= state["next"] or (total and state["done"] >= total):
+            state["next"] = now + 10.0
             of = f"/{total}" if total else ""
             elapsed = now - state["start"]
             print(f"  {name}: {state['done']}{of} ({elapsed:.0f} s)", file=sys.stderr, flush=True)
@@ -102,89 +405,163 @@ def _progress(name: str, total: int | None) -> Callable[[int], None]:
     return advance
 
 
-def build_child(size: int, dense: bool) -> dict[str, Any]:
+def build_child(size: int) -> dict[str, Any]:
     from twokeys.indexer import IndexOptions, build_index
 
     corpus = make_corpus(size)
-    index = WORK / f"synth-{size}{'-dense' if dense else ''}.twokeys"
+    index = index_dir(size)
     shutil.rmtree(index, ignore_errors=True)
+    encoder = derived_encoder(for_documents=True)
+    encoder.load()  # the pool's real vectors: benchmark input, not build work
     reset_peak_rss()
     baseline = rss_mb()
-    options = IndexOptions() if dense else IndexOptions(encoder=None)
     start = time.perf_counter()
-    report = build_index(corpus, index, options, progress=_progress)
+    report = build_index(corpus, index, IndexOptions(), encoder=encoder, progress=_progress)
     seconds = time.perf_counter() - start
+    peak = peak_rss_mb()
     files = [f for f in index.rglob("*") if f.is_file()]
+
+    parts: dict[str, float] = defaultdict(float)
+    for f in files:
+        name = f.name.split(".")
+        parts[".".join(name[:2]) if name[0] in ("derived", "") else name[0]] += (
+            f.stat().st_size / 2**20
+        )
+
+    # what embedding every chunk for real would add: the default encoder on a sample
+    from twokeys.engine import open_index
+
+    with open_index(index, encoder=encoder) as opened:
+        rows = np.random.default_rng(1).choice(report.chunks, EMBED_SAMPLE, replace=False)
+        sample = [c.text for c in opened.backend.chunks([int(r) for r in rows])]
+    encoder.real.encode(sample[:8], "document")
+    start = time.perf_counter()
+    encoder.real.encode(sample, "document")
+    rate = len(sample) / (time.perf_counter() - start)
     return {
         "build_s": seconds,
         "chunks": report.chunks,
         "documents": report.documents,
-        "peak_rss_mb": peak_rss_mb(),
-        "build_delta_mb": peak_rss_mb() - baseline,
+        "peak_rss_mb": peak,
+        "build_delta_mb": peak - baseline,
         "disk_mb": sum(f.stat().st_size for f in files) / 2**20,
-        "lexical_disk_mb": sum(f.stat().st_size for f in files if "lexical" in f.name) / 2**20,
+        "disk_parts_mb": dict(parts),
+        "build_stages_s": dict(STAGE_SECONDS),
+        "derived_vectors": encoder.stats,
+        "real_embed_passages_per_s": rate,
+        "real_embed_estimate_s": report.chunks / rate,
+        "build_load_average": os.getloadavg(),
+        "build_code": _code(),
     }
 
 
-def query_child(size: int, dense: bool) -> dict[str, Any]:
+def _bm25s(size: int) -> tuple[Callable[[str], object], dict[str, float]]:
     import bm25s
     import Stemmer
 
+    texts = corpus_texts(size)
+    stemmer = Stemmer.Stemmer("english")
+    before = rss_mb()
+    start = time.perf_counter()
+    tokens = bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False)
+    retriever = bm25s.BM25(k1=0.9, b=0.4, method="lucene", backend="numpy")
+    retriever.index(tokens, show_progress=False)
+    built = time.perf_counter() - start
+    del texts, tokens
+    info = {"bm25s_build_s": built, "bm25s_rss_delta_mb": rss_mb() - before}
+
+    def search(q: str) -> object:
+        qt = bm25s.tokenize(
+            [q], stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False
+        )
+        return retriever.retrieve(qt, k=K, show_progress=False, n_threads=1)
+
+    return search, info
+
+
+def query_child(size: int, with_bm25s: bool) -> dict[str, Any]:
     from twokeys.engine import open_index
     from twokeys.evaluation.beir import load_collection
 
     coll = load_collection(DATA / "scifact")
     queries = [coll.queries[q] for q in sorted(coll.queries)]
-    index_path = WORK / f"synth-{size}{'-dense' if dense else ''}.twokeys"
+    start = time.perf_counter()
+    encoder = derived_encoder(for_documents=False)
+    encoder.encode_query("warm up the encoder")
+    out: dict[str, Any] = {"encoder_load_s": time.perf_counter() - start}
+
     reset_peak_rss()
     rss_before = rss_mb()
     start = time.perf_counter()
-    index = open_index(index_path)
+    index = open_index(index_dir(size), encoder=encoder)
     index.search(queries[0], mode="bm25", k=K)
-    load_s = time.perf_counter() - start
-    load_rss = peak_rss_mb() - rss_before
-    out: dict[str, Any] = {"load_plus_first_query_s": load_s, "load_rss_delta_mb": load_rss}
+    out["load_plus_first_query_s"] = time.perf_counter() - start
+    out["load_rss_mb"] = rss_mb() - rss_before
+    start = time.perf_counter()
+    index.search(queries[0], mode="hybrid", k=K)
+    out["first_hybrid_query_s"] = time.perf_counter() - start
+    out["hybrid_rss_mb"] = rss_mb() - rss_before
+    out["vector_index"] = type(index.backend.vectors).__name__
 
-    lat: dict[str, list[float]] = {"twokeys bm25": []}
-    systems: dict[str, Callable[[str], object]] = {
+    clock: dict[str, float] = defaultdict(float)
+    staged = staged_index(index, clock)
+    lexical: dict[str, Callable[[str], object]] = {
         "twokeys bm25": lambda q: index.search(q, mode="bm25", k=K)
     }
-    if dense:
-        index.search(queries[0], mode="hybrid", k=K)  # loads the encoder
-        systems["twokeys hybrid"] = lambda q: index.search(q, mode="hybrid", k=K)
-        systems["twokeys dense"] = lambda q: index.search(q, mode="dense", k=K)
-    else:
-        with open(WORK / f"synth-{size}" / "corpus.jsonl", encoding="utf-8") as fh:
-            texts = [json.loads(line)["text"] for line in fh]
-        stemmer = Stemmer.Stemmer("english")
-        start = time.perf_counter()
-        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False)
-        retriever = bm25s.BM25(k1=0.9, b=0.4, method="lucene", backend="numpy")
-        retriever.index(tokens, show_progress=False)
-        out["bm25s_build_s"] = time.perf_counter() - start
-        del texts, tokens
-
-        def bm25s_search(q: str) -> object:
-            qt = bm25s.tokenize(
-                [q], stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False
-            )
-            return retriever.retrieve(qt, k=K, show_progress=False, n_threads=1)
-
-        systems["bm25s"] = bm25s_search
-    lat = {name: [] for name in systems}
-    for q in queries[:5]:
-        for fn in systems.values():
-            fn(q)
-    for q in queries:
-        for name, fn in systems.items():
-            start = time.perf_counter()
-            fn(q)
-            lat[name].append(time.perf_counter() - start)
+    if with_bm25s:
+        try:
+            lexical["bm25s"], info = _bm25s(size)
+            out.update(info)
+        except MemoryError as exc:
+            out["bm25s_skipped"] = f"MemoryError: {exc}"
+    hybrid: dict[str, Callable[[str], object]] = {
+        "twokeys hybrid": lambda q: index.search(q, mode="hybrid", k=K),
+        "staged hybrid": lambda q: staged.search(q, mode="hybrid", k=K),
+    }
+    lat: dict[str, list[float]] = {name: [] for name in (*lexical, *hybrid)}
+    stages: dict[str, list[float]] = {name: [] for name in STAGES}
+    # BM25 systems and hybrid systems in separate loops: onnxruntime's threads spin for
+    # a while after each query embedding and would slow whatever runs next. A BM25
+    # query's time is the median of LEXICAL_ROUNDS tries (bursts of load elsewhere).
+    for systems, rounds in ((lexical, LEXICAL_ROUNDS), (hybrid, 1)):
+        for q in queries[:5]:
+            for fn in systems.values():
+                fn(q)
+        for i, q in enumerate(queries):
+            tries: dict[str, list[float]] = {name: [] for name in systems}
+            for j in range(rounds):
+                order = list(systems.items())
+                for name, fn in order if (i + j) % 2 == 0 else reversed(order):
+                    clock.clear()
+                    start = time.perf_counter()
+                    fn(q)
+                    elapsed = time.perf_counter() - start
+                    tries[name].append(elapsed)
+                    if name == "staged hybrid":
+                        for stage in STAGES[:-1]:
+                            stages[stage].append(clock.get(stage, 0.0))
+                        stages["other"].append(elapsed - sum(clock.values()))
+            for name, times in tries.items():
+                lat[name].append(float(np.median(times)))
     out["latency_ms"] = {
-        name: {k: 1000 * v for k, v in percentiles(t).items()} for name, t in lat.items()
+        name: {
+            **{k: 1000 * v for k, v in percentiles(t).items()},
+            "mean": 1000 * float(np.mean(t)),
+        }
+        for name, t in lat.items()
+    }
+    out["stages_ms"] = {
+        name: {"p50": 1000 * float(np.median(t)), "mean": 1000 * float(np.mean(t))}
+        for name, t in stages.items()
     }
     out["qps"] = {name: len(t) / sum(t) for name, t in lat.items()}
+    out["query_peak_rss_mb"] = peak_rss_mb()
+    out["load_average"] = os.getloadavg()
+    out["query_code"] = _code()
     return out
+
+
+# -- run, plot ----------------------------------------------------------------------------
 
 
 def plot(rows: list[dict[str, Any]], path: Path) -> Path | None:
@@ -195,74 +572,149 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    lexical = [r for r in rows if not r["dense"]]
-    sizes = [r["chunks"] for r in lexical]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    axes[0].plot(sizes, [r["build_s"] for r in lexical], "o-", label="twokeys build_index")
-    axes[0].plot(sizes, [r.get("bm25s_build_s") for r in lexical], "s--", label="bm25s index")
-    axes[0].set_title("build time (s)")
-    for name in ("twokeys bm25", "bm25s"):
-        axes[1].plot(sizes, [r["latency_ms"][name]["p50"] for r in lexical], "o-", label=name)
-    axes[1].set_title("BM25 query latency p50 (ms)")
-    axes[2].plot(sizes, [r["disk_mb"] for r in lexical], "o-", label="index on disk")
-    axes[2].plot(sizes, [r["peak_rss_mb"] for r in lexical], "s--", label="peak RSS, build")
-    axes[2].set_title("MB")
-    for ax in axes:
+    sizes = [r["chunks"] for r in rows]
+    fig, axes = plt.subplots(2, 3, figsize=(14, 8))
+    ax = axes[0][0]
+    ax.plot(sizes, [r["build_s"] for r in rows], "o-", label="twokeys build_index")
+    ax.plot(
+        sizes, [r.get("real_embed_estimate_s") for r in rows], "x:", label="+ real embedding (est.)"
+    )
+    ax.plot(sizes, [r.get("bm25s_build_s") for r in rows], "s--", label="bm25s index")
+    ax.set_title("build time (s)")
+    ax = axes[0][1]
+    ax.plot(sizes, [r["disk_mb"] for r in rows], "o-", label="index on disk")
+    ax.plot(sizes, [r["peak_rss_mb"] for r in rows], "s--", label="peak RSS, build")
+    ax.plot(sizes, [r["hybrid_rss_mb"] for r in rows], "^-.", label="RSS after open + hybrid query")
+    ax.set_title("memory, disk (MB)")
+    ax = axes[0][2]
+    ax.plot(
+        sizes, [r["load_plus_first_query_s"] for r in rows], "o-", label="open + 1st BM25 query"
+    )
+    ax.plot(sizes, [r["first_hybrid_query_s"] for r in rows], "s--", label="1st hybrid query")
+    ax.axhline(2.0, color="grey", lw=0.8, ls=":", label="goal 2 s")
+    ax.set_title("load (s)")
+    ax = axes[1][0]
+    for name, style in (("twokeys bm25", "o-"), ("bm25s", "s--")):
+        ax.plot(
+            sizes,
+            [r["latency_ms"].get(name, {}).get("p50") for r in rows],
+            style,
+            label=f"{name} p50",
+        )
+    ax.set_title("BM25 query latency (ms)")
+    ax = axes[1][1]
+    hybrid = [r["latency_ms"]["twokeys hybrid"] for r in rows]
+    ax.plot(sizes, [h["p50"] for h in hybrid], "o-", label="hybrid p50")
+    ax.plot(sizes, [h["p95"] for h in hybrid], "s--", label="hybrid p95")
+    ax.plot(sizes, [r["stages_ms"]["vector"]["p50"] for r in rows], "^:", label="vector search p50")
+    ax.axhline(20.0, color="grey", lw=0.8, ls=":", label="goal p50 20 ms")
+    ax.set_title("hybrid query latency (ms)")
+    ax = axes[1][2]
+    bottom = np.zeros(len(rows))
+    labels = [f"{s:,}" for s in sizes]
+    for stage in STAGES:
+        means = np.array([r["stages_ms"][stage]["mean"] for r in rows])
+        ax.bar(labels, means, bottom=bottom, label=stage)
+        bottom += means
+    ax.set_title("hybrid stages, mean ms per query")
+    ax.set_xlabel("chunks")
+    ax.legend(fontsize=7)
+    for ax in (*axes[0], axes[1][0], axes[1][1]):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("chunks")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
     return path
 
 
-def run(sizes: Sequence[int], hybrid_sizes: Sequence[int]) -> dict[str, Any]:
-    rows = []
-    for size, dense in [(s, False) for s in sizes] + [(s, True) for s in hybrid_sizes]:
-        log(f"size {size}{' with dense vectors' if dense else ''}: corpus")
-        make_corpus(size)
-        flag = ["--dense"] if dense else []
-        log(f"size {size}: build (subprocess)")
-        built = run_child("scale", ["build", "--size", str(size), *flag])
-        log(f"size {size}: built in {built['build_s']:.1f} s; load + queries (subprocess)")
-        queried = run_child("scale", ["query", "--size", str(size), *flag])
-        rows.append({"size": size, "dense": dense, **built, **queried})
-    # keep rows of sizes measured by an earlier run (e.g. `--sizes 1000000` alone)
+def _code() -> str:
+    """The commit measured, and the files of src/ that differed from it."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=RESULTS.parent.parent, capture_output=True, text=True, check=False
+        ).stdout.strip()
+
+    dirty = git("status", "--short", "--", "src").splitlines()
+    return git("rev-parse", "--short", "HEAD") + (
+        f" + {len(dirty)} changed in src/" if dirty else ""
+    )
+
+
+def run(sizes: Sequence[int], with_bm25s: bool, query_only: bool = False) -> dict[str, Any]:
+    """Build and query each size; ``query_only`` re-queries the indexes built by an
+    earlier run, keeping that run's build figures."""
+    pool, _ = pool_and_vectors()
+    log("derived vs real vectors")
+    check = derived_check()
     previous = RESULTS / "scale.json"
-    if previous.exists():
-        done = {(r["size"], r["dense"]) for r in rows}
-        old = json.loads(previous.read_text(encoding="utf-8")).get("rows", [])
-        rows += [r for r in old if (r["size"], r["dense"]) not in done]
-    rows.sort(key=lambda r: (r["dense"], r["size"]))
+    old = (
+        json.loads(previous.read_text(encoding="utf-8")).get("rows", [])
+        if previous.exists()
+        else []
+    )
+    old = [r for r in old if r.get("corpus") == CORPUS_VERSION]
+    rows = []
+    for size in sizes:
+        if query_only:
+            built = next((r for r in old if r["size"] == size), None)
+            if built is None or not index_dir(size).exists():
+                raise SystemExit(f"--query-only: no earlier build of size {size}")
+        else:
+            log(f"size {size}: corpus")
+            make_corpus(size)
+            log(f"size {size}: build (subprocess)")
+            built = run_child("scale", ["build", "--size", str(size)])
+        log(f"size {size}: built in {built['build_s']:.1f} s; load + queries (subprocess)")
+        flag = [] if with_bm25s else ["--no-bm25s"]
+        queried = run_child("scale", ["query", "--size", str(size), *flag])
+        rows.append({**built, "size": size, "corpus": CORPUS_VERSION, **queried})
+    # keep rows of sizes measured by an earlier run (e.g. `--sizes 1000000` alone)
+    done = {r["size"] for r in rows}
+    rows += [r for r in old if r["size"] not in done]
+    rows.sort(key=lambda r: r["size"])
     RESULTS.mkdir(parents=True, exist_ok=True)
     png = plot(rows, RESULTS / "scale.png")
     return {
         "rows": rows,
+        "pool_sentences": len(pool),
+        "derived_check": check,
         "plot": str(png.relative_to(RESULTS.parent)) if png else None,
-        "versions": {p: version(p) for p in ("twokeys", "bm25s", "numpy")},
+        "versions": {p: version(p) for p in ("twokeys", "bm25s", "numpy", "onnxruntime")},
     }
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
-        "action", nargs="?", default="all", choices=("all", "make", "build", "query")
+        "action", nargs="?", default="all", choices=("all", "make", "embed-pool", "build", "query")
     )
     parser.add_argument("--size", type=int, default=10_000)
-    parser.add_argument("--dense", action="store_true")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--hybrid-sizes", type=int, nargs="*", default=[10_000])
+    parser.add_argument("--no-bm25s", action="store_true", help="skip bm25s (its memory at 1M)")
+    parser.add_argument(
+        "--query-only", action="store_true", help="re-query the indexes of an earlier run"
+    )
+    parser.add_argument("--workers", type=int, default=1, help="embed-pool: processes")
     args = parser.parse_args(argv)
     if args.action == "make":
         print(make_corpus(args.size))
+    elif args.action == "embed-pool":
+        pool = sentence_pool()
+        file = sentence_vectors_file(pool)
+        WORK.mkdir(parents=True, exist_ok=True)
+        np.save(file, embed_sentences(pool, args.workers))
+        print(file)
     elif args.action == "build":
-        print(json.dumps(build_child(args.size, args.dense)))
+        print(json.dumps(build_child(args.size)))
     elif args.action == "query":
-        print(json.dumps(query_child(args.size, args.dense)))
+        print(json.dumps(query_child(args.size, not args.no_bm25s)))
     else:
-        log(f"wrote {save_result('scale', run(args.sizes, args.hybrid_sizes))}")
+        log(f"wrote {save_result('scale', run(args.sizes, not args.no_bm25s, args.query_only))}")
 
 
 if __name__ == "__main__":
