@@ -46,3 +46,25 @@ def test_readme_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         assert result.stdout.strip(), command
     for code in _blocks("python"):
         exec(compile(code, "README.md", "exec"), {})
+
+
+def test_readme_eval_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The `text` blocks' eval commands, on the small ADI collection they name."""
+    if not (ROOT.parent / "shared" / "data" / "adi").is_dir():
+        pytest.skip("../shared/data/adi is not here")
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("TWOKEYS_CACHE", str(tmp_path / "cache"))
+    commands = [
+        line
+        for block in _blocks("text")
+        for line in block.splitlines()
+        if line.startswith("twokeys eval ")
+    ]
+    assert commands and all("../shared/data/adi" in c for c in commands)
+    runner = CliRunner()
+    for command in commands:
+        argv = shlex.split(command)
+        argv = [a.replace("adi.html", str(tmp_path / "adi.html")) for a in argv]
+        result = runner.invoke(main, argv[1:])
+        assert result.exit_code == 0, (command, result.output, result.stderr)
+        assert "nDCG@10" in result.stdout, command
