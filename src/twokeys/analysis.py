@@ -207,7 +207,11 @@ class Analyzer:
     def __init__(self, spec: AnalyzerSpec | None = None) -> None:
         self.spec = spec or AnalyzerSpec()
         self._stopwords = STOPWORD_SETS[self.spec.stopwords]
-        self._stemmer = None if self.spec.stemmer == "none" else Stemmer.Stemmer(self.spec.stemmer)
+        # PyStemmer's own word cache is off (size 0): the term caches below already keep
+        # every stem, and its bookkeeping made a new word several times slower to stem.
+        self._stemmer = (
+            None if self.spec.stemmer == "none" else Stemmer.Stemmer(self.spec.stemmer, 0)
+        )
         self._index_cache = _TermCache(
             lambda raw: self._raw_terms(raw, for_query=False), TERM_CACHE_SIZE
         )
@@ -239,14 +243,7 @@ class Analyzer:
         ``index_terms(text)`` equals the terms of each of ``tokens(text)`` in order, and
         likewise for queries; the analyzer's fast path is checked against this one.
         """
-        raw = token.text
-        if not token.is_identifier:
-            word = self._word(raw)
-            return () if word is None else (word,)
-        whole = self._case(raw)
-        if not self.spec.identifier_parts or (for_query and any(c.isdigit() for c in raw)):
-            return (whole,)
-        return (whole, *self._parts(raw, whole))
+        return self._terms(token.text, token.is_identifier, for_query)
 
     # -- pipeline -----------------------------------------------------------------
 
@@ -261,12 +258,27 @@ class Analyzer:
 
     def _raw_terms(self, raw: str, *, for_query: bool) -> tuple[str, ...]:
         token = _strip_possessive(raw)
-        terms = self.terms_of(Token(token, _is_identifier(token)), for_query=for_query)
-        # a term spelled like its token shares the cache key's string, to save memory
-        return tuple(raw if term == raw else term for term in terms)
+        terms = self._terms(token, _is_identifier(token), for_query)
+        if raw in terms:  # share the cache key's string, to save memory
+            return tuple(raw if term == raw else term for term in terms)
+        return terms
 
-    def _parts(self, raw: str, whole: str) -> Iterable[str]:
+    def _terms(self, raw: str, is_identifier: bool, for_query: bool) -> tuple[str, ...]:
+        if not is_identifier:
+            word = self._word(raw)
+            return () if word is None else (word,)
+        whole = self._case(raw)
+        if (
+            raw.isdigit()  # a number has no parts
+            or not self.spec.identifier_parts
+            or (for_query and any(c.isdigit() for c in raw))
+        ):
+            return (whole,)
+        return (whole, *self._parts(raw, whole))
+
+    def _parts(self, raw: str, whole: str) -> list[str]:
         seen = {whole}
+        parts: list[str] = []
         body = raw.lstrip("-./")
         if body.endswith("++"):
             body = body[:-2]
@@ -278,7 +290,7 @@ class Analyzer:
                     term = self._case(segment)
                     if term not in seen:
                         seen.add(term)
-                        yield term
+                        parts.append(term)
         for piece in _ALL_SPLIT.split(body):
             for atom in _CAMEL.split(piece) if piece else ():
                 if not atom:
@@ -286,7 +298,8 @@ class Analyzer:
                 part = self._word(atom) if atom.isalpha() else self._case(atom)
                 if part is not None and part not in seen:
                     seen.add(part)
-                    yield part
+                    parts.append(part)
+        return parts
 
     def _case(self, text: str) -> str:
         return text.lower() if self.spec.lowercase else text
