@@ -31,7 +31,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import chain
 
 import Stemmer
@@ -115,16 +115,16 @@ _RAW_TOKEN = re.compile(
     re.VERBOSE,
 )
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+_LOOSE = re.compile(r"[:/@=]")
 _LOOSE_SPLIT = re.compile(r"[:/@=]+")
 _ALL_SPLIT = re.compile(r"[-_.:/@+#'=]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_PUNCTUATION = str.maketrans(
-    {
-        **{c: "'" for c in "\u2019\u2018\u02bc"},  # apostrophes
-        **{c: "-" for c in "\u2010\u2011\u2012\u2013"},  # dashes
-    }
+# Typographic apostrophes and dashes, as their ASCII forms (``str.replace`` of the few
+# present is much faster than ``str.translate`` over a long non-ASCII text).
+_PUNCTUATION = (
+    *(("\u2019", "'"), ("\u2018", "'"), ("\u02bc", "'")),
+    *(("\u2010", "-"), ("\u2011", "-"), ("\u2012", "-"), ("\u2013", "-")),
 )
-_TO_TRANSLATE = re.compile("[\u2019\u2018\u02bc\u2010-\u2013]")
 # Distinct raw tokens whose terms an analyzer memoises (per kind: index, query).
 TERM_CACHE_SIZE = 1_000_000
 
@@ -212,12 +212,8 @@ class Analyzer:
         self._stemmer = (
             None if self.spec.stemmer == "none" else Stemmer.Stemmer(self.spec.stemmer, 0)
         )
-        self._index_cache = _TermCache(
-            lambda raw: self._raw_terms(raw, for_query=False), TERM_CACHE_SIZE
-        )
-        self._query_cache = _TermCache(
-            lambda raw: self._raw_terms(raw, for_query=True), TERM_CACHE_SIZE
-        )
+        self._index_cache = _TermCache(partial(self._raw_terms, for_query=False), TERM_CACHE_SIZE)
+        self._query_cache = _TermCache(partial(self._raw_terms, for_query=True), TERM_CACHE_SIZE)
 
     # -- public -------------------------------------------------------------------
 
@@ -257,6 +253,9 @@ class Analyzer:
         return list(chain.from_iterable(map(cache.__getitem__, raws)))
 
     def _raw_terms(self, raw: str, *, for_query: bool) -> tuple[str, ...]:
+        if raw.isalpha() and (raw.islower() or raw[1:].islower()):  # a plain word: no hump
+            word = self._word(raw)
+            return () if word is None else (raw if word == raw else word,)
         token = _strip_possessive(raw)
         terms = self._terms(token, _is_identifier(token), for_query)
         if raw in terms:  # share the cache key's string, to save memory
@@ -283,7 +282,7 @@ class Analyzer:
         if body.endswith("++"):
             body = body[:-2]
         body = body.rstrip("#")
-        segments = [s for s in _LOOSE_SPLIT.split(body) if s]
+        segments = [s for s in _LOOSE_SPLIT.split(body) if s] if _LOOSE.search(body) else ()
         if len(segments) > 1:
             for segment in segments:
                 if _ALL_SPLIT.search(segment):
@@ -292,7 +291,9 @@ class Analyzer:
                         seen.add(term)
                         parts.append(term)
         for piece in _ALL_SPLIT.split(body):
-            for atom in _CAMEL.split(piece) if piece else ():
+            # no camelCase hump without both cases: most pieces need no split
+            flat = piece.islower() or piece.isupper() or piece.isdigit()
+            for atom in (piece,) if flat else _CAMEL.split(piece):
                 if not atom:
                     continue
                 part = self._word(atom) if atom.isalpha() else self._case(atom)
@@ -321,8 +322,9 @@ def _normalize(text: str) -> str:
     if text.isascii():  # NFKC leaves ASCII alone and it has none of _PUNCTUATION
         return text
     text = unicodedata.normalize("NFKC", text)
-    if _TO_TRANSLATE.search(text):
-        text = text.translate(_PUNCTUATION)
+    for typographic, plain in _PUNCTUATION:
+        if typographic in text:
+            text = text.replace(typographic, plain)
     return text
 
 
