@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.resources
 import itertools
 import random
+import re
 from collections.abc import Sequence
 
 import pytest
@@ -87,6 +88,18 @@ def test_approx_token_counter_hand_computed() -> None:
     assert approx_token_counter(["abcdefghijklm"]) == [3]  # 13 chars -> ceil(13/6)
     assert approx_token_counter(["foo.bar()"]) == [4]  # foo . bar ()
     assert approx_token_counter(["ZX-4821 rocks!"]) == [5]  # ZX - 4821 rocks !
+
+
+def test_approx_token_counter_is_its_definition_on_varied_text() -> None:
+    rng = random.Random(6)
+    alphabet = "ab_9é東 \n\t.,-!()'\u00a0"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(500)]
+    texts += ["x" * n for n in range(1, 30)]
+    for text in texts:
+        words = re.findall(r"\w+", text)
+        punctuation = re.findall(r"[^\w\s]+", text)
+        expected = sum((len(w) + 5) // 6 for w in words) + len(punctuation)
+        assert approx_token_counter([text]) == [expected], text
 
 
 def test_approx_token_counter_adds_up_over_whitespace() -> None:
