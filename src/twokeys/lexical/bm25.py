@@ -200,10 +200,11 @@ def score(
     scores = np.zeros(n_docs, np.float32)
     for t, qtf in term_ids.items():
         start, end = int(indptr[t]), int(indptr[t + 1])
+        # rows are distinct within a term; add.at adds in one pass (no gather + scatter)
         if qtf == 1.0:
-            scores[indices[start:end]] += weights[start:end]
+            np.add.at(scores, indices[start:end], weights[start:end])
         else:
-            scores[indices[start:end]] += np.float32(qtf) * weights[start:end]
+            np.add.at(scores, indices[start:end], np.float32(qtf) * weights[start:end])
     return scores
 
 
