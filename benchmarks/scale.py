@@ -14,17 +14,24 @@ so ``src/`` is untouched). Queries are embedded for real, at query time, by the
 default encoder. Search cost depends on the vectors' count, dimension and (for an ANN
 index) their geometry, which sentence means keep close to that of real passages.
 
-Per size, in a fresh subprocess: ``build_index`` with progress (time, peak RSS, size on
-disk), plus the default encoder's passages/s on a sample of the chunks, to estimate
-what embedding all of them for real would add. In another fresh subprocess:
-``open_index`` + first BM25 query (memory-mapped load), first hybrid query, RSS; then
-over the 300 SciFact test queries, interleaved per query: ``Index.search(mode="bm25")``,
-bm25s (numpy backend, same k1/b, built over the same texts in that process),
-``Index.search(mode="hybrid")`` (the default fusion, nothing excluded: analyzer, query
-embedding, BM25, vector search, fusion, SQLite fetch, hits), and the same hybrid search
-again through timing proxies (:class:`_Timed`) for a per-stage breakdown.
+Per size, in a fresh subprocess: ``build_index`` with progress (time per stage, peak
+RSS, size on disk), plus the default encoder's passages/s on a sample of the chunks, to
+estimate what embedding all of them for real would add. In another fresh subprocess:
+``open_index`` + first BM25 query (memory-mapped load), first hybrid query (loads the
+vector index), RSS; then over the 300 SciFact test queries: ``Index.search(mode="bm25")``
+and bm25s (numpy backend, same k1/b, built over the same texts in that process)
+interleaved per query, median of 3 tries; then ``Index.search()`` in the default hybrid
+mode (nothing excluded: analyzer, query embedding, BM25, vector search, fusion, SQLite
+fetch, hits) interleaved with the same search through timing proxies (:class:`_Timed`)
+for a per-stage breakdown.
 
-Run: ``python -m benchmarks scale [--sizes 10000 100000 1000000]``.
+Run: ``python -m benchmarks scale`` (10k and 100k; ``--sizes 1000000`` adds 1M, about
+two hours on this machine, mostly chunking and the HNSW graph; rows of earlier runs are
+kept). ``--query-only`` re-queries indexes built earlier. The pool's real vectors are
+made on the first run (58k short sentences with the default encoder: over an hour on
+two busy cores; ``python -m benchmarks.scale embed-pool --workers N`` on a bigger
+machine) and cached in ``benchmarks/.tmp``, as are real embeddings of 2,000 documents
+for :func:`derived_check`.
 """
 
 from __future__ import annotations
@@ -411,6 +418,7 @@ def build_child(size: int) -> dict[str, Any]:
     corpus = make_corpus(size)
     index = index_dir(size)
     shutil.rmtree(index, ignore_errors=True)
+    code = _code()
     encoder = derived_encoder(for_documents=True)
     encoder.load()  # the pool's real vectors: benchmark input, not build work
     reset_peak_rss()
@@ -451,7 +459,7 @@ def build_child(size: int) -> dict[str, Any]:
         "real_embed_passages_per_s": rate,
         "real_embed_estimate_s": report.chunks / rate,
         "build_load_average": os.getloadavg(),
-        "build_code": _code(),
+        "build_code": code,
     }
 
 
@@ -483,6 +491,7 @@ def query_child(size: int, with_bm25s: bool) -> dict[str, Any]:
     from twokeys.engine import open_index
     from twokeys.evaluation.beir import load_collection
 
+    code = _code()
     coll = load_collection(DATA / "scifact")
     queries = [coll.queries[q] for q in sorted(coll.queries)]
     start = time.perf_counter()
@@ -557,7 +566,7 @@ def query_child(size: int, with_bm25s: bool) -> dict[str, Any]:
     out["qps"] = {name: len(t) / sum(t) for name, t in lat.items()}
     out["query_peak_rss_mb"] = peak_rss_mb()
     out["load_average"] = os.getloadavg()
-    out["query_code"] = _code()
+    out["query_code"] = code
     return out
 
 
