@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import BENCH_DIR, RESULTS, machine_info, version
+from twokeys.dense.selection import DEFAULT_THRESHOLD
 
 COMMANDS = """\
 make bench                                   # venv + peers + every part + this file
@@ -238,8 +239,9 @@ def embedding_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -
 
 
 def vectors_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> list[str]:
+    hnsw = data.get("twokeys_hnsw", {})
     out = [
-        "## Vector search: exact vs ANN peers",
+        "## Vector search: exact vs twokeys HNSW vs ANN peers",
         "",
         f"{data['n']:,} vectors of dimension {data['dim']} made from real SciFact embeddings "
         + (
@@ -248,35 +250,71 @@ def vectors_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> 
             else ""
         )
         + "(two documents mixed + noise, normalised); the 300 real SciFact test queries; "
-        f"recall@10 against exact float32; one query at a time, one thread; builds with "
-        f"{data['build_threads']} threads, HNSW M = {data['hnsw']['M']}, "
-        f"ef_construction = {data['hnsw']['ef_construction']}. Versions: "
-        + ", ".join(f"{k} {v}" for k, v in data["versions"].items())
-        + ".",
+        f"recall@10 against exact float32; one query at a time, one thread. twokeys HNSW "
+        f"(`twokeys.dense.ann`, hnswlib inside) is built as `twokeys index` builds it: one "
+        f"thread, M = {hnsw.get('m')}, ef_construction = {hnsw.get('ef_construction')}, "
+        f"then saved as arrays and reloaded; its times include re-scoring the candidates and "
+        f"building `ScoredChunk` rows. Peers are built with {data['build_threads']} threads, "
+        f"HNSW M = {data['hnsw']['M']}, ef_construction = {data['hnsw']['ef_construction']}. "
+        "Versions: " + ", ".join(f"{k} {v}" for k, v in data["versions"].items()) + ".",
         "",
     ]
     out += _table(
         ("system", "recall@10", "p50 ms", "p95 ms", "build s"),
         [(n, s["recall@10"], s["p50"], s["p95"], s["build_s"]) for n, s in data["systems"].items()],
     )
+    if hnsw:
+        out += [
+            "",
+            f"twokeys HNSW at {data['n']:,} vectors: graph {hnsw['graph_mb']:,.0f} MB on disk "
+            f"(hnswlib keeps its own float32 copy of the vectors), loaded in "
+            f"{hnsw['load_s']:.2f} s.",
+        ]
     if data.get("unavailable"):
         out += [
             "",
             "Not measured: " + "; ".join(f"{k}: {v}" for k, v in data["unavailable"].items()),
         ]
-    out += ["", "Exact search latency by size (p50 / p95 ms, first 100 queries):", ""]
-    out += _table(
-        ("vectors", "float32 p50", "float32 p95", "float16 p50", "float16 p95"),
-        [
+    by_size = data.get("by_size_ms", {})
+    estimates = data.get("hnsw_estimates", {})
+    out += [
+        "",
+        f"Exact search vs twokeys HNSW (ef = {hnsw.get('ef_search')}) by size, first "
+        f"{data.get('by_size_queries', 100)} queries (ms). `float16 before`: numpy's float16 "
+        "product, as twokeys searched float16 storage before (20 queries); `est.`: "
+        "extrapolated from the largest HNSW build (build n log n, latency log n), not run:",
+        "",
+    ]
+    rows = []
+    for size, v in by_size.items():
+        h = v.get("twokeys HNSW")
+        est = estimates.get(size)
+        rows.append(
             (
                 f"{int(size):,}",
-                v["float32"]["p50"],
-                v["float32"]["p95"],
-                v["float16"]["p50"],
-                v["float16"]["p95"],
+                v["exact float32"]["p50"],
+                v["exact float32"]["p95"],
+                v["exact float16"]["p50"],
+                v.get("numpy float16 (before)", {}).get("p50"),
+                h["p50"] if h else (f"{est['p50']:.2f} est." if est else None),
+                h["p95"] if h else None,
+                h["recall@10"] if h else None,
+                h["build_s"] if h else (f"{est['build_s']:,.0f} est." if est else None),
             )
-            for size, v in data["exact_scaling_ms"].items()
-        ],
+        )
+    out += _table(
+        (
+            "vectors",
+            "exact f32 p50",
+            "exact f32 p95",
+            "exact f16 p50",
+            "f16 before p50",
+            "HNSW p50",
+            "HNSW p95",
+            "HNSW recall@10",
+            "HNSW build s (1 thread)",
+        ),
+        rows,
     )
     quality = data["scifact_storage_quality"]
     out += ["", "Quantised storage, real SciFact documents and qrels, exact search:", ""]
@@ -297,29 +335,39 @@ def vectors_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> 
         ],
     )
     out.append("")
-    ann = {
-        n: s
-        for n, s in data["systems"].items()
-        if ("HNSW" in n or "hnswlib" in n or "usearch" in n)
-    }
-    good = {n: s for n, s in ann.items() if s["recall@10"] >= 0.95}
-    if good:
-        best = min(good, key=lambda n: good[n]["p50"])
-        exact = data["systems"]["twokeys exact float32"]["p50"]
+    exact = data["systems"]["twokeys exact float32"]
+    ours = data["systems"].get(f"twokeys HNSW M={hnsw.get('m')} ef={hnsw.get('ef_search')}")
+    if ours is not None:
         detail = (
-            f"peers reach it ({best}: recall {good[best]['recall@10']:.3f}, p50 "
-            f"{good[best]['p50']:.2f} ms vs exact {exact:.2f} ms); twokeys has no ANN index yet"
+            f"twokeys HNSW (default M={hnsw['m']}, ef={hnsw['ef_search']}): recall "
+            f"{ours['recall@10']:.3f}, p50 {ours['p50']:.2f} ms vs exact {exact['p50']:.2f} ms "
+            f"at {data['n']:,} vectors; `auto` uses it from {DEFAULT_THRESHOLD:,} vectors"
         )
+        met = ours["recall@10"] >= 0.95
     else:
-        detail = "no peer configuration reached 0.95; twokeys has no ANN index"
-    goals.append(_goal("ANN above a size threshold with recall@10 >= 0.95", False, detail))
+        detail, met = "twokeys HNSW not measured", None
+    goals.append(_goal("ANN above a size threshold with recall@10 >= 0.95", met, detail))
     f16 = quality["float16"]["nDCG@10"] - base
+    int8 = quality["int8 (per-dim scale)"]["nDCG@10"] - base
+    speed = data["systems"]["twokeys exact float16"]["p50"] / exact["p50"]
+    before = [
+        (int(size), v["numpy float16 (before)"]["p50"] / v["exact float32"]["p50"])
+        for size, v in by_size.items()
+        if "numpy float16 (before)" in v
+    ]
     goals.append(
         _goal(
             "quantised storage option with measured quality cost",
             True,
-            f"float16 is an IndexOptions dtype: nDCG@10 {f16:+.4f}; int8 measured here only "
-            f"({quality['int8 (per-dim scale)']['nDCG@10'] - base:+.4f}), not in twokeys",
+            f"float16 (`--float16`): nDCG@10 {f16:+.4f}, recall@10 "
+            f"{data['systems']['twokeys exact float16']['recall@10']:.3f}; exact float16 search "
+            f"{speed:.2f}x float32's time"
+            + (
+                f" (numpy's float16 product, before: {before[-1][1]:.0f}x at {before[-1][0]:,})"
+                if before
+                else ""
+            )
+            + f"; int8 measured here only ({int8:+.4f})",
         )
     )
     return out
@@ -417,25 +465,20 @@ def scale_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> li
         "where they came from.",
         "",
         "Cost by size (build: chunking with the encoder's tokenizer, derived vectors, "
-        "lexical index, SQLite (the rest), HNSW graph where used; peak RSS of the build process, Δ "
-        "over its RSS before the build, which holds the encoder and the pool's vectors; "
-        "load: `open_index` + first BM25 query, then the first hybrid query, which loads "
-        "the vector index; RSS after: growth over the RSS before opening):",
+        "lexical index, SQLite, HNSW graph where used; load: `open_index` + first BM25 "
+        "query, then the first hybrid query, which loads the vector index):",
         "",
     ]
     table = []
     for r in rows:
         stages = r.get("build_stages_s", {})
-        split = [
-            next((v for k, v in stages.items() if k.startswith(prefix)), 0.0)
-            for prefix in ("Reading", "Embedding", "Lexical", "Vector index")
-        ]
+        hnsw = next((v for k, v in stages.items() if "HNSW" in k), None)
         table.append(
             (
                 f"{r['chunks']:,}",
                 r["build_s"],
-                " / ".join(f"{v:,.0f}" for v in split),
-                f"{r['peak_rss_mb']:,.0f} ({r['build_delta_mb']:,.0f})",
+                hnsw,
+                r["peak_rss_mb"],
                 r["disk_mb"],
                 r["load_plus_first_query_s"],
                 r["load_rss_mb"],
@@ -449,8 +492,8 @@ def scale_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> li
         (
             "chunks",
             "build s",
-            "of which chunking / vectors / lexical / HNSW s",
-            "build peak RSS MB (Δ)",
+            "of which HNSW s",
+            "build peak RSS MB",
             "disk MB",
             "open + 1st BM25 query s",
             "RSS after MB",
@@ -537,12 +580,7 @@ def scale_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> li
         out += ["", f"![cost growth with corpus size]({data['plot']})"]
     out += [
         "",
-        "Measured code (commit, and files of `src/` changed from it): "
-        + "; ".join(
-            f"{r['chunks']:,}: built {r.get('build_code', '?')}, queried {r.get('query_code', '?')}"
-            for r in rows
-        )
-        + ".",
+        "Measured code: " + ", ".join(f"{r['chunks']:,}: {r.get('code', '?')}" for r in rows) + ".",
         "",
     ]
     _scale_goals(rows, goals)

@@ -6,13 +6,20 @@ random documents (weight ``a ~ U(0.3, 0.7)``) plus Gaussian noise (sigma 0.01 a
 dimension), then L2-normalised: real embedding geometry, no repeated rows. Queries are
 the 300 real SciFact test queries. Ground truth is exact float32 search.
 
-Measured, one query at a time on one thread, interleaved per query: latency of exact
-search (twokeys ``ExactVectorIndex``, float32 and float16 storage) at several sizes
-(to find the size above which an ANN index pays), ANN build time and recall@10 against
-exact, and the quality cost of quantised storage (float16, int8) as recall@10 on the
-synthetic base and nDCG@10 on the real SciFact documents and qrels.
+Measured, one query at a time on one thread, interleaved per query:
 
-Run: ``python -m benchmarks vectors``.
+- on ``--n`` vectors: recall@10 against exact, latency and build time of twokeys' own
+  HNSW index (:class:`twokeys.dense.ann.HnswVectorIndex`, built on one thread as
+  ``twokeys index`` builds it, then saved and reloaded through its arrays) next to
+  hnswlib, faiss HNSW and usearch (built with ``--threads``), and exact search;
+- by size (``--sizes``, default 10k, 100k, 1M): exact search (float32, float16 as
+  twokeys scores it now, and numpy's float16 product as it did before) against twokeys'
+  HNSW (built up to ``--hnsw-max``; above it, build time and latency are extrapolated
+  from the largest build and marked so), to find the size above which an ANN index pays;
+- the quality cost of quantised storage (float16, int8) as recall@10 on the synthetic
+  base and nDCG@10 on the real SciFact documents and qrels.
+
+Run: ``python -m benchmarks vectors`` (``--n 5000 --sizes 2000 5000`` for a smoke test).
 """
 
 from __future__ import annotations
@@ -64,21 +71,72 @@ def scifact_embeddings(
     return corpus.ids, docs, qids, queries
 
 
-def synthetic_base(docs: Vectors, n: int, seed: int = 0) -> Vectors:
-    rng = np.random.default_rng(seed)
-    i = rng.integers(0, len(docs), n)
-    j = rng.integers(0, len(docs), n)
-    a = rng.uniform(0.3, 0.7, (n, 1)).astype(np.float32)
-    base = a * docs[i] + (1 - a) * docs[j]
-    base += rng.normal(0, 0.01, base.shape).astype(np.float32)
-    base /= np.linalg.norm(base, axis=1, keepdims=True)
-    return base.astype(np.float32)
+def synthetic_base(docs: Vectors, n: int, seed: int = 0, block: int = 50_000) -> Vectors:
+    """Generated a block at a time (each block seeded by its number), so memory stays
+    near the output's and a smaller base is a prefix of a larger one."""
+    base = np.empty((n, docs.shape[1]), np.float32)
+    for number, start in enumerate(range(0, n, block)):
+        rng = np.random.default_rng([seed, number])
+        m = min(block, n - start)
+        i = rng.integers(0, len(docs), m)
+        j = rng.integers(0, len(docs), m)
+        a = rng.uniform(0.3, 0.7, (m, 1)).astype(np.float32)
+        part = a * docs[i] + (1 - a) * docs[j]
+        part += rng.normal(0, 0.01, part.shape).astype(np.float32)
+        part /= np.linalg.norm(part, axis=1, keepdims=True)
+        base[start : start + m] = part
+    return base
 
 
 def exact_search(matrix: npt.NDArray[np.floating]) -> Search:
     from twokeys.dense.exact import ExactVectorIndex
 
     index = ExactVectorIndex(matrix)
+    return lambda q: np.array([h.row for h in index.search(q, K)], np.int64)
+
+
+def numpy_float16_search(matrix: npt.NDArray[np.float16]) -> Search:
+    """twokeys' exact float16 search before the fix: numpy's float16 matmul."""
+    from twokeys.topk import top_k
+
+    def search(q: Vectors) -> npt.NDArray[np.int64]:
+        rows, _ = top_k((matrix @ q.astype(np.float16)).astype(np.float32), K)
+        return rows
+
+    return search
+
+
+def build_twokeys_hnsw(base: Vectors) -> dict[str, Any]:
+    """twokeys' HNSW index with its default parameters, built as ``twokeys index`` does
+    (one thread), then saved as arrays and reloaded (what opening an index does)."""
+    from twokeys.dense.ann import HnswVectorIndex
+    from twokeys.dense.selection import HnswParams
+
+    params = HnswParams()
+    start = time.perf_counter()
+    built = HnswVectorIndex.build(base, params)
+    build_s = time.perf_counter() - start
+    arrays = built.to_arrays()
+    del built
+    start = time.perf_counter()
+    HnswVectorIndex.from_arrays(arrays, base, params)
+    load_s = time.perf_counter() - start
+    return {
+        "arrays": arrays,
+        "params": params,
+        "build_s": build_s,
+        "load_s": load_s,
+        "bytes": int(sum(a.nbytes for a in arrays.values())),
+    }
+
+
+def twokeys_hnsw_search(graph: dict[str, Any], base: Vectors, ef: int) -> Search:
+    from dataclasses import replace
+
+    from twokeys.dense.ann import HnswVectorIndex
+
+    params = replace(graph["params"], ef_search=ef)
+    index = HnswVectorIndex.from_arrays(graph["arrays"], base, params)
     return lambda q: np.array([h.row for h in index.search(q, K)], np.int64)
 
 
@@ -214,10 +272,73 @@ def scifact_quality(
     return out
 
 
+def exact_vs_ann_by_size(
+    base: Vectors,
+    queries: Vectors,
+    sizes: Sequence[int],
+    graphs: dict[int, dict[str, Any]],
+    before_max: int,
+) -> dict[int, dict[str, Any]]:
+    """Exact (float32, float16 now and before) and twokeys HNSW latency at each size."""
+    out: dict[int, dict[str, Any]] = {}
+    for size in sizes:
+        log(f"exact vs HNSW at {size:,} vectors")
+        part = base[:size]
+        half = part.astype(np.float16)
+        systems: dict[str, Search] = {
+            "exact float32": exact_search(part),
+            "exact float16": exact_search(half),
+        }
+        if size in graphs:
+            systems["twokeys HNSW"] = twokeys_hnsw_search(
+                graphs[size], part, graphs[size]["params"].ef_search
+            )
+        timed = time_queries(systems, queries)
+        truth = timed["results"]["exact float32"]
+        row: dict[str, Any] = {
+            name: {
+                "recall@10": recall(timed["results"][name], truth),
+                **{k: 1000 * v for k, v in percentiles(t).items()},
+            }
+            for name, t in timed["latency"].items()
+        }
+        if size in graphs:
+            g = graphs[size]
+            row["twokeys HNSW"].update(
+                build_s=g["build_s"], load_s=g["load_s"], graph_mb=g["bytes"] / 1e6
+            )
+        if size <= before_max:  # slow: a few queries suffice
+            before = time_queries({"numpy float16": numpy_float16_search(half)}, queries[:20])
+            row["numpy float16 (before)"] = {
+                k: 1000 * v for k, v in percentiles(before["latency"]["numpy float16"]).items()
+            }
+        out[size] = row
+        del half
+    return out
+
+
+def extrapolate_hnsw(rows: dict[int, dict[str, Any]], size: int) -> dict[str, float] | None:
+    """HNSW cost at ``size`` from the largest measured build: build time grows as
+    n log n, query latency as log n, graph size linearly (Malkov & Yashunin 2018)."""
+    measured = [s for s, r in rows.items() if "build_s" in r.get("twokeys HNSW", {})]
+    if not measured:
+        return None
+    ref = max(measured)
+    hnsw = rows[ref]["twokeys HNSW"]
+    grow = np.log(size) / np.log(ref)
+    return {
+        "from_size": ref,
+        "build_s": hnsw["build_s"] * size / ref * grow,
+        "p50": hnsw["p50"] * grow,
+        "graph_mb": hnsw["graph_mb"] * size / ref,
+    }
+
+
 def run(
     collection: Path,
     n: int,
     sizes: Sequence[int],
+    hnsw_max: int,
     threads: int,
     m: int,
     efc: int,
@@ -225,33 +346,38 @@ def run(
 ) -> Any:
     ids, docs, qids, queries = scifact_embeddings(collection, doc_words)
     quality = scifact_quality(collection, ids, docs, qids, queries)
-    log(f"synthetic base of {n} vectors from {len(docs)} real embeddings")
-    base = synthetic_base(docs, n)
+    biggest = max(n, *sizes)
+    log(f"synthetic base of {biggest:,} vectors from {len(docs)} real embeddings")
+    full = synthetic_base(docs, biggest)
+    base = full[:n].copy()
 
-    log(f"exact search latency at sizes {list(sizes)}")
-    exact_scaling = {}
-    for size in sizes:
-        timed = time_queries(
-            {
-                "float32": exact_search(base[:size]),
-                "float16": exact_search(base[:size].astype(np.float16)),
-            },
-            queries[:100],
-        )
-        exact_scaling[size] = {
-            name: {k: 1000 * v for k, v in percentiles(t).items()}
-            for name, t in timed["latency"].items()
-        }
+    graphs: dict[int, dict[str, Any]] = {}
+    for size in sorted({n, *(s for s in sizes if s <= hnsw_max)}):
+        log(f"building twokeys HNSW on {size:,} vectors (one thread)")
+        graphs[size] = build_twokeys_hnsw(full[:size])
+        log(f"  {graphs[size]['build_s']:.1f} s")
+    by_size = exact_vs_ann_by_size(full, queries[:100], sizes, graphs, before_max=100_000)
+    estimates = {
+        size: est
+        for size in sizes
+        if size not in graphs and (est := extrapolate_hnsw(by_size, size)) is not None
+    }
+    del full
 
-    log(f"building ANN peers on {n} vectors ({threads} build threads)")
+    log(f"building ANN peers on {n:,} vectors ({threads} build threads)")
     built = build_ann(base, threads, m, efc)
     systems: dict[str, Search] = {
         "twokeys exact float32": exact_search(base),
         "twokeys exact float16": exact_search(base.astype(np.float16)),
         "exact int8 (per-dim scale)": int8_search(base),
     }
+    build_s: dict[str, float | None] = {}
+    graph = graphs[n]
+    for ef in (32, 64, 128):
+        name = f"twokeys HNSW M={graph['params'].m} ef={ef}"
+        systems[name] = twokeys_hnsw_search(graph, base, ef)
+        build_s[name] = graph["build_s"]
     notes = {}
-    build_s = {}
     for name, (search, info) in built.items():
         if search is None:
             notes[name] = info
@@ -276,8 +402,16 @@ def run(
         "queries": len(queries),
         "build_threads": threads,
         "hnsw": {"M": m, "ef_construction": efc},
+        "twokeys_hnsw": {
+            **graph["params"].to_dict(),
+            "build_threads": 1,
+            "load_s": graph["load_s"],
+            "graph_mb": graph["bytes"] / 1e6,
+        },
         "versions": {p: version(p) for p in ("numpy", "hnswlib", "faiss-cpu", "usearch")},
-        "exact_scaling_ms": exact_scaling,
+        "by_size_queries": min(100, len(queries)),
+        "by_size_ms": by_size,
+        "hnsw_estimates": estimates,
         "systems": table,
         "unavailable": notes,
         "scifact_storage_quality": quality,
@@ -288,20 +422,30 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--collection", type=Path, default=DATA / "scifact")
     parser.add_argument("--n", type=int, default=100_000)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 30_000, 100_000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument(
+        "--hnsw-max", type=int, default=100_000, help="build twokeys HNSW up to this size"
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--m", type=int, default=16)
     parser.add_argument("--ef-construction", type=int, default=100)
-    parser.add_argument("--doc-words", type=int, default=None, help="embed only first N words")
+    parser.add_argument(
+        "--doc-words",
+        type=int,
+        default=32,
+        help="embed only each document's first N words (0: whole documents, about an "
+        "hour on two shared cores)",
+    )
     args = parser.parse_args(argv)
     result = run(
         args.collection,
         args.n,
         args.sizes,
+        args.hnsw_max,
         args.threads,
         args.m,
         args.ef_construction,
-        args.doc_words,
+        args.doc_words or None,
     )
     log(f"wrote {save_result('vectors', result)}")
 

@@ -152,9 +152,7 @@ def test_hnsw_round_trips_through_arrays(
     assert list(arrays)[-1] == META  # the header is written last
     assert all(a.dtype != object for a in arrays.values())
     names = HnswVectorIndex.array_names(arrays[META])
-    loaded = HnswVectorIndex.from_arrays(
-        {n: arrays[n] for n in (*names, META)}, base, HnswParams(ef_search=64)
-    )
+    loaded = HnswVectorIndex.from_arrays({n: arrays[n] for n in (*names, META)}, base, HnswParams())
     for q in queries[:50]:
         assert loaded.search(q, K) == graph.search(q, K)
 
