@@ -465,20 +465,25 @@ def scale_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> li
         "where they came from.",
         "",
         "Cost by size (build: chunking with the encoder's tokenizer, derived vectors, "
-        "lexical index, SQLite, HNSW graph where used; load: `open_index` + first BM25 "
-        "query, then the first hybrid query, which loads the vector index):",
+        "lexical index, SQLite (the rest), HNSW graph where used; peak RSS of the build process, Δ "
+        "over its RSS before the build, which holds the encoder and the pool's vectors; "
+        "load: `open_index` + first BM25 query, then the first hybrid query, which loads "
+        "the vector index; RSS after: growth over the RSS before opening):",
         "",
     ]
     table = []
     for r in rows:
         stages = r.get("build_stages_s", {})
-        hnsw = next((v for k, v in stages.items() if "HNSW" in k), None)
+        split = [
+            next((v for k, v in stages.items() if k.startswith(prefix)), 0.0)
+            for prefix in ("Reading", "Embedding", "Lexical", "Vector index")
+        ]
         table.append(
             (
                 f"{r['chunks']:,}",
                 r["build_s"],
-                hnsw,
-                r["peak_rss_mb"],
+                " / ".join(f"{v:,.0f}" for v in split),
+                f"{r['peak_rss_mb']:,.0f} ({r['build_delta_mb']:,.0f})",
                 r["disk_mb"],
                 r["load_plus_first_query_s"],
                 r["load_rss_mb"],
@@ -492,8 +497,8 @@ def scale_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> li
         (
             "chunks",
             "build s",
-            "of which HNSW s",
-            "build peak RSS MB",
+            "of which chunking / vectors / lexical / HNSW s",
+            "build peak RSS MB (Δ)",
             "disk MB",
             "open + 1st BM25 query s",
             "RSS after MB",
@@ -580,7 +585,12 @@ def scale_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> li
         out += ["", f"![cost growth with corpus size]({data['plot']})"]
     out += [
         "",
-        "Measured code: " + ", ".join(f"{r['chunks']:,}: {r.get('code', '?')}" for r in rows) + ".",
+        "Measured code (commit, and files of `src/` changed from it): "
+        + "; ".join(
+            f"{r['chunks']:,}: built {r.get('build_code', '?')}, queried {r.get('query_code', '?')}"
+            for r in rows
+        )
+        + ".",
         "",
     ]
     _scale_goals(rows, goals)
