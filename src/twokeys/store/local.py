@@ -50,6 +50,7 @@ from twokeys.store.base import (
 from twokeys.types import Chunk
 
 MANIFEST = "manifest.json"
+_SQLITE_MMAP_BYTES = 1 << 40  # SQLite caps it at its compiled maximum (2 GB by default)
 DATABASE = "twokeys.sqlite"
 LOCK = ".lock"
 
@@ -111,6 +112,9 @@ class LocalIndex(IndexBackend):
             self._db = sqlite3.connect(
                 f"{db_file.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False
             )
+            # read pages through a memory map (a generation's files never change) instead of
+            # a read() per page: hits scattered over the chunks table fetch faster
+            self._db.execute(f"PRAGMA mmap_size = {_SQLITE_MMAP_BYTES}")
             self._db.execute("SELECT count(*) FROM documents").fetchone()
         except sqlite3.Error as exc:
             raise IndexFormatError(f"{db_file}: unreadable database ({exc})") from exc
