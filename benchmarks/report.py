@@ -61,7 +61,8 @@ def bm25_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> lis
         "- `twokeys-index`: `build_index(IndexOptions(encoder=None))` + `Index.search(mode='bm25')`"
         " (chunks, SQLite fetch, `Hit` objects): what a user calls.",
         "- `twokeys-docs`: twokeys' analyzer + `build_term_matrix` + `bm25_weights` + "
-        "`ArrayLexicalIndex` on whole documents: like for like with bm25s.",
+        "`ArrayLexicalIndex` on whole documents: like for like with bm25s; its batch mode is "
+        "`ArrayLexicalIndex.search_many`.",
         "- `bm25s`: numpy backend, `method='lucene'`, its tokenizer, English stopwords, "
         "PyStemmer Porter2. `rank_bm25`: `BM25Okapi` on twokeys analyzer tokens.",
         "",
@@ -104,14 +105,17 @@ def bm25_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> lis
         "tracemalloc's peak of Python + numpy allocations during the build, and what the "
         "built index (with its tokenizer/analyzer state) still holds afterwards.",
         "",
-        "Batch mode (all 300 queries at once):",
+        f"Batch mode (all {data['queries']} queries at once; `search_many` gives the same "
+        "hits as one query at a time). CPU ÷ wall: this process's CPU seconds per second "
+        "during the mode, above 1 when both cores worked at once (other load on the machine "
+        "keeps it below 2):",
         "",
     ]
     batch = data["batch"]
     bref = batch["bm25s batch, 2 threads"]["qps"]
     out += _table(
-        ("mode", "queries/s", "÷ bm25s batch 2 threads"),
-        [(name, b["qps"], b["qps"] / bref) for name, b in batch.items()],
+        ("mode", "queries/s", "÷ bm25s batch 2 threads", "CPU ÷ wall"),
+        [(name, b["qps"], b["qps"] / bref, b.get("cpu_per_wall")) for name, b in batch.items()],
     )
     out += ["", "Quality (nDCG@10 and R@100 over documents; chunk hits collapsed):", ""]
     out += _table(
@@ -131,29 +135,34 @@ def bm25_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> lis
     speed_user = single["twokeys-index"]["qps"] / ref
     goals.append(
         _goal(
-            "BM25 single-query throughput >= 1.5x bm25s (SciFact)",
-            speed >= 1.5,
+            "BM25 single-query throughput >= 1.5x bm25s (SciFact; arrays and `Index.search`)",
+            min(speed, speed_user) >= 1.5,
             f"twokeys-docs {speed:.2f}x, twokeys-index {speed_user:.2f}x bm25s",
         )
     )
-    best_tk_batch = max(
-        v["qps"] for k, v in batch.items() if k.startswith("twokeys") and "pool" in k
-    )
-    goals.append(
-        _goal(
-            "batch query mode using both cores",
-            False,
-            "twokeys has no batch API; a 2-thread pool over `search` gives "
-            f"{best_tk_batch / bref:.2f}x bm25s' 2-thread batch "
-            f"({best_tk_batch / single['twokeys-docs']['qps']:.2f}x its own sequential)",
+    many_1 = batch.get("twokeys-docs search_many, 1 thread")
+    many_2 = batch.get("twokeys-docs search_many, 2 threads")
+    user_many = batch.get("twokeys-index Index.search_many")
+    if many_1 and many_2 and user_many:
+        scaling = many_2["qps"] / many_1["qps"]
+        cpu = many_2.get("cpu_per_wall", 0.0)
+        goals.append(
+            _goal(
+                "batch query mode using both cores",
+                scaling >= 1.2 or cpu >= 1.2,
+                f"`search_many` on 2 threads: {many_2['qps'] / bref:.2f}x bm25s' 2-thread "
+                f"batch, {scaling:.2f}x its own 1 thread (CPU ÷ wall {cpu:.2f}); "
+                f"`Index.search_many` {user_many['qps'] / bref:.2f}x",
+            )
         )
-    )
+    else:
+        goals.append(_goal("batch query mode using both cores", None, "no twokeys batch run"))
     build = data["build_s"]["twokeys-docs"] / data["build_s"]["bm25s"]
     build_user = data["build_s"]["twokeys-index"] / data["build_s"]["bm25s"]
     goals.append(
         _goal(
             "index build time <= bm25s",
-            build <= 1.0,
+            max(build, build_user) <= 1.0,
             f"twokeys-docs {build:.2f}x, twokeys-index (chunk + SQLite) {build_user:.2f}x "
             "bm25s' time",
         )
@@ -165,7 +174,11 @@ def bm25_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> lis
     goals.append(
         _goal(
             "peak memory <= bm25s",
-            mem_ratio("twokeys-docs", "traced_build_peak_mb") <= 1.0,
+            max(
+                mem_ratio(name, "traced_build_peak_mb")
+                for name in ("twokeys-docs", "twokeys-index")
+            )
+            <= 1.0,
             "build traced peak: twokeys-docs "
             f"{mem_ratio('twokeys-docs', 'traced_build_peak_mb'):.2f}x, twokeys-index "
             f"{mem_ratio('twokeys-index', 'traced_build_peak_mb'):.2f}x bm25s; RSS Δ: "
