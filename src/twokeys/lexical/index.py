@@ -42,8 +42,13 @@ class ArrayLexicalIndex(LexicalIndex):
         self._matrix: scipy.sparse.csr_array | None = None
 
     def _query_ids(self, terms: Sequence[str]) -> dict[int, float]:
-        counts = Counter(t for t in terms if t in self._vocabulary)
-        return {self._vocabulary[t]: float(c) for t, c in sorted(counts.items())}
+        """{term id: count} of the known terms, in term order (the order scores are summed)."""
+        vocabulary = self._vocabulary
+        counts: dict[str, float] = {}
+        for term in terms:
+            if term in vocabulary:
+                counts[term] = counts.get(term, 0.0) + 1.0
+        return {vocabulary[t]: c for t, c in sorted(counts.items())}
 
     def search(self, terms: Sequence[str], k: int) -> list[ScoredChunk]:
         ids = self._query_ids(terms)
