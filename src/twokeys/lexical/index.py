@@ -20,7 +20,7 @@ from twokeys.types import ScoredChunk
 # A batch search multiplies a block of queries at a time; a block's postings (an upper
 # bound of its sparse scores) stay under this, 32 MB of scores and chunk rows at most.
 _BLOCK_POSTINGS = 1 << 22
-_BLOCK_QUERIES = 64
+_BLOCK_QUERIES = 32
 
 
 class ArrayLexicalIndex(LexicalIndex):
@@ -65,24 +65,27 @@ class ArrayLexicalIndex(LexicalIndex):
         A block of queries becomes a sparse (queries x terms) matrix multiplied by the
         (terms x chunks) weight matrix; scipy adds the same float32 products in the same
         term order as :func:`twokeys.lexical.bm25.score`, so scores and rankings are
-        identical to :meth:`search`. The sparse product releases the GIL, so blocks on
-        different threads use different cores.
+        identical to :meth:`search`. The products run on ``threads`` worker threads
+        (scipy releases the GIL in them) while this thread takes the top ``k`` of each
+        finished block: Python work stays on one thread, so threads don't queue for the
+        GIL, and it overlaps with the products.
         """
-        ids = [self._query_ids(terms) for terms in queries]
-        blocks = self._blocks(ids)
-        workers = min(len(blocks), threads or _cores())
-        self._weight_matrix()  # built once, before any thread needs it
+        matrices = [self._query_matrix(block) for block in self._blocks(queries)]
+        weights = self._weight_matrix()
+        workers = min(len(matrices), threads or _cores())
         if workers <= 1:
-            return list(chain.from_iterable(self._search_block(b, k) for b in blocks))
+            return [run for m in matrices for run in _top_runs(m @ weights, k)]
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(chain.from_iterable(pool.map(lambda b: self._search_block(b, k), blocks)))
+            products = pool.map(lambda m: m @ weights, matrices)
+            return [run for product in products for run in _top_runs(product, k)]
 
-    def _blocks(self, ids: list[dict[int, float]]) -> list[list[dict[int, float]]]:
-        """Consecutive queries, cut where a block would exceed its size limits."""
+    def _blocks(self, queries: Sequence[Sequence[str]]) -> list[list[dict[int, float]]]:
+        """Query term ids in consecutive blocks, cut where a block would exceed its limits."""
         blocks: list[list[dict[int, float]]] = []
         block: list[dict[int, float]] = []
         postings = 0
-        for query in ids:
+        for terms in queries:
+            query = self._query_ids(terms)
             size = sum(int(self._indptr[t + 1] - self._indptr[t]) for t in query)
             if block and (postings + size > _BLOCK_POSTINGS or len(block) == _BLOCK_QUERIES):
                 blocks.append(block)
@@ -93,21 +96,16 @@ class ArrayLexicalIndex(LexicalIndex):
             blocks.append(block)
         return blocks
 
-    def _search_block(self, ids: Sequence[Mapping[int, float]], k: int) -> list[list[ScoredChunk]]:
+    def _query_matrix(self, ids: Sequence[Mapping[int, float]]) -> scipy.sparse.csr_array:
+        """Queries x terms, each query's term counts as float32."""
         counts = np.fromiter(map(len, ids), np.int64, len(ids))
         indptr = np.zeros(len(ids) + 1, np.int64)
         np.cumsum(counts, out=indptr[1:])
         terms = np.fromiter(chain.from_iterable(ids), np.int32, int(indptr[-1]))
         qtf = np.fromiter(chain.from_iterable(q.values() for q in ids), np.float32, terms.size)
-        queries = scipy.sparse.csr_array(
+        return scipy.sparse.csr_array(
             (qtf, terms, indptr.astype(np.int32)), shape=(len(ids), len(self._vocabulary))
         )
-        scores = queries @ self._weight_matrix()  # sparse: only the chunks a query matches
-        bounds = scores.indptr.tolist()
-        return [
-            _run(*top_k_entries(scores.indices[s:e], scores.data[s:e], k))
-            for s, e in pairwise(bounds)
-        ]
 
     def _weight_matrix(self) -> scipy.sparse.csr_array:
         """The (terms x chunks) weights as a CSR matrix over the same arrays (no copy)."""
@@ -147,6 +145,14 @@ class ArrayLexicalIndex(LexicalIndex):
             np.int64,
         )
         return [float(x) for x in bm25.idf(df, self._n_docs)]
+
+
+def _top_runs(scores: scipy.sparse.csr_array, k: int) -> list[list[ScoredChunk]]:
+    """The run of each row of a sparse (queries x chunks) score block."""
+    bounds = scores.indptr.tolist()
+    return [
+        _run(*top_k_entries(scores.indices[s:e], scores.data[s:e], k)) for s, e in pairwise(bounds)
+    ]
 
 
 def _run(rows: npt.NDArray[np.int64], values: npt.NDArray[np.float32]) -> list[ScoredChunk]:
