@@ -67,7 +67,7 @@ class HybridRetriever(Retriever):
 
     def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
         depth = max(k, self.candidates)
-        lex = self.lexical.retrieve(query, depth, explain=explain or self.fusion == "adaptive")
+        lex = self.lexical.retrieve(query, depth, explain=explain)
         den = self.dense.retrieve(query, depth, explain=explain)
         runs = {self.lexical.name: lex.run, self.dense.name: den.run}
         fused, weights, parts = self._fuse(query, runs, lex)
@@ -111,7 +111,7 @@ class HybridRetriever(Retriever):
             support = semantic_support(runs[lname], runs[dname])
             alpha = lexical_weight(features, self.adaptive, support)
             norm = normalizer(self.adaptive.normalization, self.candidates)
-            exact = _exact_matches(features, lex)
+            exact = _exact_matches(features, lex, self.lexical)
             fused = adaptive_fusion(
                 runs[lname], runs[dname], features, exact, self.adaptive, self.candidates
             )
@@ -126,14 +126,25 @@ class HybridRetriever(Retriever):
         return fused, weights, parts
 
 
-def _exact_matches(features: QueryFeatures, lex: RetrieverResult) -> dict[int, int]:
-    wanted = set(features.exact_terms)
+def _exact_matches(
+    features: QueryFeatures, lex: RetrieverResult, lexical: BM25Retriever
+) -> dict[int, int]:
+    """How many of the query's identifiers each lexical hit contains (hits with none left out).
+
+    Reads the hits' evidence when the run was explained, else asks the index, and only
+    for queries that name an identifier: most queries never pay for it.
+    """
+    wanted = features.exact_terms
     if not wanted:
         return {}
     out: dict[int, int] = {}
     for hit in lex.run:
-        matched = {t for ev in lex.evidence.get(hit.row, ()) for t, _ in ev.matched_terms}
-        n = len(wanted & matched)
+        evidence = lex.evidence.get(hit.row)
+        if evidence:
+            matched = {t for ev in evidence for t, _ in ev.matched_terms}
+        else:
+            matched = {t for t, _ in lexical.index.explain(wanted, hit.row)}
+        n = len(set(wanted) & matched)
         if n:
             out[hit.row] = n
     return out
