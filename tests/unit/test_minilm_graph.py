@@ -1,0 +1,135 @@
+"""The fused MiniLM graph against the shipped int8 graph, and the encoder built on it."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import SUPPORT_KB
+from twokeys.dense.minilm_graph import GRAPH_RECIPE, Quantized, build_graph, read_weights
+from twokeys.dense.onnx_minilm import MAX_TOKENS, OnnxMiniLM, fused_graph, model_files
+from twokeys.dense.onnx_proto import OnnxFormatError
+from twokeys.errors import ConfigError
+
+
+def _texts() -> list[str]:
+    """Real text of many lengths: the example knowledge base, paragraph by paragraph."""
+    out = []
+    for path in sorted((SUPPORT_KB / "docs").rglob("*.md")):
+        out += [p.strip() for p in path.read_text(encoding="utf-8").split("\n\n") if p.strip()]
+    long = " ".join(out)  # one text past the 256-token cap
+    return [*out[:40], long, "ZX-4821", "Can I get my money back if the item arrived broken?"]
+
+
+@pytest.fixture(scope="module")
+def fused() -> OnnxMiniLM:
+    return OnnxMiniLM(threads=1)
+
+
+@pytest.fixture(scope="module")
+def shipped() -> OnnxMiniLM:
+    return OnnxMiniLM(threads=1, graph="shipped")
+
+
+def test_weights_are_read_under_bert_names() -> None:
+    weights = read_weights(model_files()[0].read_bytes())
+    assert weights["embeddings.word_embeddings.weight"].shape == (30522, 384)
+    assert weights["embeddings.position_embeddings.weight"].shape == (512, 384)
+    for i in range(6):
+        p = f"encoder.layer.{i}."
+        assert weights[p + "attention.self.query.weight"].shape == (384, 384)
+        assert weights[p + "intermediate.dense.weight"].shape == (384, 1536)
+        assert weights[p + "output.dense.weight"].shape == (1536, 384)
+        assert weights[p + "output.LayerNorm.bias"].shape == (384,)
+    # weight-only int8 tensors stay int8 with their scales; the rest is float32
+    word = weights["embeddings.word_embeddings.weight"]
+    assert isinstance(word, Quantized) and word.scale.shape == (30522, 1)
+    assert isinstance(weights["encoder.layer.0.output.dense.weight"], Quantized)
+    assert all(w.dtype == np.float32 for w in weights.values() if not isinstance(w, Quantized))
+
+
+def test_dequantising_is_the_shipped_graphs_arithmetic() -> None:
+    q = np.array([[-128, 0, 127], [5, -7, 1]], np.int8)
+    scale = np.array([[0.5], [0.03125]], np.float32)
+    expected = q.astype(np.float32) * scale
+    np.testing.assert_array_equal(Quantized(q, scale).dequantize(), expected)
+
+
+def test_graph_build_is_deterministic() -> None:
+    first = hashlib.sha256(fused_graph(model_files()[0])).hexdigest()
+    assert hashlib.sha256(fused_graph(model_files()[0])).hexdigest() == first
+
+
+def test_a_missing_weight_is_named() -> None:
+    weights = read_weights(model_files()[0].read_bytes())
+    del weights["encoder.layer.3.output.dense.bias"]
+    with pytest.raises(OnnxFormatError, match=r"encoder\.layer\.3\.output\.dense\.bias"):
+        build_graph(weights, layers=6, heads=12, max_tokens=MAX_TOKENS)
+
+
+def test_fused_graph_agrees_with_the_shipped_graph(fused: OnnxMiniLM, shipped: OnnxMiniLM) -> None:
+    texts = _texts()
+    a = fused.encode(texts, "document")
+    b = shipped.encode(texts, "document")
+    cosine = np.sum(a * b, axis=1)
+    # same weights, same function: only float32 rounding differs
+    assert cosine.min() > 0.9999, cosine.min()
+    assert np.abs(a - b).max() < 1e-3
+
+
+def test_vectors_do_not_depend_on_the_batch(fused: OnnxMiniLM) -> None:
+    texts = _texts()
+    together = fused.encode(texts, "document")
+    alone = np.stack([fused.encode_query(t) for t in texts])
+    # padding is masked out: a text's vector is the same alone or next to longer texts
+    np.testing.assert_allclose(together, alone, atol=2e-5)
+    again = fused.encode(texts, "document")
+    np.testing.assert_array_equal(together, again)
+    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+
+
+def test_embed_batch_and_encode_agree(fused: OnnxMiniLM) -> None:
+    texts = _texts()[:8]
+    raw = fused.embed_batch(texts, "document")
+    raw /= np.linalg.norm(raw, axis=1, keepdims=True)
+    np.testing.assert_allclose(raw, fused.encode(texts, "document"), atol=2e-5)
+    assert fused.encode([], "query").shape == (0, 384)
+
+
+def test_fingerprint_names_the_graph(fused: OnnxMiniLM, shipped: OnnxMiniLM) -> None:
+    model = Path(model_files()[0])
+    file_hash = hashlib.sha256(model.read_bytes()).hexdigest()
+    # the shipped graph keeps the fingerprint indexes were built with before
+    assert shipped.fingerprint() == "sha256:" + file_hash
+    expected = hashlib.sha256(f"{file_hash}\n{GRAPH_RECIPE}".encode()).hexdigest()
+    assert fused.fingerprint() == "sha256:" + expected
+    assert fused.id == shipped.id == "onnx:all-MiniLM-L6-v2-int8"
+
+
+def test_bad_options_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="graph"):
+        OnnxMiniLM(graph="fp16")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="batch_size"):
+        OnnxMiniLM(batch_size=0)
+
+
+def test_batches_respect_the_token_budget() -> None:
+    shapes: list[tuple[int, int]] = []
+
+    class Recording(OnnxMiniLM):
+        def _run(self, token_ids):  # type: ignore[no-untyped-def]
+            out = super()._run(token_ids)
+            width = -(-max(len(t) for t in token_ids) // 8) * 8
+            shapes.append((len(token_ids), min(width, MAX_TOKENS)))
+            return out
+
+    encoder = Recording(threads=1, batch_size=16, batch_tokens=300)
+    texts = _texts()
+    vectors = encoder.encode(texts, "document")
+    assert sum(rows for rows, _ in shapes) == len(texts)
+    for rows, width in shapes:
+        assert rows <= 16 and (rows == 1 or rows * width <= 300), shapes
+    assert vectors.shape == (len(texts), 384)
