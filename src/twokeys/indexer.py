@@ -20,7 +20,7 @@ import numpy.typing as npt
 from twokeys import __version__
 from twokeys.analysis import AnalyzerSpec, analyzer_for
 from twokeys.chunking import ChunkerConfig, approx_token_counter, chunk_document, indexed_text
-from twokeys.dense.ann import require_hnswlib
+from twokeys.dense.ann import require_faiss
 from twokeys.dense.encoder import Encoder, get_encoder
 from twokeys.dense.selection import VectorIndexOptions
 from twokeys.errors import ConfigError, IndexFormatError
@@ -118,7 +118,7 @@ def build_index(
     if encoder is None and options.encoder is not None:
         encoder = get_encoder(options.encoder)
     if encoder is not None and options.vector_index.kind == "hnsw":
-        require_hnswlib()  # fail before embedding, not after
+        require_faiss()  # fail before embedding, not after
     encoder_name = options.encoder if options.encoder is not None else None
     if encoder is not None and encoder_name is None:
         encoder_name = "custom"

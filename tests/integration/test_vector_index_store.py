@@ -79,7 +79,7 @@ def hnsw_index(tmp_path: Path) -> tuple[Path, Path]:
 def test_the_graph_is_built_at_index_time_and_used(hnsw_index: tuple[Path, Path]) -> None:
     _, index = hnsw_index
     files = graph_files(index)
-    assert any(f.endswith(".meta.npy") for f in files) and len(files) >= 5
+    assert [f.rsplit(".", 2)[-2:] for f in files] == [["graph", "faiss"], ["meta", "npy"]]
     with open_index(index) as kb:
         assert isinstance(kb.backend.vectors, HnswVectorIndex)
         assert kb.info()["vector_search"]["used"] == "hnsw"
@@ -95,7 +95,11 @@ def test_a_missing_or_stale_graph_is_rebuilt(hnsw_index: tuple[Path, Path]) -> N
     gen = index / json.loads((index / MANIFEST).read_text())["generation"]
     for file in gen.glob("derived.hnsw-*"):
         file.unlink()
+    old_layout = [gen / f"derived.hnsw-v1-m16-efc100-s100.{key}.npy" for key in ("a", "meta")]
+    for file in old_layout:  # an hnswlib graph saved by an earlier version
+        np.save(file, np.zeros(3))
     assert dense_run(index, "battery charge cable") == before
+    assert not any(file.exists() for file in old_layout)  # replaced, so removed
     meta = next(gen.glob("derived.hnsw-*.meta.npy"))  # saved again on open
     np.save(meta, np.frombuffer(b'{"format_version": 0}', np.uint8))
     assert dense_run(index, "battery charge cable") == before
@@ -135,8 +139,8 @@ def test_auto_picks_by_size_and_old_manifests_read_as_auto(tmp_path: Path) -> No
     assert graph_files(big)
 
 
-def test_without_hnswlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "hnswlib", None)
+def test_without_faiss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "faiss", None)
     src = write_docs(tmp_path / "docs", corpus(20))
     encoded: list[int] = []
     monkeypatch.setattr("conftest.HashEncoder.embed_batch", lambda *a: encoded.append(1))
@@ -144,12 +148,12 @@ def test_without_hnswlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         build_index(src, tmp_path / "forced.twokeys", HNSW)
     assert not encoded  # refused before embedding anything
     monkeypatch.undo()
-    monkeypatch.setitem(sys.modules, "hnswlib", None)
+    monkeypatch.setitem(sys.modules, "faiss", None)
     auto = IndexOptions(encoder="test-hash", vector_index=VectorIndexOptions(threshold=10))
     index = tmp_path / "auto.twokeys"
     assert build_index(src, index, auto).vector_index == "exact"
     with open_index(index) as kb:
-        assert "hnswlib not installed" in kb.info()["vector_search"]["reason"]
+        assert "faiss not installed" in kb.info()["vector_search"]["reason"]
         assert len(kb.search("refund", mode="dense", k=3)) == 3
 
 

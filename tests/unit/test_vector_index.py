@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import pytest
 
-from twokeys.dense.ann import META, HnswVectorIndex, require_hnswlib
+from twokeys.dense.ann import (
+    HnswVectorIndex,
+    encode_header,
+    parse_header,
+    require_faiss,
+)
 from twokeys.dense.exact import ExactVectorIndex, cosine_scores
 from twokeys.dense.selection import DEFAULT_THRESHOLD, HnswParams, VectorIndexOptions
 from twokeys.errors import ConfigError, MissingExtraError
+from twokeys.store.pagecache import read_ahead, read_ahead_in_background
 
 K = 10
 
@@ -91,14 +98,19 @@ def test_hnsw_recall_at_10_against_exact(
 
 
 def test_hnsw_builds_are_identical(
-    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], graph: HnswVectorIndex
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+    graph: HnswVectorIndex,
+    tmp_path: Path,
 ) -> None:
     again = HnswVectorIndex.build(data[0], HnswParams())
-    first, second = graph.to_arrays(), again.to_arrays()
-    assert sorted(first) == sorted(second)
-    assert all(np.array_equal(first[name], second[name]) for name in first)
+    graph.save(tmp_path / "first.faiss")
+    again.save(tmp_path / "second.faiss")
+    assert (tmp_path / "first.faiss").read_bytes() == (tmp_path / "second.faiss").read_bytes()
     for q in data[1][:50]:
         assert graph.search(q, K) == again.search(q, K)
+    other_seed = HnswVectorIndex.build(data[0], HnswParams(seed=1))
+    other_seed.save(tmp_path / "other.faiss")
+    assert (tmp_path / "other.faiss").read_bytes() != (tmp_path / "first.faiss").read_bytes()
 
 
 def test_hnsw_scores_are_exact_cosines_in_tie_order(
@@ -144,40 +156,61 @@ def test_hnsw_over_float16_storage(
     assert hit.score == pytest.approx(float(widened @ queries[0]), abs=1e-6)
 
 
-def test_hnsw_round_trips_through_arrays(
-    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], graph: HnswVectorIndex
+def test_hnsw_round_trips_through_a_file(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+    graph: HnswVectorIndex,
+    tmp_path: Path,
 ) -> None:
     base, queries = data
-    arrays = graph.to_arrays()
-    assert list(arrays)[-1] == META  # the header is written last
-    assert all(a.dtype != object for a in arrays.values())
-    names = HnswVectorIndex.array_names(arrays[META])
-    loaded = HnswVectorIndex.from_arrays({n: arrays[n] for n in (*names, META)}, base, HnswParams())
+    graph.save(tmp_path / "g.faiss")
+    header = parse_header(encode_header(graph.header()))
+    assert header == graph.header()
+    loaded = HnswVectorIndex.load(tmp_path / "g.faiss", header, base, HnswParams())
     for q in queries[:50]:
         assert loaded.search(q, K) == graph.search(q, K)
+    half = base.astype(np.float16)  # the same graph over float16 storage is another digest
+    with pytest.raises(ValueError, match="other vectors"):
+        HnswVectorIndex.load(tmp_path / "g.faiss", header, half, HnswParams())
 
 
-def test_a_stale_graph_is_refused(
-    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], graph: HnswVectorIndex
+def test_a_stale_or_broken_graph_is_refused(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+    graph: HnswVectorIndex,
+    tmp_path: Path,
 ) -> None:
     base, _ = data
-    arrays = graph.to_arrays()
+    path = tmp_path / "g.faiss"
+    graph.save(path)
+    header = graph.header()
     other = base.copy()
     other[[0, -1]] = other[[-1, 0]]
     with pytest.raises(ValueError, match="other vectors"):
-        HnswVectorIndex.from_arrays(arrays, other, HnswParams())
+        HnswVectorIndex.load(path, header, other, HnswParams())
     with pytest.raises(ValueError, match="other parameters"):
-        HnswVectorIndex.from_arrays(arrays, base, HnswParams(m=8))
+        HnswVectorIndex.load(path, header, base, HnswParams(m=8))
+    with pytest.raises(ValueError, match="format"):
+        HnswVectorIndex.load(path, {**header, "format_version": 1}, base, HnswParams())
     with pytest.raises(ValueError, match="header"):
-        HnswVectorIndex.from_arrays({**arrays, META: np.zeros(3, np.uint8)}, base, HnswParams())
+        HnswVectorIndex.load(path, {**header, "params": {"m": "x"}}, base, HnswParams())
+    with pytest.raises(ValueError, match="header"):
+        parse_header(np.frombuffer(b"[1, 2", np.uint8))
+    # the header fits but the file is cut short, or holds vectors of another count
+    path.write_bytes(path.read_bytes()[:1000])
+    with pytest.raises(ValueError, match="faiss cannot read"):
+        HnswVectorIndex.load(path, header, base, HnswParams())
+    small = HnswVectorIndex.build(base[:100], HnswParams())
+    small.save(path)
+    with pytest.raises(ValueError, match="number or size"):
+        HnswVectorIndex.load(path, header, base, HnswParams())
     # a different ef_search is a query-time setting: the saved graph still fits
-    assert HnswVectorIndex.from_arrays(arrays, base, HnswParams(ef_search=200)) is not None
+    graph.save(path)
+    assert HnswVectorIndex.load(path, header, base, HnswParams(ef_search=200)) is not None
 
 
 def test_missing_extra_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "hnswlib", None)  # import fails as if not installed
+    monkeypatch.setitem(sys.modules, "faiss", None)  # import fails as if not installed
     with pytest.raises(MissingExtraError, match=r"pip install 'twokeys\[ann\]'"):
-        require_hnswlib()
+        require_faiss()
     with pytest.raises(MissingExtraError):
         HnswVectorIndex.build(np.eye(3, dtype=np.float32), HnswParams())
 
@@ -212,3 +245,21 @@ def test_options_round_trip_and_validate() -> None:
     ):
         with pytest.raises(ConfigError):
             VectorIndexOptions.from_dict(bad)
+
+
+# -- page cache -------------------------------------------------------------------------
+
+
+def test_read_ahead_reads_the_asked_range(tmp_path: Path) -> None:
+    path = tmp_path / "blob"
+    path.write_bytes(bytes(range(256)) * 40_000)  # 10.24 MB: more than one read call
+    size = path.stat().st_size
+    assert read_ahead(path) == size
+    assert read_ahead(path, 1000, 5000) == 4000
+    assert read_ahead(path, size - 10) == 10
+    assert read_ahead(path, size + 5) == 0
+    assert read_ahead(path, 50, 20) == 0
+    read_ahead_in_background(path, 0, size).join(timeout=30)
+    gone = read_ahead_in_background(tmp_path / "missing")  # a hint: errors are ignored
+    gone.join(timeout=30)
+    assert not gone.is_alive()

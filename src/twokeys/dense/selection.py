@@ -2,15 +2,16 @@
 
 Exact search (:mod:`twokeys.dense.exact`) needs no build and is exact; its latency grows
 linearly with the number of vectors. An HNSW graph (:mod:`twokeys.dense.ann`, the
-``ann`` extra) answers in under a millisecond at any size, at recall@10 >= 0.95, for a
+``ann`` extra) answers in about a millisecond at any size, at recall@10 >= 0.95, for a
 one-off build (single-threaded) and a second copy of the vectors on disk. Measured on
-the 2-core machine of ``benchmarks/RESULTS.md`` (384 dims, one query at a time): exact
-float32 takes 2-4 ms at 10k vectors, 30 ms at 100k and 290 ms at 1M, growing by about
-0.3 ms per 1,000 vectors; HNSW takes about 1 ms, and building it 5 s for 10k and
-130-160 s for 100k vectors (small next to embedding the chunks).
-``auto`` switches at :data:`DEFAULT_THRESHOLD` vectors, where exact search alone takes
-about 10 ms, half the 20 ms budget of a hybrid query. The choice is saved in the
-manifest, so every process that opens the index searches it the same way.
+the 2-core machine of ``benchmarks/RESULTS.md`` (384 dims, one query at a time, idle
+machine): exact float32 takes 1.9 ms at 10k vectors, 15 ms at 100k and 149 ms at 1M,
+about 0.15 ms per 1,000 vectors (twice that with the machine under load); HNSW takes
+0.8-1.1 ms, and building it 2.3 s for 10k, 39-48 s for 100k and 818 s for 1M vectors
+(small next to embedding the chunks). ``auto`` switches at :data:`DEFAULT_THRESHOLD`
+vectors, where exact search alone takes 5-10 ms, a quarter to a half of the 20 ms budget
+of a hybrid query. The choice is saved in the manifest, so every process that opens the
+index searches it the same way.
 """
 
 from __future__ import annotations
@@ -35,15 +36,16 @@ def _check_keys(data: Mapping[str, Any], allowed: set[str], where: str) -> None:
 
 @dataclass(frozen=True)
 class HnswParams:
-    """HNSW graph parameters (Malkov & Yashunin 2018; hnswlib's names in brackets).
+    """HNSW graph parameters (Malkov & Yashunin 2018; faiss' names in brackets).
 
-    ``m`` [M]: links per node (2M on the bottom layer); ``ef_construction``: candidate
-    list while inserting; ``ef_search`` [ef]: candidate list while searching (at least
-    ``k``); ``seed``: the level generator's seed. On 100k vectors derived from real
-    embeddings (``benchmarks/RESULTS.md``), M = 16 and ef_construction = 100 give
-    recall@10 against exact search of 0.934 at ef = 32, 0.969 at 64 and 0.990 at 128, at
-    0.5, 0.6 and 0.9 ms a query. Recall at a fixed ef falls as the graph grows, so the
-    default ef_search is 128, which keeps a margin above 0.95 towards 1M vectors.
+    ``m`` [M]: links per node (2M on the bottom layer); ``ef_construction``
+    [efConstruction]: candidate list while inserting; ``ef_search`` [efSearch]: candidate
+    list while searching (at least ``k``); ``seed``: the level generator's seed. On 100k
+    vectors derived from real embeddings (``benchmarks/RESULTS.md``), M = 16 and
+    ef_construction = 100 give recall@10 against exact search of 0.934 at ef = 32, 0.969
+    at 64 and 0.992 at 128, at 0.7, 0.6 and 0.8 ms a query. Recall at a fixed ef falls as
+    the graph grows, so the default ef_search is 128, which keeps a margin above 0.95
+    towards 1M vectors.
     """
 
     m: int = 16

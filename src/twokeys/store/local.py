@@ -13,6 +13,7 @@ Layout::
         lexical.weights.npy      float32, BM25 weights for the manifest's k1/b
         lexical.lengths.npy      float32, terms per chunk
         dense.embeddings.npy     float32 or float16, (chunks, dim), L2-normalised
+        derived.<name>.<key>.*   rebuilt from the above on demand: LSI factors, HNSW graph
 
 A build writes a whole new generation into a temporary folder, renames it into place
 and only then replaces ``manifest.json`` (write, fsync, atomic rename). A crash or
@@ -30,7 +31,7 @@ import os
 import shutil
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -439,16 +440,46 @@ def _fsync(path: Path) -> None:
 
 # -- derived arrays ------------------------------------------------------------------
 #
-# Retrieval models that are costly to fit from the committed arrays (LSI's SVD) keep
-# their result next to them, as ``derived.<name>.<key>.npy`` in the generation folder,
-# so they live and die with that generation.
+# Retrieval models that are costly to fit from the committed arrays (LSI's SVD, the HNSW
+# graph) keep their result next to them, as ``derived.<name>.<key>.npy`` (or another
+# suffix, for a file a library writes in its own format) in the generation folder, so
+# they live and die with that generation.
 
 
-def _derived_file(index: LocalIndex, name: str, key: str) -> Path:
-    for value in (name, key):
+def _derived_file(index: LocalIndex, name: str, key: str, suffix: str = "npy") -> Path:
+    for value in (name, key, suffix):
         if not value or not all(c.isascii() and (c.isalnum() or c in "_+-") for c in value):
             raise ValueError(f"derived array name {value!r}: use ASCII letters, digits, _ + -")
-    return index.gen_dir / f"derived.{name}.{key}.npy"
+    return index.gen_dir / f"derived.{name}.{key}.{suffix}"
+
+
+def _write_atomically(final: Path, write: Callable[[Path], None]) -> None:
+    """``write(tmp)``, fsync, rename to ``final``: a reader sees a whole file or none."""
+    tmp = final.with_name(f".tmp-{os.getpid()}-{time.time_ns()}-{final.name}")
+    try:
+        write(tmp)
+        _fsync(tmp)
+        os.replace(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def save_derived_file(
+    index: LocalIndex, name: str, key: str, suffix: str, write: Callable[[Path], None]
+) -> None:
+    """Let ``write(path)`` create a file in a library's own format under ``name``/``key``.
+
+    Written to a temporary path and renamed into place, like :func:`save_derived`; write
+    the arrays that say the file is valid (a header) after it. Raises :class:`OSError` if
+    the folder is not writable.
+    """
+    _write_atomically(_derived_file(index, name, key, suffix), write)
+
+
+def derived_file(index: LocalIndex, name: str, key: str, suffix: str) -> Path | None:
+    """The path of a file saved by :func:`save_derived_file`, or None if there is none."""
+    path = _derived_file(index, name, key, suffix)
+    return path if path.is_file() else None
 
 
 def save_derived(index: LocalIndex, name: str, arrays: dict[str, npt.NDArray[Any]]) -> None:
@@ -458,16 +489,24 @@ def save_derived(index: LocalIndex, name: str, arrays: dict[str, npt.NDArray[Any
     a whole file or none. Raises :class:`OSError` if the folder is not writable.
     """
     for key, array in arrays.items():
-        final = _derived_file(index, name, key)
-        tmp = final.with_name(f".tmp-{os.getpid()}-{time.time_ns()}-{final.name}")
-        try:
-            with open(tmp, "wb") as fh:
+
+        def write(path: Path, array: npt.NDArray[Any] = array) -> None:
+            with open(path, "wb") as fh:
                 np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, final)
-        finally:
-            tmp.unlink(missing_ok=True)
+
+        _write_atomically(_derived_file(index, name, key), write)
+
+
+def derived_names(index: LocalIndex) -> set[str]:
+    """The names under which the index's generation folder holds derived files."""
+    return {p.name.split(".")[1] for p in index.gen_dir.glob("derived.*.*.*")}
+
+
+def remove_derived(index: LocalIndex, name: str) -> None:
+    """Delete every file saved under ``name`` (missing files are fine)."""
+    _derived_file(index, name, "x")  # validates the name
+    for path in index.gen_dir.glob(f"derived.{name}.*.*"):
+        path.unlink(missing_ok=True)
 
 
 def load_derived(

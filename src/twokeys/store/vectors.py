@@ -1,16 +1,17 @@
 """The vector index of a local generation: exact or HNSW, as the manifest says.
 
-The HNSW graph is derived from ``dense.embeddings.npy``, so it is stored as derived
-arrays (:func:`~twokeys.store.local.save_derived`) in the same generation folder,
-named by its build parameters. ``twokeys index`` builds it right after committing the
+The HNSW graph is derived from ``dense.embeddings.npy``, so it is stored as a derived
+file in faiss' format (:func:`~twokeys.store.local.save_derived_file`) plus a JSON
+header (a derived array) in the same generation folder, named by its build parameters,
+and opened memory-mapped. ``twokeys index`` builds it right after committing the
 vectors; opening an index rebuilds it if it is missing or stale (other parameters,
-other vectors, a layout hnswlib no longer reads) and saves it when the folder is
+other vectors, a file faiss no longer reads) and saves it when the folder is
 writable. A re-index that changes any vector writes a new generation, which starts
 without a graph, so a graph never outlives its vectors. Two processes that rebuild at
 once write byte-identical files (the build is deterministic), and the header is
-written last, so a reader sees a whole graph or rebuilds.
+written after the graph, so a reader sees a whole graph or rebuilds.
 
-With ``auto`` above the threshold and hnswlib not installed, search stays exact (and
+With ``auto`` above the threshold and faiss not installed, search stays exact (and
 ``twokeys info`` says so); ``hnsw`` set explicitly raises
 :class:`~twokeys.errors.MissingExtraError` instead.
 """
@@ -23,15 +24,28 @@ from typing import Any
 
 from twokeys.dense.ann import (
     FORMAT_VERSION,
-    META,
     HnswVectorIndex,
+    encode_header,
     hnsw_available,
-    require_hnswlib,
+    parse_header,
+    require_faiss,
 )
 from twokeys.dense.exact import ExactVectorIndex
 from twokeys.dense.selection import HnswParams
 from twokeys.store.base import Manifest, VectorIndex
-from twokeys.store.local import LocalIndex, load_derived, save_derived
+from twokeys.store.local import (
+    LocalIndex,
+    derived_file,
+    derived_names,
+    load_derived,
+    remove_derived,
+    save_derived,
+    save_derived_file,
+)
+
+HEADER = "meta"
+GRAPH = "graph"
+GRAPH_SUFFIX = "faiss"
 
 
 def chosen_kind(manifest: Manifest) -> str:
@@ -54,7 +68,7 @@ def describe(manifest: Manifest) -> dict[str, Any]:
     if kind == "none":
         out["reason"] = "no dense vectors"
     elif options.choose(n) == "hnsw" and kind == "exact":
-        out["reason"] += "; hnswlib not installed: pip install 'twokeys[ann]'"
+        out["reason"] += "; faiss not installed: pip install 'twokeys[ann]'"
     if kind == "hnsw":
         out["hnsw"] = options.hnsw.to_dict()
     return out
@@ -74,16 +88,19 @@ def open_vector_index(
         return None
     if kind == "exact":
         return ExactVectorIndex(embeddings)
-    require_hnswlib()
+    require_faiss()
     params = index.manifest.vector_index.hnsw
     name = graph_name(params)
-    header = load_derived(index, name, (META,))
-    if header is not None:
+    saved = load_derived(index, name, (HEADER,))
+    path = derived_file(index, name, GRAPH, GRAPH_SUFFIX)
+    if saved is not None and path is not None:
         with contextlib.suppress(ValueError):
-            arrays = load_derived(index, name, (*HnswVectorIndex.array_names(header[META]), META))
-            if arrays is not None:
-                return HnswVectorIndex.from_arrays(arrays, embeddings, params)
+            return HnswVectorIndex.load(path, parse_header(saved[HEADER]), embeddings, params)
     graph = HnswVectorIndex.build(embeddings, params, progress)
     with contextlib.suppress(OSError):  # a read-only index keeps its graph in memory
-        save_derived(index, name, graph.to_arrays())
+        save_derived_file(index, name, GRAPH, GRAPH_SUFFIX, graph.save)
+        save_derived(index, name, {HEADER: encode_header(graph.header())})
+        for stale in derived_names(index):  # graphs of an older layout (hnswlib's, v1)
+            if stale.startswith("hnsw-v") and not stale.startswith(f"hnsw-v{FORMAT_VERSION}-"):
+                remove_derived(index, stale)
     return graph
