@@ -172,12 +172,19 @@ def adaptive_fusion(
     exact_matches: Mapping[int, int],
     params: AdaptiveParams,
     depth: int | None = None,
+    weight: float | None = None,
 ) -> list[ScoredChunk]:
     """Fuse one query's runs; ``exact_matches[row]`` = how many exact terms ``row`` contains.
 
-    ``depth``: normalisation statistics over each run's first ``depth`` entries.
+    ``depth``: normalisation statistics over each run's first ``depth`` entries;
+    ``weight``: the lexical weight if the caller has computed it (:func:`lexical_weight`
+    with :func:`semantic_support` of these runs), else computed here.
     """
-    alpha = lexical_weight(features, params, semantic_support(lexical, dense))
+    alpha = (
+        lexical_weight(features, params, semantic_support(lexical, dense))
+        if weight is None
+        else weight
+    )
     fused = convex_combination(
         {"lexical": lexical, "dense": dense},
         {"lexical": alpha, "dense": 1.0 - alpha},

@@ -113,7 +113,7 @@ class HybridRetriever(Retriever):
             norm = normalizer(self.adaptive.normalization, self.candidates)
             exact = _exact_matches(features, lex, self.lexical)
             fused = adaptive_fusion(
-                runs[lname], runs[dname], features, exact, self.adaptive, self.candidates
+                runs[lname], runs[dname], features, exact, self.adaptive, self.candidates, alpha
             )
         else:
             alpha = self.lexical_weight
