@@ -98,6 +98,12 @@ def rss_mb() -> float:
     return _status_mb("VmRSS") or 0.0
 
 
+def private_rss_mb() -> float:
+    """The anonymous (private) part of the resident set: pages of memory-mapped files,
+    which the page cache shares and can drop, left out."""
+    return _status_mb("RssAnon") or 0.0
+
+
 def peak_rss_mb() -> float:
     """Peak resident set size since start or the last :func:`reset_peak_rss`."""
     peak = _status_mb("VmHWM")

@@ -10,7 +10,7 @@ Measured, one query at a time on one thread, interleaved per query:
 
 - on ``--n`` vectors: recall@10 against exact, latency and build time of twokeys' own
   HNSW index (:class:`twokeys.dense.ann.HnswVectorIndex`, built on one thread as
-  ``twokeys index`` builds it, then saved and reloaded through its arrays) next to
+  ``twokeys index`` builds it, then saved and reopened memory-mapped) next to
   hnswlib, faiss HNSW and usearch (built with ``--threads``), and exact search;
 - by size (``--sizes``, default 10k, 100k, 1M): exact search (float32, float16 as
   twokeys scores it now, and numpy's float16 product as it did before) against twokeys'
@@ -108,7 +108,7 @@ def numpy_float16_search(matrix: npt.NDArray[np.float16]) -> Search:
 
 def build_twokeys_hnsw(base: Vectors) -> dict[str, Any]:
     """twokeys' HNSW index with its default parameters, built as ``twokeys index`` does
-    (one thread), then saved as arrays and reloaded (what opening an index does)."""
+    (one thread), then saved and reopened memory-mapped (what opening an index does)."""
     from twokeys.dense.ann import HnswVectorIndex
     from twokeys.dense.selection import HnswParams
 
@@ -116,17 +116,21 @@ def build_twokeys_hnsw(base: Vectors) -> dict[str, Any]:
     start = time.perf_counter()
     built = HnswVectorIndex.build(base, params)
     build_s = time.perf_counter() - start
-    arrays = built.to_arrays()
+    WORK.mkdir(parents=True, exist_ok=True)
+    path = WORK / f"hnsw-{len(base)}.faiss"
+    built.save(path)
+    header = built.header()
     del built
     start = time.perf_counter()
-    HnswVectorIndex.from_arrays(arrays, base, params)
+    HnswVectorIndex.load(path, header, base, params)
     load_s = time.perf_counter() - start
     return {
-        "arrays": arrays,
+        "path": path,
+        "header": header,
         "params": params,
         "build_s": build_s,
         "load_s": load_s,
-        "bytes": int(sum(a.nbytes for a in arrays.values())),
+        "bytes": path.stat().st_size,
     }
 
 
@@ -136,7 +140,7 @@ def twokeys_hnsw_search(graph: dict[str, Any], base: Vectors, ef: int) -> Search
     from twokeys.dense.ann import HnswVectorIndex
 
     params = replace(graph["params"], ef_search=ef)
-    index = HnswVectorIndex.from_arrays(graph["arrays"], base, params)
+    index = HnswVectorIndex.load(graph["path"], graph["header"], base, params)
     return lambda q: np.array([h.row for h in index.search(q, K)], np.int64)
 
 
