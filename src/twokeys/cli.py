@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ class _Group(click.Group):
     """Turns library errors into one clean line."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        shown, warnings.showwarning = warnings.showwarning, _show_warning
         try:
             return super().invoke(ctx)
         except TwokeysError as exc:
@@ -40,6 +42,13 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             click.echo("interrupted; any previous index is unchanged", err=True)
             sys.exit(130)
+        finally:
+            warnings.showwarning = shown
+
+
+def _show_warning(message: Warning | str, *_: object, **__: object) -> None:
+    """A library warning (a graph rebuilt on open, ...) as one ``warning: ...`` line."""
+    err.print(f"[yellow]warning:[/yellow] {message}", highlight=False)
 
 
 @click.group(cls=_Group)

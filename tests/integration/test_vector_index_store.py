@@ -19,6 +19,7 @@ from twokeys.dense.exact import ExactVectorIndex
 from twokeys.dense.selection import VectorIndexOptions
 from twokeys.errors import MissingExtraError
 from twokeys.store.local import MANIFEST, LocalIndex
+from twokeys.store.vectors import GraphRebuildWarning
 
 WORDS = (
     "power supply hub firmware signature reset button grub menu entry embed model "
@@ -89,7 +90,9 @@ def test_the_graph_is_built_at_index_time_and_used(hnsw_index: tuple[Path, Path]
         assert_same_ranking(dense_run(index, query), exact_run(index, query))
 
 
-def test_a_missing_or_stale_graph_is_rebuilt(hnsw_index: tuple[Path, Path]) -> None:
+def test_a_missing_or_stale_graph_is_rebuilt(
+    hnsw_index: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, index = hnsw_index
     before = dense_run(index, "battery charge cable")
     gen = index / json.loads((index / MANIFEST).read_text())["generation"]
@@ -98,11 +101,14 @@ def test_a_missing_or_stale_graph_is_rebuilt(hnsw_index: tuple[Path, Path]) -> N
     old_layout = [gen / f"derived.hnsw-v1-m16-efc100-s100.{key}.npy" for key in ("a", "meta")]
     for file in old_layout:  # an hnswlib graph saved by an earlier version
         np.save(file, np.zeros(3))
-    assert dense_run(index, "battery charge cable") == before
+    monkeypatch.setattr("twokeys.store.vectors._WARN_FROM", 10)  # 60 vectors here
+    with pytest.warns(GraphRebuildWarning, match="building the HNSW graph of 60 vectors"):
+        assert dense_run(index, "battery charge cable") == before
     assert not any(file.exists() for file in old_layout)  # replaced, so removed
     meta = next(gen.glob("derived.hnsw-*.meta.npy"))  # saved again on open
     np.save(meta, np.frombuffer(b'{"format_version": 0}', np.uint8))
-    assert dense_run(index, "battery charge cable") == before
+    with pytest.warns(GraphRebuildWarning):
+        assert dense_run(index, "battery charge cable") == before
     assert np.load(meta).size > 50  # the rebuilt header replaced the stale one
 
 
@@ -170,3 +176,18 @@ def test_cli_forces_a_vector_index_and_info_shows_it(tmp_path: Path) -> None:
     assert result.exit_code == 0 and "vector index: exact" in result.stdout
     result = runner.invoke(main, ["info", "--index", index, "--json"])
     assert json.loads(result.stdout)["vector_search"]["used"] == "exact"
+
+
+def test_cli_says_when_opening_rebuilds_the_graph(
+    hnsw_index: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, index = hnsw_index
+    gen = index / json.loads((index / MANIFEST).read_text())["generation"]
+    for file in gen.glob("derived.hnsw-*"):
+        file.unlink()
+    monkeypatch.setattr("twokeys.store.vectors._WARN_FROM", 10)
+    args = ["search", "refund broken parcel", "--index", str(index), "--mode", "dense"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "warning: building the HNSW graph of 60 vectors" in result.stderr
+    assert "refund" in result.stdout or "parcel" in result.stdout

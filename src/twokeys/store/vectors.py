@@ -19,6 +19,7 @@ With ``auto`` above the threshold and faiss not installed, search stays exact (a
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +45,13 @@ from twokeys.store.local import (
 )
 
 HEADER = "meta"
+_WARN_FROM = 30_000  # a rebuild at open is announced from this many vectors (about 10 s)
+
+
+class GraphRebuildWarning(UserWarning):
+    """Opening an index is rebuilding its HNSW graph, which takes a while."""
+
+
 GRAPH = "graph"
 GRAPH_SUFFIX = "faiss"
 
@@ -96,6 +104,14 @@ def open_vector_index(
     if saved is not None and path is not None:
         with contextlib.suppress(ValueError):
             return HnswVectorIndex.load(path, parse_header(saved[HEADER]), embeddings, params)
+    if progress is None and len(embeddings) >= _WARN_FROM:
+        warnings.warn(
+            f"building the HNSW graph of {len(embeddings):,} vectors for {index.path} (its "
+            "saved graph is missing, stale or from an older twokeys); this runs once, on "
+            "one thread, about 40 s per 100,000 vectors",
+            GraphRebuildWarning,
+            stacklevel=3,
+        )
     graph = HnswVectorIndex.build(embeddings, params, progress)
     with contextlib.suppress(OSError):  # a read-only index keeps its graph in memory
         save_derived_file(index, name, GRAPH, GRAPH_SUFFIX, graph.save)
