@@ -17,7 +17,9 @@ from twokeys.dense.selection import DEFAULT_THRESHOLD
 COMMANDS = """\
 make bench                                   # venv + peers + every part + this file
 benchmarks/.venv/bin/python -m benchmarks bm25        # or: embedding, vectors, scale
+benchmarks/.venv/bin/python -m benchmarks vectors --doc-words 32   # as in the table below
 benchmarks/.venv/bin/python -m benchmarks scale --sizes 10000 100000 1000000
+benchmarks/.venv/bin/python -m benchmarks scale --sizes 10000 100000 1000000 --query-only
 benchmarks/.venv/bin/python -m benchmarks report      # rewrite this file from results/
 """
 
