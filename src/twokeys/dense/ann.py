@@ -108,6 +108,7 @@ class HnswVectorIndex(VectorIndex):
         self._embeddings = embeddings
         self.params = params
         self._exact = ExactVectorIndex(embeddings)
+        self._tail: tuple[Path, int, int] | None = None  # file region to read ahead
 
     @classmethod
     def build(
@@ -171,12 +172,12 @@ class HnswVectorIndex(VectorIndex):
         n, dim = embeddings.shape
         # faiss reads the links (the file's head, about a tenth of it) through a memory
         # map and leaves the stored vectors (its tail) mapped. Read the head first, so
-        # that those page faults hit the page cache, and the tail on a background
-        # thread, so that the first queries' random reads mostly do too.
+        # that those page faults hit the page cache; the tail is read on a background
+        # thread once the first search is answered (so as not to slow that one), so
+        # that later queries' random reads mostly hit the cache too.
         size = path.stat().st_size
         head = max(0, size - int(n) * int(dim) * 4)
         read_ahead(path, 0, head)
-        read_ahead_in_background(path, head, size)
         try:
             graph = faiss.read_index(str(path), getattr(faiss, "IO_FLAG_MMAP_IFC", 0))
         except RuntimeError as exc:
@@ -187,7 +188,9 @@ class HnswVectorIndex(VectorIndex):
             raise ValueError("the saved file is not an inner-product HNSW graph")
         if (int(graph.ntotal), int(graph.d)) != (int(n), int(dim)):
             raise ValueError("saved HNSW graph has another number or size of vectors")
-        return cls(graph, embeddings, params)
+        index = cls(graph, embeddings, params)
+        index._tail = (path, head, size)
+        return index
 
     def search(self, query: npt.NDArray[np.float32], k: int) -> list[ScoredChunk]:
         n = int(self._embeddings.shape[0])
@@ -204,6 +207,9 @@ class HnswVectorIndex(VectorIndex):
         rows = np.sort(found.astype(np.int64))
         scores = cosine_scores(np.asarray(self._embeddings[rows]), q[0])
         order = np.lexsort((rows, -scores))
+        if self._tail is not None:
+            tail, self._tail = self._tail, None
+            read_ahead_in_background(*tail)
         return [
             ScoredChunk(row=int(rows[i]), score=float(scores[i]), rank=rank)
             for rank, i in enumerate(order, start=1)
