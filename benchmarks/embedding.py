@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import time
 from collections.abc import Callable, Sequence
 from itertools import pairwise
@@ -233,13 +234,38 @@ def _agreement(a: np.ndarray, b: np.ndarray, qa: np.ndarray, qb: np.ndarray) -> 
     }
 
 
+MIX = ("scifact", "cranfield", "cisi", "medline", "adi", "cacm")
+
+
+def mixed_passages(per_collection: int, seed: int = 0) -> list[str]:
+    """``per_collection`` documents (title + text) drawn at random from each of the six
+    shared collections: short abstracts and long ones, as a knowledge base mixes them."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    for name in MIX:
+        texts = load_corpus(DATA / name / "corpus.jsonl").texts
+        out += rng.sample(texts, min(per_collection, len(texts)))
+    rng.shuffle(out)
+    return out
+
+
 def run(
-    collection: Path, n_passages: int, slices: int, threads: int, quality: Path | None
+    collection: Path,
+    n_passages: int,
+    slices: int,
+    threads: int,
+    quality: Path | None,
+    mix: int | None = None,
 ) -> dict[str, Any]:
     from twokeys.dense.onnx_minilm import BATCH_TOKENS, LAYERS, MAX_TOKENS, PAD_MULTIPLE
     from twokeys.evaluation.beir import load_collection
 
-    passages = load_corpus(collection / "corpus.jsonl").texts[:n_passages]
+    if mix:
+        passages = mixed_passages(mix)
+        source = f"{len(passages)} documents, {mix} drawn from each of {', '.join(MIX)}"
+    else:
+        passages = load_corpus(collection / "corpus.jsonl").texts[:n_passages]
+        source = f"the first {len(passages)} {collection.name} documents"
     coll = load_collection(collection)
     queries = [coll.queries[q] for q in sorted(coll.queries)]
     embed = systems(threads)
@@ -260,6 +286,7 @@ def run(
     speed = {name: c["passages_per_s"] for name, c in corpus_speed.items()}
     return {
         "passages": len(passages),
+        "passage_source": source,
         "queries": len(queries),
         "threads": threads,
         "batch_size": BATCH,
@@ -307,10 +334,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--quality", type=Path, default=DATA / "adi", help="collection for nDCG@10 ('' to skip)"
     )
+    parser.add_argument(
+        "--mix", type=int, default=None, help="embed N documents of each shared collection"
+    )
     parser.add_argument("--out", default="embedding", help="results/<OUT>.json")
     args = parser.parse_args(argv)
     quality = args.quality if str(args.quality) not in ("", ".") else None
-    result = run(args.collection, args.passages, args.rounds, args.threads, quality)
+    result = run(args.collection, args.passages, args.rounds, args.threads, quality, args.mix)
     log(f"wrote {save_result(args.out, result)}")
 
 

@@ -37,7 +37,6 @@ for :func:`derived_check`.
 from __future__ import annotations
 
 import argparse
-import gc
 import hashlib
 import json
 import os
@@ -500,6 +499,41 @@ def drop_page_cache() -> bool:
     return True
 
 
+def open_and_first_queries(size: int, encoder: Any, query: str) -> dict[str, float]:
+    """Open the index, answer one BM25 query, then one hybrid query: times and RSS."""
+    from twokeys.engine import open_index
+
+    reset_peak_rss()
+    rss_before, private_before = rss_mb(), private_rss_mb()
+    start = time.perf_counter()
+    index = open_index(index_dir(size), encoder=encoder)
+    index.search(query, mode="bm25", k=K)
+    out = {"load_plus_first_query_s": time.perf_counter() - start}
+    out["load_rss_mb"] = rss_mb() - rss_before
+    out["load_private_mb"] = private_rss_mb() - private_before
+    start = time.perf_counter()
+    index.search(query, mode="hybrid", k=K)
+    out["first_hybrid_query_s"] = time.perf_counter() - start
+    out["hybrid_rss_mb"] = rss_mb() - rss_before
+    out["hybrid_private_mb"] = private_rss_mb() - private_before
+    index.close()
+    return out
+
+
+def cold_child(size: int) -> dict[str, Any] | None:
+    """Child process: :func:`open_and_first_queries` from a dropped page cache (as after a
+    reboot); None where the OS does not let this process drop it (root on Linux)."""
+    from twokeys.evaluation.beir import load_collection
+
+    coll = load_collection(DATA / "scifact")
+    first = coll.queries[min(coll.queries)]  # the query the warm measurement opens with
+    encoder = derived_encoder(for_documents=False)
+    encoder.encode_query("warm up the encoder")
+    if not drop_page_cache():
+        return None
+    return open_and_first_queries(size, encoder, first)
+
+
 def query_child(size: int, with_bm25s: bool) -> dict[str, Any]:
     from twokeys.engine import open_index
     from twokeys.evaluation.beir import load_collection
@@ -513,38 +547,13 @@ def query_child(size: int, with_bm25s: bool) -> dict[str, Any]:
     encoder.encode_query("warm up the encoder")
     out: dict[str, Any] = {"encoder_load_s": time.perf_counter() - start}
 
-    # Opened twice: first from a cold page cache (dropped where the OS lets this process:
-    # root on Linux), as after a reboot; then with the index's files in the page cache
-    # (read once before), as after a build or recent use. The second is kept for the
-    # latency runs below.
-    for files in ("cold", "warm"):
-        if files == "cold" and not drop_page_cache():
-            out["cold_open"] = None
-            continue
-        if files == "warm":
-            for path in sorted(index_dir(size).rglob("*")):
-                if path.is_file():
-                    read_ahead(path)
-        reset_peak_rss()
-        rss_before, private_before = rss_mb(), private_rss_mb()
-        start = time.perf_counter()
-        index = open_index(index_dir(size), encoder=encoder)
-        index.search(queries[0], mode="bm25", k=K)
-        opened = {"load_plus_first_query_s": time.perf_counter() - start}
-        opened["load_rss_mb"] = rss_mb() - rss_before
-        opened["load_private_mb"] = private_rss_mb() - private_before
-        start = time.perf_counter()
-        index.search(queries[0], mode="hybrid", k=K)
-        opened["first_hybrid_query_s"] = time.perf_counter() - start
-        opened["hybrid_rss_mb"] = rss_mb() - rss_before
-        opened["hybrid_private_mb"] = private_rss_mb() - private_before
-        if files == "cold":
-            out["cold_open"] = opened
-            index.close()
-            del index
-            gc.collect()  # unmap its files before the warm run maps them again
-        else:
-            out.update(opened)
+    # With the index's files in the page cache (read once before, as after a build or
+    # recent use); `cold_child` measures the same from a dropped page cache.
+    for path in sorted(index_dir(size).rglob("*")):
+        if path.is_file():
+            read_ahead(path)
+    out.update(open_and_first_queries(size, encoder, queries[0]))
+    index = open_index(index_dir(size), encoder=encoder)
     out["vector_index"] = type(index.backend.vectors).__name__
 
     clock: dict[str, float] = defaultdict(float)
@@ -718,8 +727,9 @@ def run(sizes: Sequence[int], with_bm25s: bool, query_only: bool = False) -> dic
             built = run_child("scale", ["build", "--size", str(size)])
         log(f"size {size}: built in {built['build_s']:.1f} s; load + queries (subprocess)")
         flag = [] if with_bm25s else ["--no-bm25s"]
+        cold = run_child("scale", ["cold", "--size", str(size)])
         queried = run_child("scale", ["query", "--size", str(size), *flag])
-        rows.append({**built, "size": size, "corpus": CORPUS_VERSION, **queried})
+        rows.append({**built, "size": size, "corpus": CORPUS_VERSION, **queried, "cold_open": cold})
     # keep rows of sizes measured by an earlier run (e.g. `--sizes 1000000` alone)
     done = {r["size"] for r in rows}
     rows += [r for r in old if r["size"] not in done]
@@ -738,7 +748,10 @@ def run(sizes: Sequence[int], with_bm25s: bool, query_only: bool = False) -> dic
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
-        "action", nargs="?", default="all", choices=("all", "make", "embed-pool", "build", "query")
+        "action",
+        nargs="?",
+        default="all",
+        choices=("all", "make", "embed-pool", "build", "query", "cold"),
     )
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -760,6 +773,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(json.dumps(build_child(args.size)))
     elif args.action == "query":
         print(json.dumps(query_child(args.size, not args.no_bm25s)))
+    elif args.action == "cold":
+        print(json.dumps(cold_child(args.size)))
     else:
         log(f"wrote {save_result('scale', run(args.sizes, not args.no_bm25s, args.query_only))}")
 
