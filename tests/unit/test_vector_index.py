@@ -207,6 +207,11 @@ def test_a_stale_or_broken_graph_is_refused(
     assert HnswVectorIndex.load(path, header, base, HnswParams(ef_search=200)) is not None
 
 
+def test_an_unwritable_graph_file_is_an_os_error(graph: HnswVectorIndex, tmp_path: Path) -> None:
+    with pytest.raises(OSError, match="cannot write the HNSW graph"):
+        graph.save(tmp_path / "no-such-folder" / "g.faiss")
+
+
 def test_missing_extra_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "faiss", None)  # import fails as if not installed
     with pytest.raises(MissingExtraError, match=r"pip install 'twokeys\[ann\]'"):

@@ -141,8 +141,12 @@ class HnswVectorIndex(VectorIndex):
         }
 
     def save(self, path: Path) -> None:
-        """Write the graph in faiss' own format (:func:`faiss.write_index`)."""
-        self._faiss.write_index(self._graph, str(path))
+        """Write the graph in faiss' own format (:func:`faiss.write_index`); OSError if
+        the file cannot be written (faiss reports that as a RuntimeError)."""
+        try:
+            self._faiss.write_index(self._graph, str(path))
+        except RuntimeError as exc:
+            raise OSError(f"cannot write the HNSW graph to {path}: {exc}") from exc
 
     @classmethod
     def load(
