@@ -199,8 +199,13 @@ def test_search_many_equals_one_query_at_a_time(
             kb.search_many(["ZX-4821", "  "], mode=mode)
 
 
-def test_lexical_batch_search_is_identical_on_every_thread_count(built: tuple[Path, Path]) -> None:
+@pytest.mark.parametrize("per_query_from", [None, 0])  # the product path, the one-query path
+def test_lexical_batch_search_is_identical_on_every_thread_count(
+    built: tuple[Path, Path], per_query_from: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, index = built
+    if per_query_from is not None:
+        monkeypatch.setattr("twokeys.lexical.index.PER_QUERY_FROM", per_query_from)
     with open_index(index) as kb:
         lexical = kb.backend.lexical
         terms = [kb.analyzer.query_terms(q) for q in SEARCH_MANY_QUERIES * 20]

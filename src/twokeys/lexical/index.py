@@ -21,6 +21,12 @@ from twokeys.types import ScoredChunk
 # bound of its sparse scores) stay under this, 32 MB of scores and chunk rows at most.
 _BLOCK_POSTINGS = 1 << 22
 _BLOCK_QUERIES = 32
+# From this many chunks a batch scores its queries one by one on the worker threads
+# instead: a sparse product over a million columns cost more than the one-query path
+# (`benchmarks/NOTES.md`, batch queries: at 1M chunks, 300 queries, k = 100, the product
+# on two threads ran at the one-query loop's speed, the one-query path on two threads
+# 1.2-1.4x it; at 10k and 100k chunks the product was the faster of the two).
+PER_QUERY_FROM = 500_000
 
 
 class ArrayLexicalIndex(LexicalIndex):
@@ -68,8 +74,15 @@ class ArrayLexicalIndex(LexicalIndex):
         identical to :meth:`search`. The products run on ``threads`` worker threads
         (scipy releases the GIL in them) while this thread takes the top ``k`` of each
         finished block: Python work stays on one thread, so threads don't queue for the
-        GIL, and it overlaps with the products.
+        GIL, and it overlaps with the products. From :data:`PER_QUERY_FROM` chunks up,
+        the worker threads run :meth:`search` itself, one query each at a time.
         """
+        if self._n_docs >= PER_QUERY_FROM:
+            workers = min(len(queries), threads or _cores())
+            if workers <= 1:
+                return [self.search(terms, k) for terms in queries]
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                return list(pool.map(lambda terms: self.search(terms, k), queries))
         matrices = [self._query_matrix(block) for block in self._blocks(queries)]
         weights = self._weight_matrix()
         workers = min(len(matrices), threads or _cores())
