@@ -446,10 +446,14 @@ def _fsync(path: Path) -> None:
 # they live and die with that generation.
 
 
-def _derived_file(index: LocalIndex, name: str, key: str, suffix: str = "npy") -> Path:
-    for value in (name, key, suffix):
+def _check_derived_names(*values: str) -> None:
+    for value in values:
         if not value or not all(c.isascii() and (c.isalnum() or c in "_+-") for c in value):
             raise ValueError(f"derived array name {value!r}: use ASCII letters, digits, _ + -")
+
+
+def _derived_file(index: LocalIndex, name: str, key: str, suffix: str = "npy") -> Path:
+    _check_derived_names(name, key, suffix)
     return index.gen_dir / f"derived.{name}.{key}.{suffix}"
 
 
@@ -504,7 +508,7 @@ def derived_names(index: LocalIndex) -> set[str]:
 
 def remove_derived(index: LocalIndex, name: str) -> None:
     """Delete every file saved under ``name`` (missing files are fine)."""
-    _derived_file(index, name, "x")  # validates the name
+    _check_derived_names(name)
     for path in index.gen_dir.glob(f"derived.{name}.*.*"):
         path.unlink(missing_ok=True)
 
