@@ -247,3 +247,33 @@ def test_evaluate_with_fake_postings() -> None:
     assert run('"a c" OR b') == [2, 3, 4]
     assert run("a -(b OR c)") == [0]
     assert run("a zzz") == []
+
+
+@pytest.mark.parametrize(
+    ("query", "column"),
+    [
+        ("(" * 250 + "power" + ")" * 250, 101),
+        ("NOT " * 5000 + "power", 401),
+        ("- " * 3 + "-" * 5000 + "power", None),  # "--..." is a word, not 5,000 negations
+        ("power " + "(NOT " * 60 + "fuse" + ")" * 60, 7 + 5 * 50),
+    ],
+)
+def test_deep_nesting_is_a_syntax_error_not_a_crash(query: str, column: int | None) -> None:
+    if column is None:
+        parse(query)  # parses
+        return
+    with pytest.raises(QuerySyntaxError) as info:
+        compile_query(query, ANALYZER.query_terms)
+    assert str(info.value) == (
+        f"query syntax: nested more than {boolean.MAX_DEPTH} levels deep "
+        f"(parentheses and NOTs) at column {column}"
+    )
+
+
+def test_nesting_up_to_the_limit_parses_and_evaluates() -> None:
+    depth = boolean.MAX_DEPTH
+    tree = compile_query("(" * depth + "a" + ")" * depth, lambda text: text.split())
+    assert tree == TermQuery("a")
+    negated = compile_query("a " + "NOT " * (depth - 1) + "b", lambda text: text.split())
+    rows = boolean.evaluate(negated, lambda t: np.asarray([0, 1] if t == "a" else [1]), 3, None)  # type: ignore[arg-type]
+    assert rows.tolist() == [0]  # 99 NOTs: an odd count, so "a AND NOT b"

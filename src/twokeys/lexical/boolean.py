@@ -24,6 +24,9 @@ contiguous sequence (checked by the caller's ``verify_phrase``, see
 :func:`positive_terms` in :mod:`twokeys.retrievers.classic`).
 
 Syntax errors raise :class:`~twokeys.errors.QuerySyntaxError` naming the 1-based column.
+Parentheses and negations nest at most :data:`MAX_DEPTH` levels deep, so every stage
+(parser, analysis, evaluation), each recursive over the tree, stays far from Python's
+recursion limit; a deeper query is a syntax error, not a ``RecursionError``.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ import numpy.typing as npt
 from twokeys.errors import QuerySyntaxError
 
 Rows = npt.NDArray[np.int64]
+
+MAX_DEPTH = 100  # parentheses and NOTs nested in one another
 
 # -- syntax tree (raw words, as typed) ----------------------------------------------
 
@@ -161,6 +166,15 @@ class _Parser:
     def __init__(self, tokens: list[_Token]) -> None:
         self.tokens = tokens
         self.pos = 0
+        self.depth = 0  # parentheses and negations open around the current token
+
+    def enter(self, token: _Token) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _error(
+                f"nested more than {MAX_DEPTH} levels deep (parentheses and NOTs) "
+                f"at column {token.column}"
+            )
 
     @property
     def current(self) -> _Token:
@@ -204,7 +218,10 @@ class _Parser:
     def parse_not(self) -> Node:
         if self.current.kind in ("not", "minus"):
             operator = self.advance()
-            return Not(self.parse_operand_after(operator, self.parse_not))
+            self.enter(operator)
+            node = Not(self.parse_operand_after(operator, self.parse_not))
+            self.depth -= 1
+            return node
         return self.parse_primary()
 
     def parse_primary(self) -> Node:
@@ -221,9 +238,11 @@ class _Parser:
             self.advance()
             if self.current.kind == "rparen":
                 raise _error(f"empty parentheses at column {token.column}")
+            self.enter(token)
             node = self.parse_or()
             if self.advance().kind != "rparen":
                 raise _error(f"unbalanced parenthesis at column {token.column}")
+            self.depth -= 1
             return node
         if token.kind == "rparen":
             raise _error(f"unbalanced parenthesis at column {token.column}")
