@@ -248,3 +248,24 @@ def test_adi_hybrid_beats_bm25_and_report_is_written(tmp_path: Path) -> None:
     assert len(data["disagreements"]) == 5
     html = report.read_text(encoding="utf-8")
     assert "<svg" in html and "Where bm25 and dense disagree" in html
+
+
+def test_a_malformed_boolean_query_is_named_and_the_run_goes_on(
+    collection: Path, tmp_path: Path
+) -> None:
+    queries = dict(QUERIES, **{"4": "firmware (signature check"})
+    with open(collection / "queries.jsonl", "w", encoding="utf-8") as fh:
+        for qid, text in queries.items():
+            fh.write(json.dumps({"_id": qid, "text": text}) + "\n")
+    index = str(tmp_path / "b.twokeys")
+    args = [str(collection), "--no-dense", "--retrievers", "bm25,boolean", "--index", index]
+    code, out, err = run(*args, "--json", "-q")
+    assert code == 0, err
+    assert (
+        "warning: boolean: query 4 not run (query syntax: unbalanced parenthesis at column 10); "
+        "scored as retrieving nothing" in err
+    )
+    data = json.loads(out)["retrievers"]
+    assert data["boolean"]["failed"] == {"4": "query syntax: unbalanced parenthesis at column 10"}
+    assert data["boolean"]["per_query"]["nDCG@10"]["4"] == 0.0
+    assert data["bm25"]["failed"] == {} and data["bm25"]["per_query"]["nDCG@10"]["4"] > 0

@@ -183,6 +183,12 @@ def eval_command(
         err.print(f"reusing index {escape(str(path))}")
     with open_index(path) as kb, progress_bars(quiet) as stage:
         runs = run_retrievers(kb, collection, names, progress=stage)
+    for run in runs.values():
+        for qid, reason in run.failed.items():
+            err.print(
+                f"[yellow]warning:[/yellow] {run.name}: query {escape(qid)} not run "
+                f"({escape(reason)}); scored as retrieving nothing"
+            )
     experiment = score_experiment(
         collection, runs, split=split, compare_pair=pair, disagreement_pair=disagreement_pair
     )

@@ -14,12 +14,12 @@ import os
 import statistics
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from twokeys.engine import MODES, Index
-from twokeys.errors import ConfigError, IndexFormatError
+from twokeys.errors import ConfigError, IndexFormatError, QuerySyntaxError
 from twokeys.evaluation.beir import Collection
 from twokeys.evaluation.disagreements import Disagreement, Side, find_disagreements
 from twokeys.evaluation.measures import LABELS, PRIMARY, Evaluator, Scores
@@ -48,6 +48,7 @@ class RetrieverRun:
     run: dict[str, dict[str, float]]  # query id -> doc id -> rank-derived score
     latency: dict[str, float]  # query id -> seconds for Index.search (non-empty queries)
     top: dict[str, tuple[TopDoc, ...]]  # query id -> top documents, best first
+    failed: dict[str, str] = field(default_factory=dict)  # query id -> why it was not run
 
     def ranking(self, query_id: str) -> list[str]:
         """The query's document ids, best first (ties by doc id)."""
@@ -72,7 +73,10 @@ def run_retrievers(
 
     Each query asks for ``chunk_depth`` chunks, collapsed to the top ``depth`` documents.
     Latency is the wall time of :meth:`Index.search`, query encoding included, after one
-    untimed warm-up query per retriever (so model loading is not counted).
+    untimed warm-up query per retriever (so model loading is not counted). A query the
+    retriever rejects as malformed (a Boolean query with an unbalanced parenthesis) is
+    recorded in :attr:`RetrieverRun.failed` and scored as retrieving nothing: one bad
+    query does not abort the run.
     """
     for name in retrievers:
         if name not in MODES:
@@ -85,18 +89,24 @@ def run_retrievers(
     runs: dict[str, RetrieverRun] = {}
     for name in dict.fromkeys(retrievers):
         advance = progress(f"Searching ({name})", len(collection.queries)) if progress else None
-        if queries:
-            index.search(next(iter(queries.values())), mode=name, k=chunk_depth)  # warm-up
         run: dict[str, dict[str, float]] = {}
         latency: dict[str, float] = {}
         top: dict[str, tuple[TopDoc, ...]] = {}
+        failed: dict[str, str] = {}
+        warm = False
         for qid in collection.queries:
             text = queries.get(qid)
             hits = []
             if text is not None:  # an empty query retrieves nothing and is not timed
-                started = time.perf_counter()
-                hits = index.search(text, mode=name, k=chunk_depth)
-                latency[qid] = time.perf_counter() - started
+                try:
+                    if not warm:
+                        index.search(text, mode=name, k=chunk_depth)  # warm-up, untimed
+                        warm = True
+                    started = time.perf_counter()
+                    hits = index.search(text, mode=name, k=chunk_depth)
+                    latency[qid] = time.perf_counter() - started
+                except QuerySyntaxError as exc:
+                    failed[qid] = str(exc)
             run[qid] = doc_ranking(hits, depth)
             best: dict[str, TopDoc] = {}
             for hit in hits:
@@ -106,7 +116,7 @@ def run_retrievers(
             top[qid] = tuple(best.values())
             if advance:
                 advance(1)
-        runs[name] = RetrieverRun(name=name, run=run, latency=latency, top=top)
+        runs[name] = RetrieverRun(name=name, run=run, latency=latency, top=top, failed=failed)
     return runs
 
 
@@ -205,6 +215,7 @@ class Experiment:
                     "means": self.scores[name].means,
                     "ms_per_query": run.ms_per_query,
                     "per_query": self.scores[name].per_query,
+                    "failed": dict(run.failed),
                 }
                 for name, run in self.runs.items()
             },
