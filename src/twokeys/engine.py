@@ -17,7 +17,7 @@ from typing import Any
 from twokeys.analysis import analyzer_for
 from twokeys.dense.encoder import Encoder, get_encoder
 from twokeys.errors import ConfigError, EncoderMismatchError
-from twokeys.fusion.rrf import DEFAULT_K
+from twokeys.fusion.rrf import DEFAULT_K, check_k
 from twokeys.rerank.base import Reranker, get_reranker
 from twokeys.retrievers import BM25Retriever, DenseRetriever, HybridRetriever, Retriever
 from twokeys.retrievers.base import RetrieverResult
@@ -43,6 +43,15 @@ class SearchSettings:
     lexical_weight: float = 0.45  # for the fixed-weight convex fusions
     rerank: str | None = None  # a reranker name (twokeys.rerank) applied to the top rerank_top
     rerank_top: int = DEFAULT_TOP_N
+
+    def __post_init__(self) -> None:
+        check_k(self.rrf_k)
+        for name in ("candidates", "rerank_top"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name}: must be an integer >= 1, got {value!r}")
+        if not 0.0 <= self.lexical_weight <= 1.0:  # NaN fails this test too
+            raise ConfigError(f"lexical_weight: must be in [0, 1], got {self.lexical_weight!r}")
 
 
 def open_index(path: str | Path, *, encoder: Encoder | None = None) -> Index:

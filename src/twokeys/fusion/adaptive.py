@@ -38,6 +38,7 @@ among the settings that rank every support-KB query's document in the top 3
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -70,12 +71,14 @@ class AdaptiveParams:
             "support_floor",
         ):
             value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
+            if not 0.0 <= value <= 1.0:  # NaN fails this test too
                 raise ConfigError(f"adaptive.{name}: must be in [0, 1], got {value!r}")
         if self.floor_length < 1:
             raise ConfigError(f"adaptive.floor_length: must be >= 1, got {self.floor_length!r}")
-        if self.support_power < 0:
-            raise ConfigError(f"adaptive.support_power: must be >= 0, got {self.support_power!r}")
+        if not math.isfinite(self.support_power) or self.support_power < 0:
+            raise ConfigError(
+                f"adaptive.support_power: must be a finite number >= 0, got {self.support_power!r}"
+            )
         normalizer(self.normalization)
 
     def to_dict(self) -> dict[str, object]:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from twokeys.errors import ConfigError
 from twokeys.fusion.normalization import Normalizer
+from twokeys.fusion.rrf import check_weight
 from twokeys.types import ScoredChunk
 
 
@@ -25,8 +26,8 @@ def convex_combination(
     """Fuse runs by a weighted sum of their normalised scores (weights sum to 1)."""
     if set(weights) != set(runs):
         raise ConfigError(f"convex: weights {sorted(weights)} must name the runs {sorted(runs)}")
-    total = sum(weights.values())
-    if total <= 0 or any(w < 0 for w in weights.values()):
+    total = sum(check_weight(name, w) for name, w in weights.items())
+    if total <= 0:
         raise ConfigError("convex: weights must be >= 0 and not all zero")
     fused: dict[int, float] = {}
     for name, run in runs.items():

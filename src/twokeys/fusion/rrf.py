@@ -12,12 +12,28 @@ Weighted RRF multiplies each run's terms by a per-run weight (1.0 when not given
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from twokeys.errors import ConfigError
 from twokeys.types import ScoredChunk
 
 DEFAULT_K = 60.0
+
+
+def check_k(k: float) -> float:
+    """``k`` if it is a usable RRF constant (finite, >= 0), else a :class:`ConfigError`."""
+    if isinstance(k, bool) or not isinstance(k, int | float) or not math.isfinite(k) or k < 0:
+        raise ConfigError(f"rrf.k: must be a finite number >= 0, got {k!r}")
+    return float(k)
+
+
+def check_weight(name: str, weight: float) -> float:
+    """A run weight if it is finite and >= 0, else a :class:`ConfigError` naming the run."""
+    valid = isinstance(weight, int | float) and not isinstance(weight, bool)
+    if not valid or not math.isfinite(weight) or weight < 0:
+        raise ConfigError(f"weights.{name}: must be a finite number >= 0, got {weight!r}")
+    return float(weight)
 
 
 def rrf_term(rank: int, k: float = DEFAULT_K) -> float:
@@ -31,11 +47,10 @@ def rrf(
     weights: Mapping[str, float] | None = None,
 ) -> list[ScoredChunk]:
     """Fuse named runs (each ranked, ranks 1-based) into one ranked run."""
-    if k < 0:
-        raise ConfigError(f"rrf.k: must be >= 0, got {k}")
+    k = check_k(k)
     fused: dict[int, float] = {}
     for name, run in runs.items():
-        weight = 1.0 if weights is None else weights.get(name, 1.0)
+        weight = 1.0 if weights is None else check_weight(name, weights.get(name, 1.0))
         for hit in run:
             fused[hit.row] = fused.get(hit.row, 0.0) + weight * rrf_term(hit.rank, k)
     ordered = sorted(fused.items(), key=lambda item: (-item[1], item[0]))

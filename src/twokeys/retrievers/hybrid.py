@@ -27,7 +27,7 @@ from twokeys.fusion.adaptive import (
 )
 from twokeys.fusion.convex import convex_combination
 from twokeys.fusion.normalization import NORMALIZERS, normalizer
-from twokeys.fusion.rrf import DEFAULT_K, rrf, rrf_term
+from twokeys.fusion.rrf import DEFAULT_K, check_k, rrf, rrf_term
 from twokeys.retrievers.base import Retriever, RetrieverResult
 from twokeys.retrievers.dense import DenseRetriever
 from twokeys.retrievers.lexical import BM25Retriever
@@ -55,7 +55,8 @@ class HybridRetriever(Retriever):
             raise ConfigError(f"candidates: must be >= 1, got {candidates}")
         if fusion not in FUSIONS:
             raise ConfigError(f"fusion: {fusion!r} is not one of {', '.join(FUSIONS)}")
-        if not 0.0 <= lexical_weight <= 1.0:
+        k = check_k(k)
+        if not 0.0 <= lexical_weight <= 1.0:  # NaN fails this test too
             raise ConfigError(f"lexical_weight: must be in [0, 1], got {lexical_weight}")
         self.lexical = lexical
         self.dense = dense
