@@ -10,6 +10,10 @@ in ``Chunk.heading_path`` (a heading of level n replaces every level >= n), and
 :func:`indexed_text` puts it back, on its own line, in front of the body. The cap
 ``max_tokens`` bounds that heading line (``" > ".join(heading_path)``, or the document
 title for chunks outside any heading) plus the body. Chunks never cross a heading.
+A document of headings only is chunked as plain text (its heading lines are the body),
+and a document with a title but an empty text is one chunk with an empty body (its
+indexed text is the title), so no document with something to search is left without
+a chunk.
 
 Within a section blocks are packed greedily. A block too big on its own is cut into
 pieces: prose and list items at sentence ends, tables and front matter at lines, code
@@ -41,6 +45,8 @@ TokenCounter = Callable[[Sequence[str]], list[int]]
 """Token counts of each string of a batch (no special tokens)."""
 
 MARKDOWN_KINDS = frozenset({"markdown", "html"})
+CHARS_PER_TOKEN = 16  # a generous bound: English runs about 4-5 characters a token
+MIN_MAX_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,12 @@ class ChunkerConfig:
             )
         if self.min_tokens < 0:
             raise ConfigError(f"chunker.min_tokens: must be >= 0, got {self.min_tokens}")
+
+    @property
+    def max_chars(self) -> int:
+        """The cap on a chunk body in characters (whatever the tokens): a word or code
+        line longer than it is cut, so no chunk holds a 2 MB line."""
+        return max(MIN_MAX_CHARS, CHARS_PER_TOKEN * self.max_tokens)
 
     def to_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -102,8 +114,11 @@ def chunk_document(
     """Split ``doc`` into chunks in reading order (see the module docstring for the rules)."""
     text = doc.text
     if not text.strip():
-        return []
+        # a record with a title and no body (BEIR corpora have them): the title is its text
+        return [Chunk(doc.id, 0, "", 0, 0, ())] if doc.title.strip() else []
     sections = _markdown_sections(text) if doc.kind in MARKDOWN_KINDS else _plain_sections(text)
+    if not any(s.blocks for s in sections):  # headings only: their lines are the text
+        sections = _plain_sections(text)
     heading_lines = [_heading_line(s.path, doc.title) for s in sections]
     spans = [[_piece_spans(text, block) for block in s.blocks] for s in sections]
     counts = _count(
@@ -112,7 +127,7 @@ def chunk_document(
     budgets = [max(config.max_tokens - n, config.max_tokens // 2) for n in counts[: len(sections)]]
     it = iter(counts[len(sections) :])
     pieces = [[[_Piece(a, b, next(it), True) for a, b in blk] for blk in sec] for sec in spans]
-    pieces = _cut_oversized(text, sections, pieces, budgets, count_tokens)
+    pieces = _cut_oversized(text, sections, pieces, budgets, count_tokens, config.max_chars)
 
     chunks: list[Chunk] = []
     for section, blocks, budget in zip(sections, pieces, budgets, strict=True):
@@ -391,30 +406,61 @@ def _cut_oversized(
     pieces: list[list[list[_Piece]]],
     budgets: list[int],
     count_tokens: TokenCounter,
+    max_chars: int,
 ) -> list[list[list[_Piece]]]:
-    """Replace each sentence or row bigger than its section's budget by its words.
+    """Replace each sentence or row bigger than its section's budget by its words, and
+    each word bigger than the budget (or than ``max_chars``) by slices that fit.
 
-    Code lines are never cut. All the words of a document are counted in one call.
+    Code lines are cut only when longer than ``max_chars`` (a minified file, a 2 MB
+    line). All the words of a document are counted in one call, the slices in another.
     """
     words = {
         (p.start, p.end): [(m.start(), m.end()) for m in _NON_SPACE.finditer(text, p.start, p.end)]
         for section, blocks, budget in zip(sections, pieces, budgets, strict=True)
         for block, block_pieces in zip(section.blocks, blocks, strict=True)
-        if block.kind != "code"
         for p in block_pieces
-        if p.tokens > budget
+        if (p.tokens > budget and block.kind != "code") or p.end - p.start > max_chars
     }
     if not words:
         return pieces
     spans = [span for cut in words.values() for span in cut]
     counts = dict(zip(spans, _count(count_tokens, [text[a:b] for a, b in spans]), strict=True))
+    budget_of = {
+        span: budget
+        for section, blocks, budget in zip(sections, pieces, budgets, strict=True)
+        for block_pieces in blocks
+        for p in block_pieces
+        for span in words.get((p.start, p.end), ())
+    }
+    slices = {
+        (a, b): _slices(a, b, counts[a, b], budget_of[a, b], max_chars)
+        for a, b in spans
+        if counts[a, b] > budget_of[a, b] or b - a > max_chars
+    }
+    if slices:
+        parts = [span for cut in slices.values() for span in cut]
+        counts.update(zip(parts, _count(count_tokens, [text[a:b] for a, b in parts]), strict=True))
 
     def cut(p: _Piece) -> list[_Piece]:
         if (p.start, p.end) not in words:
             return [p]
-        return [_Piece(a, b, counts[a, b], False) for a, b in words[p.start, p.end]]
+        return [
+            _Piece(a, b, counts[a, b], False)
+            for word in words[p.start, p.end]
+            for a, b in slices.get(word, [word])
+        ]
 
     return [[[w for p in block for w in cut(p)] for block in blocks] for blocks in pieces]
+
+
+def _slices(
+    start: int, end: int, tokens: int, budget: int, max_chars: int
+) -> list[tuple[int, int]]:
+    """Equal slices of a word too big for a chunk: each about ``budget`` tokens or fewer,
+    and at most ``max_chars`` characters."""
+    n = max(-(-tokens // budget), -(-(end - start) // max_chars), 1)
+    size = -(-(end - start) // n)
+    return [(a, min(a + size, end)) for a in range(start, end, size)]
 
 
 # --- packing ---------------------------------------------------------------------------
@@ -442,18 +488,35 @@ class _Packer:
 
     def add_block(self, pieces: list[_Piece]) -> None:
         tokens = sum(p.tokens for p in pieces)
-        if self.tokens + tokens <= self.budget:
+        chars = pieces[-1].end - pieces[0].start
+        if self._fits(tokens, pieces[-1].end):
             self._extend(pieces)
-        elif tokens <= self.budget:  # fits in a chunk of its own: keep it whole
+        elif tokens <= self.budget and chars <= self.config.max_chars:  # a chunk of its own
             self._close(tokens)
+            if not self._fits(tokens, pieces[-1].end):
+                self._drop_overlap()
             self._extend(pieces)
         else:  # cut it, merging its start into a tiny open chunk
             if self.fresh_tokens >= self.config.min_tokens:
                 self._close(pieces[0].tokens)
             for piece in pieces:
-                if self.pieces and self.tokens + piece.tokens > self.budget:
+                if self.pieces and not self._fits(piece.tokens, piece.end):
                     self._close(piece.tokens)
+                    if not self._fits(piece.tokens, piece.end):
+                        self._drop_overlap()
                 self._extend([piece])
+
+    def _fits(self, tokens: int, end: int) -> bool:
+        """Whether the open chunk can take pieces of ``tokens`` ending at ``end``."""
+        if self.tokens + tokens > self.budget:
+            return False
+        return not self.pieces or end - self.pieces[0].start <= self.config.max_chars
+
+    def _drop_overlap(self) -> None:
+        """Open the next chunk without the repeated sentences (they leave no room)."""
+        if not self.fresh_pieces:
+            self.pieces = []
+            self.tokens = 0
 
     def finish(self) -> list[tuple[int, int]]:
         self._close(self.budget)

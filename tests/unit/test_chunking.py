@@ -158,9 +158,24 @@ def test_heading_lines_are_excluded_from_bodies() -> None:
 
 
 def test_heading_without_body_gives_no_chunk() -> None:
-    assert chunk("# Only a heading\n\n## And another\n") == []
     chunks = chunk("# A\n## B\n\nBody.\n")
     assert [c.heading_path for c in chunks] == [("A", "B")]
+
+
+def test_headings_only_document_is_its_text() -> None:
+    # a page of headings has no body under any of them: its heading lines are the text
+    text = "# Only a heading\n\n## And another\n"
+    (only,) = chunk(text, title="Only a heading")
+    assert only.text == text.strip() and only.heading_path == ()
+    assert "And another" in indexed_text(only, "Only a heading")
+
+
+def test_title_without_text_is_one_chunk_of_its_title() -> None:
+    doc = make_doc("", kind="jsonl", title="Progress report on the ALGOL compiler")
+    (only,) = chunk_document(doc, approx_token_counter, DEFAULT)
+    assert (only.text, only.start, only.end, only.position) == ("", 0, 0, 0)
+    assert indexed_text(only, doc.title) == "Progress report on the ALGOL compiler\n"
+    assert chunk_document(make_doc(" \n", kind="jsonl"), approx_token_counter, DEFAULT) == []
 
 
 def test_sections_are_never_merged_across_headings() -> None:
@@ -284,12 +299,26 @@ def test_over_long_sentence_split_at_whitespace_never_inside_identifiers() -> No
         assert joined.count(ident) >= words.count(ident)
 
 
-def test_whitespace_free_token_longer_than_cap_is_its_own_chunk() -> None:
+def test_whitespace_free_token_longer_than_cap_is_cut_into_slices_that_fit() -> None:
     blob = "QUJD" * 200
     text = f"Before the blob. {blob} After the blob."
     config = ChunkerConfig(max_tokens=32, overlap_tokens=4, min_tokens=0)
     chunks = chunk(text, config, kind="text")
-    assert blob in [c.text for c in chunks]
+    assert_under_cap(chunks, config, approx_token_counter)
+    covered = {i for c in chunks for i in range(c.start, c.end)}
+    assert set(range(len(text))) - covered <= {i for i, ch in enumerate(text) if ch == " "}
+    assert len(chunks) >= 4 and chunks[0].text.startswith("Before the blob. QUJD")
+
+
+@pytest.mark.parametrize("kind", ["text", "markdown"])
+def test_a_two_megabyte_line_is_bounded_in_characters(kind: str) -> None:
+    # punctuation runs count one token each under the approximate counter: only the
+    # character cap stops this line from becoming one 2,000,000-character chunk
+    line = "-=" * 1_000_000
+    text = f"# Dump\n\nStart.\n\n```\n{line}\n```\n\n{line}\n"
+    chunks = chunk(text, kind=kind)
+    assert max(len(c.text) for c in chunks) <= DEFAULT.max_chars == 4000
+    assert sum(len(c.text) for c in chunks) >= 2 * len(line)
 
 
 def test_overlap_is_whole_trailing_sentences_within_budget() -> None:
@@ -602,6 +631,10 @@ def check_random_documents(counter: TokenCounter, n_docs: int, seed: int) -> Non
         chunks = chunk_document(doc, counter, config)
         check_invariants(doc, chunks)
         total_chunks += len(chunks)
+        if all(k in gen.heading_lines or not line.strip() for k, line in enumerate(gen.lines)):
+            # headings only: chunked as plain text (test_headings_only_document_is_its_text)
+            assert chunks and all(c.heading_path == () for c in chunks), (i, chunks)
+            continue
 
         line_starts = [0]
         for line in gen.lines:
