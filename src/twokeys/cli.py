@@ -123,7 +123,9 @@ def index(
         f"indexed {report.documents} documents, {report.chunks} chunks into {index_path} "
         f"({report.added} added, {report.changed} changed, {report.unchanged} unchanged, "
         f"{report.removed} removed; {report.embedded_chunks} chunks embedded; "
-        f"{len(report.skipped)} skipped) in {report.seconds:.1f}s"
+        f"{len(report.skipped)} skipped"
+        + (f", {len(report.warnings)} with warnings" if report.warnings else "")
+        + f") in {report.seconds:.1f}s"
         + (f"; vector index: {report.vector_index}" if report.vector_index != "none" else "")
     )
 

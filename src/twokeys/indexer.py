@@ -76,6 +76,7 @@ class IndexReport:
     embedded_chunks: int = 0
     vector_index: str = ""  # exact, hnsw or none: what dense search uses
     skipped: list[SkippedFile] = field(default_factory=list)
+    warnings: list[SkippedFile] = field(default_factory=list)  # indexed after a repair
     full_rebuild_reason: str = ""
     seconds: float = 0.0
 
@@ -103,6 +104,9 @@ def build_index(
     """Index ``source`` into ``index_path``, reusing unchanged documents of an existing index.
 
     ``encoder`` overrides the registry lookup of ``options.encoder`` (tests pass a fake).
+    Every file or record left out is passed to ``on_skip`` and listed in
+    :attr:`IndexReport.skipped`; one indexed after a repair (a file name that is not
+    valid UTF-8, ...) has ``kept`` set and is listed in :attr:`IndexReport.warnings`.
     """
     options = options or IndexOptions()
     stage = progress or _noop_progress
@@ -110,7 +114,7 @@ def build_index(
     report = IndexReport()
 
     def skipped(item: SkippedFile) -> None:
-        report.skipped.append(item)
+        (report.warnings if item.kept else report.skipped).append(item)
         if on_skip is not None:
             on_skip(item)
 
@@ -127,7 +131,9 @@ def build_index(
         previous = _open_previous(index_path, options, encoder, report)
         writer = GenerationWriter(index_path)
         try:
-            pending = _collect(source, options, encoder, previous, stage, skipped, report)
+            pending = _collect(
+                source, index_path, options, encoder, previous, stage, skipped, report
+            )
             manifest = _write(
                 writer, pending, options, encoder, encoder_name, previous, stage, report
             )
@@ -185,6 +191,7 @@ def _open_previous(
 
 def _collect(
     source: Path,
+    index_path: Path,
     options: IndexOptions,
     encoder: Encoder | None,
     previous: LocalIndex | None,
@@ -196,25 +203,32 @@ def _collect(
     counter = encoder.count_tokens if encoder is not None else approx_token_counter
     advance = stage("Reading and chunking", None)
     pending: list[_Pending] = []
-    seen: set[str] = set()
-    for doc in load_documents(source, on_skip=skipped):
-        if doc.id in seen:  # two files cannot share a relative path; records are deduplicated
+    seen: dict[str, str] = {}  # document id -> the path it came from
+    for doc in load_documents(source, on_skip=skipped, exclude=(index_path,)):
+        if doc.id in seen:  # a file "c.jsonl#y.md" and record "y.md" of "c.jsonl", ...
+            first = seen[doc.id]
+            skipped(SkippedFile(doc.path, f"id {doc.id!r} is already taken by {first}"))
             continue
-        seen.add(doc.id)
+        seen[doc.id] = doc.path
         info = _info(doc)
         old = old_docs.get(doc.id)
-        if old is not None and old.sha256 == doc.sha256:
+        if old is not None and old.sha256 == doc.sha256 and old.n_chunks > 0:
             report.unchanged += 1
             reuse = _Pending(_with_rows(info, 0, old.n_chunks), [], old_first_row=old.first_row)
             pending.append(reuse)
         else:
+            chunks = chunk_document(doc, counter, options.chunker)
+            if not chunks:  # ingest leaves out documents with nothing to search
+                skipped(SkippedFile(doc.path, f"document {doc.id!r} has no text to index"))
+                del seen[doc.id]
+                continue
             if old is None:
                 report.added += 1
             else:
                 report.changed += 1
-            pending.append(_Pending(info, chunk_document(doc, counter, options.chunker)))
+            pending.append(_Pending(info, chunks))
         advance(1)
-    report.removed = len(set(old_docs) - seen)
+    report.removed = len(set(old_docs) - set(seen))
     pending.sort(key=lambda p: p.info.id)
     return pending
 

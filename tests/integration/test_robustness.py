@@ -3,6 +3,9 @@ every silent drop a named warning (issue 12)."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -37,3 +40,41 @@ def test_bad_rrf_k_is_one_line(kb: str, value: str, shown: str) -> None:
     code, out, err = run("search", "power", "--index", kb, "--fusion", "rrf", "--rrf-k", value)
     assert code == 1 and out == ""
     assert err == f"error: rrf.k: must be a finite number >= 0, got {shown}\n"
+
+
+def test_odd_names_and_records_are_indexed_with_named_warnings(tmp_path: Path) -> None:
+    src = tmp_path / "docs"
+    write_docs(src, DOCS)
+    with open(os.path.join(os.fsencode(src), b"caf\xe9.md"), "wb") as fh:
+        fh.write(b"# Menu\n\nEspresso and croissants.\n")
+    records = [
+        '{"_id": "y.md", "text": "Record y of c.jsonl."}',
+        '{"_id": "s\\ud800", "title": "Bad \\udfff title", "text": "lone \\ud800 surrogate"}',
+        '{"_id": "t", "text": ""}',
+    ]
+    (src / "c.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
+    (src / "c.jsonl#y.md").write_text("A file whose name collides.\n", encoding="utf-8")
+    (src / "headings.md").write_text("# Release notes\n\n## Version 4.2\n", encoding="utf-8")
+    (src / "page.html").write_text("<h1>Unclosed heading<p>Page body.</p>", encoding="utf-8")
+    index = str(src / "kb.twokeys")  # inside its own source folder
+    code, out, err = run("index", str(src), "--index", index, "--encoder", "test-hash", "-q")
+    assert code == 0, err
+    assert err.splitlines() == [
+        "warning: c.jsonl line 2: lone surrogate escapes in id, title, text replaced by U+FFFD",
+        "warning: skipped c.jsonl line 3: empty text and no title (nothing to index)",
+        "warning: skipped c.jsonl#y.md: id 'c.jsonl#y.md' is already taken by c.jsonl",
+        "warning: caf\ufffd.md: file name is not valid UTF-8 (bytes shown as U+FFFD)",
+        "warning: skipped kb.twokeys: the index being built; not indexed",
+    ]
+    assert "indexed 7 documents" in out and "3 skipped, 2 with warnings" in out
+    for query, path in [
+        ("croissants", "caf\ufffd.md"),
+        ("surrogate", "c.jsonl"),
+        ("4.2", "headings.md"),
+        ("page body", "page.html"),
+    ]:
+        code, out, err = run("search", query, "--index", index, "--mode", "bm25", "-k", "1")
+        assert code == 0 and out.startswith(f"1. {path}"), (query, out, err)
+    # the second run finds the index it wrote and leaves it out again
+    code, out, err = run("index", str(src), "--index", index, "--encoder", "test-hash", "-q")
+    assert code == 0 and "7 unchanged" in out

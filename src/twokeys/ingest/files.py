@@ -1,19 +1,25 @@
 """Load documents from a folder or a single file.
 
-A folder is walked recursively in a deterministic order (entries sorted by name at
-each level, depth first), skipping hidden entries and never following directory
-symlinks. A file that cannot be read or decoded is reported through ``on_skip`` and
-the walk goes on: one bad file never aborts an ingest.
+A folder is walked in a deterministic order (entries sorted by name at each level,
+depth first, with an explicit stack, so any depth is fine), skipping hidden entries.
+Symbolic links are followed only to regular files inside the folder; a link to a
+folder, to anything outside the folder, a dangling link, a link loop and a special
+file (FIFO, socket, device) are reported and left out. A file that cannot be read or
+decoded is reported through ``on_skip`` and the walk goes on: one bad file never aborts
+an ingest. File names that are not valid UTF-8 are kept with U+FFFD in place of the
+undecodable bytes, and reported (``SkippedFile.kept``).
 """
 
 from __future__ import annotations
 
 import codecs
+import errno
 import hashlib
 import itertools
 import os
 import re
-from collections.abc import Callable, Iterator
+import stat
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -22,6 +28,7 @@ from charset_normalizer import from_bytes
 
 from twokeys.errors import IngestError
 from twokeys.ingest.html import html_to_markdown
+from twokeys.sanitize import has_surrogates, replace_surrogates
 from twokeys.types import Document
 
 _KINDS: Final = {
@@ -57,38 +64,48 @@ _FIRST_LINE = re.compile(r"\S[^\n]*")
 
 @dataclass(frozen=True, slots=True)
 class SkippedFile:
-    """A file (or, for JSONL, one line of it) left out of an ingest, and why."""
+    """A file (or, for JSONL, one line of it) left out of an ingest, and why.
+
+    With ``kept`` the file was indexed all the same, after a repair the reason names
+    (an undecodable file name, a lone surrogate replaced): a warning, not a skip.
+    """
 
     path: str
     reason: str
     line: int | None = field(default=None, kw_only=True)
+    kept: bool = field(default=False, kw_only=True)
 
     def __str__(self) -> str:
         where = self.path if self.line is None else f"{self.path} line {self.line}"
-        return f"skipped {where}: {self.reason}"
+        return f"{where}: {self.reason}" if self.kept else f"skipped {where}: {self.reason}"
 
 
 OnSkip = Callable[[SkippedFile], None]
 
 
-def load_documents(source: Path, *, on_skip: OnSkip | None = None) -> Iterator[Document]:
+def load_documents(
+    source: Path, *, on_skip: OnSkip | None = None, exclude: Sequence[Path] = ()
+) -> Iterator[Document]:
     """Yield the documents under ``source``, a folder or a single supported file.
 
     Ids are paths relative to the folder in POSIX form (the file name for a single
     file). Records of a ``.jsonl`` file get the ids ``<relpath>#<record id>`` in a
     folder and their bare record ids when the file itself is the source (a BEIR
     corpus). Raises :class:`IngestError` at once, before iteration, when ``source``
-    does not exist or is a file of an unsupported type.
+    does not exist or is a file of an unsupported type. Folders in ``exclude`` (the
+    index being built, when it lies inside ``source``) are left out of the walk.
     """
     report = on_skip if on_skip is not None else _ignore
     if source.is_dir():
-        return _load_folder(source, report)
+        return _load_folder(source, report, exclude)
     if source.is_file():
         kind = _kind(source.name)
         if kind is None:
             supported = " ".join(SUPPORTED_SUFFIXES)
             raise IngestError(f"unsupported file type: {source} (supported: {supported})")
-        return _load_file(source, source.name, kind, jsonl_prefix="", report=report)
+        return _load_file(
+            source, _checked_name(source.name, report), kind, jsonl_prefix="", report=report
+        )
     if source.exists():
         raise IngestError(f"not a regular file or directory: {source}")
     raise IngestError(f"no such file or directory: {source}")
@@ -102,34 +119,111 @@ def _kind(name: str) -> str | None:
     return _KINDS.get(os.path.splitext(name)[1].lower())
 
 
-def _load_folder(root: Path, report: OnSkip) -> Iterator[Document]:
-    for path, rel in _walk(root, "", report):
+def _load_folder(root: Path, report: OnSkip, exclude: Sequence[Path]) -> Iterator[Document]:
+    for path, rel in _walk(root, report, exclude):
         kind = _kind(path.name)
         if kind is not None:
+            rel = _checked_name(rel, report)
             yield from _load_file(path, rel, kind, jsonl_prefix=f"{rel}#", report=report)
 
 
-def _walk(folder: Path, rel_folder: str, report: OnSkip) -> Iterator[tuple[Path, str]]:
-    """Yield ``(path, relative POSIX path)`` of the regular files below ``folder``."""
-    try:
-        with os.scandir(folder) as scan:
-            entries = sorted(scan, key=lambda entry: entry.name)
-    except OSError as exc:
-        report(SkippedFile(rel_folder or ".", f"unreadable directory ({_os_reason(exc)})"))
-        return
-    for entry in entries:
-        if entry.name.startswith("."):
+def _checked_name(rel: str, report: OnSkip) -> str:
+    """``rel`` as valid text; a name that is not valid UTF-8 is reported and repaired."""
+    if not has_surrogates(rel):
+        return rel
+    shown = replace_surrogates(rel)
+    report(SkippedFile(shown, "file name is not valid UTF-8 (bytes shown as U+FFFD)", kept=True))
+    return shown
+
+
+def _walk(root: Path, report: OnSkip, exclude: Sequence[Path]) -> Iterator[tuple[Path, str]]:
+    """Yield ``(path, relative POSIX path)`` of the regular files below ``root``."""
+    real_root = os.path.realpath(root)
+    excluded = {os.path.realpath(p) for p in exclude}
+    excluded_names = {os.path.basename(p) for p in excluded}
+    stack = [iter(_entries(root, "", report))]
+    while stack:
+        item = next(stack[-1], None)
+        if item is None:
+            stack.pop()
             continue
-        rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+        rel, entry = item
         try:
+            is_link = entry.is_symlink()
             is_dir = entry.is_dir(follow_symlinks=False)
-            is_file = entry.is_file()
-        except OSError:
+            is_file = entry.is_file(follow_symlinks=False)
+        except OSError as exc:
+            report(SkippedFile(_shown(rel), f"unreadable ({_os_reason(exc)})"))
             continue
         if is_dir:
-            yield from _walk(Path(entry.path), rel, report)
+            if entry.name in excluded_names and os.path.realpath(entry.path) in excluded:
+                report(SkippedFile(_shown(rel), "the index being built; not indexed"))
+            else:
+                stack.append(iter(_entries(Path(entry.path), rel, report)))
         elif is_file:
             yield Path(entry.path), rel
+        elif is_link:
+            reason = _link_problem(entry.path, real_root)
+            if reason:
+                report(SkippedFile(_shown(rel), reason))
+            else:
+                yield Path(entry.path), rel
+        else:
+            report(SkippedFile(_shown(rel), f"not a regular file ({_special_kind(entry)})"))
+
+
+def _entries(folder: Path, rel_folder: str, report: OnSkip) -> list[tuple[str, os.DirEntry[str]]]:
+    """The folder's visible entries, sorted by name (an unreadable folder is reported)."""
+    try:
+        with os.scandir(folder) as scan:
+            found = sorted(scan, key=lambda entry: entry.name)
+    except OSError as exc:
+        where = _shown(rel_folder) or "."
+        report(SkippedFile(where, f"unreadable directory ({_os_reason(exc)})"))
+        return []
+    return [
+        (f"{rel_folder}/{e.name}" if rel_folder else e.name, e)
+        for e in found
+        if not e.name.startswith(".")
+    ]
+
+
+def _link_problem(path: str, real_root: str) -> str:
+    """Why a symbolic link is not followed, or "" for a link to a file inside the folder."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symbolic link loop"
+        if exc.errno == errno.ENOENT:
+            return f"dangling symbolic link (to {replace_surrogates(os.readlink(path))})"
+        return f"unreadable symbolic link ({_os_reason(exc)})"
+    target = os.path.realpath(path)
+    if os.path.commonpath([real_root, target]) != real_root:
+        return "symbolic link to outside the folder; not followed"
+    if stat.S_ISDIR(info.st_mode):
+        return "symbolic link to a folder; not followed (its files are indexed where they are)"
+    if not stat.S_ISREG(info.st_mode):
+        return "symbolic link to a special file; not followed"
+    return ""
+
+
+def _special_kind(entry: os.DirEntry[str]) -> str:
+    try:
+        mode = entry.stat(follow_symlinks=False).st_mode
+    except OSError:
+        return "unknown"
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return "special file"
+
+
+def _shown(rel: str) -> str:
+    return replace_surrogates(rel)
 
 
 def _load_file(

@@ -55,6 +55,8 @@ _BLOCKS: Final = frozenset(
     }
 )
 _LISTS: Final = frozenset({"ul", "ol"})
+# What ends a heading's text: an unclosed <h1> swallows the blocks after it
+_ENDS_HEADING: Final = _BLOCKS | _LISTS | frozenset(_HEADINGS) | {"pre", "table", "li"}
 _SPACES = re.compile(r"\s+")
 
 
@@ -66,7 +68,8 @@ def html_to_markdown(html: str) -> tuple[str, str]:
     soup = BeautifulSoup(html, "html.parser")
     for element in soup.find_all(_DROPPED):
         element.decompose()
-    title = _first_text(soup, "title") or _first_text(soup, "h1")
+    h1 = soup.find("h1")
+    title = _first_text(soup, "title") or (_heading_text(h1)[0] if isinstance(h1, Tag) else "")
     writer = _MarkdownWriter()
     writer.render(soup)
     return title, writer.finish()
@@ -79,13 +82,30 @@ def _first_text(soup: BeautifulSoup, name: str) -> str:
 
 def _inline_text(tag: Tag) -> str:
     """The tag's visible text on one line, whitespace collapsed (``<br>`` -> space)."""
+    return _text_of([tag])
+
+
+def _text_of(nodes: list[PageElement]) -> str:
     parts: list[str] = []
-    for node in tag.descendants:
-        if isinstance(node, NavigableString) and not isinstance(node, PreformattedString):
-            parts.append(str(node))
-        elif isinstance(node, Tag) and node.name == "br":
-            parts.append(" ")
+    for top in nodes:
+        descendants = top.descendants if isinstance(top, Tag) else ()
+        for node in (top, *descendants):
+            if isinstance(node, NavigableString) and not isinstance(node, PreformattedString):
+                parts.append(str(node))
+            elif isinstance(node, Tag) and node.name == "br":
+                parts.append(" ")
     return _collapse("".join(parts))
+
+
+def _heading_text(tag: Tag) -> tuple[str, list[PageElement]]:
+    """A heading's text and the block elements it swallowed (an unclosed ``<h1>``
+    holds the paragraphs after it: the heading is the text before the first of them)."""
+    children = list(tag.children)
+    first_block = next(
+        (i for i, c in enumerate(children) if isinstance(c, Tag) and c.name in _ENDS_HEADING),
+        len(children),
+    )
+    return _text_of(children[:first_block]), children[first_block:]
 
 
 def _collapse(text: str) -> str:
@@ -143,9 +163,12 @@ class _MarkdownWriter:
 
     def _heading(self, node: Tag, level: int) -> None:
         self._flush()
-        text = _inline_text(node)
+        text, swallowed = _heading_text(node)
         if text:
             self._blocks.append(f"{'#' * level} {text}")
+        for child in swallowed:
+            self.render(child)
+        self._flush()
 
     def _list_item(self, node: Tag) -> None:
         self._flush()

@@ -3,7 +3,10 @@
 Each record needs an id (``_id`` or ``id``, a string or an integer) and a text
 (``text``, or ``contents`` as in Pyserini's JSONL); ``title`` is optional and every
 other field goes to ``metadata``, with BEIR's nested ``metadata`` object merged in.
-The file is streamed line by line; a bad line is reported and skipped.
+The file is streamed line by line; a bad line is reported and skipped. A record
+whose text and title are both empty is skipped (it has nothing to search). Lone
+surrogate escapes (``"\ud800"``, valid JSON but not valid Unicode) in any field are
+replaced by U+FFFD and reported, and the record is kept.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from twokeys.ingest.files import OnSkip, SkippedFile
+from twokeys.sanitize import has_surrogates, replace_surrogates
 from twokeys.types import Document
 
 
@@ -37,9 +41,9 @@ def load_jsonl(
     ``on_skip`` with their 1-based line number.
     """
 
-    def skip(reason: str, line: int | None = None) -> None:
+    def skip(reason: str, line: int | None = None, *, kept: bool = False) -> None:
         if on_skip is not None:
-            on_skip(SkippedFile(rel, reason, line=line))
+            on_skip(SkippedFile(rel, reason, line=line, kept=kept))
 
     try:
         mtime = path.stat().st_mtime
@@ -55,6 +59,13 @@ def load_jsonl(
                 if not line.strip():
                     continue
                 record = _parse_line(line)
+                if isinstance(record, _Record) and (fields := _surrogate_fields(record)):
+                    record = _repaired(record)
+                    skip(
+                        f"lone surrogate escapes in {', '.join(fields)} replaced by U+FFFD",
+                        line_number,
+                        kept=True,
+                    )
                 if isinstance(record, str):
                     skip(record, line_number)
                 elif record.id in first_line:
@@ -68,6 +79,33 @@ def load_jsonl(
                     yield _document(record, rel, id_prefix, mtime)
         except OSError as exc:
             skip(f"read error ({exc.strerror or exc})", line_number + 1)
+
+
+def _surrogate_fields(record: _Record) -> list[str]:
+    """The fields of ``record`` holding a lone surrogate (JSON lets ``"\ud800"`` through)."""
+    fields = [name for name in ("id", "title", "text") if has_surrogates(getattr(record, name))]
+    if has_surrogates(json.dumps(record.metadata, ensure_ascii=False, default=str)):
+        fields.append("metadata")
+    return fields
+
+
+def _repaired(record: _Record) -> _Record:
+    return _Record(
+        id=replace_surrogates(record.id),
+        title=replace_surrogates(record.title),
+        text=replace_surrogates(record.text),
+        metadata=_repaired_value(record.metadata),
+    )
+
+
+def _repaired_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return replace_surrogates(value)
+    if isinstance(value, dict):
+        return {replace_surrogates(str(k)): _repaired_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_repaired_value(v) for v in value]
+    return value
 
 
 def _document(record: _Record, rel: str, id_prefix: str, mtime: float) -> Document:
@@ -119,6 +157,8 @@ def _record(obj: dict[str, Any]) -> _Record | str:
         title = ""
     elif not isinstance(title, str):
         return f"title must be a string (got {type(title).__name__})"
+    if not text.strip() and not title.strip():
+        return "empty text and no title (nothing to index)"
     extra = {key: value for key, value in obj.items() if key not in (id_key, text_key, "title")}
     nested = extra.pop("metadata", None) if isinstance(extra.get("metadata"), dict) else None
     metadata = {**(nested or {}), **extra}
