@@ -18,7 +18,14 @@ from rich.table import Table
 from twokeys import __version__
 from twokeys.analysis import STEMMERS, STOPWORD_SETS, AnalyzerSpec
 from twokeys.chunking import ChunkerConfig
-from twokeys.cliutil import encoder_option, err, index_option, out, progress_bars
+from twokeys.cliutil import (
+    encoder_option,
+    err,
+    index_option,
+    out,
+    progress_bars,
+    query_argument,
+)
 from twokeys.dense.selection import DEFAULT_THRESHOLD, KINDS, VectorIndexOptions
 from twokeys.engine import MODES, open_index
 from twokeys.errors import TwokeysError
@@ -131,7 +138,7 @@ def index(
 
 
 @main.command()
-@click.argument("query")
+@click.argument("query", callback=query_argument)
 @index_option
 @click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
 @click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True)

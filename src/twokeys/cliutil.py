@@ -18,6 +18,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from twokeys.sanitize import from_argv
+
 DEFAULT_INDEX = "kb.twokeys"
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
@@ -39,6 +41,22 @@ encoder_option = click.option(
     envvar="TWOKEYS_ENCODER",
     help="Dense encoder: minilm, ollama:MODEL or openai:MODEL.",
 )
+
+
+def query_argument(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """A query from the command line as valid text (click callback).
+
+    An argument that is not valid UTF-8 reaches Python with its bad bytes as lone
+    surrogates; they become U+FFFD, with a warning, so the encoder never sees them.
+    """
+    clean = from_argv(value)
+    if clean != value:
+        err.print(
+            "[yellow]warning:[/yellow] the query is not valid UTF-8; "
+            "its undecodable bytes are replaced by U+FFFD"
+        )
+    return clean
+
 
 StageFactory = Callable[[str, int | None], Callable[[int], None]]
 

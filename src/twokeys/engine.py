@@ -24,6 +24,7 @@ from twokeys.retrievers.base import RetrieverResult
 from twokeys.retrievers.catalog import EXTRA_MODES
 from twokeys.retrievers.hybrid import DEFAULT_FUSION
 from twokeys.retrievers.reranking import DEFAULT_TOP_N, RerankingRetriever
+from twokeys.sanitize import has_surrogates
 from twokeys.store.base import IndexBackend
 from twokeys.store.local import LocalIndex
 from twokeys.store.vectors import describe as describe_vectors
@@ -226,8 +227,23 @@ class Index:
         return data
 
 
+MAX_QUERY_CHARS = 10_000  # five times the longest query of the six test collections
+
+
 def _check_query(query: str, k: int) -> None:
     if k < 1:
         raise ConfigError(f"k: must be >= 1, got {k}")
+    if not isinstance(query, str):
+        raise ConfigError(f"query: must be a string, got {type(query).__name__}")
     if not query.strip():
         raise ConfigError("query: is empty")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ConfigError(
+            f"query: {len(query):,} characters, over the limit of {MAX_QUERY_CHARS:,}; "
+            "search with its key sentences"
+        )
+    if has_surrogates(query):
+        raise ConfigError(
+            "query: not valid Unicode (lone surrogates, from undecodable bytes?); "
+            "pass twokeys.sanitize.replace_surrogates(query)"
+        )

@@ -78,3 +78,42 @@ def test_odd_names_and_records_are_indexed_with_named_warnings(tmp_path: Path) -
     # the second run finds the index it wrote and leaves it out again
     code, out, err = run("index", str(src), "--index", index, "--encoder", "test-hash", "-q")
     assert code == 0 and "7 unchanged" in out
+
+
+def test_a_query_that_is_not_utf8_is_repaired_with_a_warning(kb: str) -> None:
+    for command in ("search", "ask"):
+        code, out, err = run(command, "power caf\udce9", "--index", kb)
+        assert code == 0, err
+        assert err.startswith(
+            "warning: the query is not valid UTF-8; its undecodable bytes are replaced by U+FFFD"
+        )
+        assert "a.md" in out
+
+
+def test_the_library_rejects_unencodable_and_overlong_queries(kb: str) -> None:
+    from twokeys import open_index
+    from twokeys.errors import ConfigError
+
+    with open_index(kb) as index:
+        with pytest.raises(ConfigError, match=r"^query: not valid Unicode \(lone surrogates"):
+            index.search("power caf\udce9")
+        with pytest.raises(ConfigError, match=r"^query: 100,000 characters, over the limit of"):
+            index.search("x" * 100_000, mode="bm25")
+        with pytest.raises(ConfigError, match=r"^query: 10,001 characters"):
+            index.search_many(["power", "y " * 5000 + "z"])
+    code, _, err = run("search", "power " * 3000, "--index", kb)
+    assert code == 1 and err.startswith("error: query: 18,000 characters, over the limit")
+
+
+@pytest.mark.parametrize("fusion", ["adaptive", "minmax", "zscore", "dbsf"])
+def test_a_query_without_lexical_terms_keeps_the_dense_scores(kb: str, fusion: str) -> None:
+    from twokeys import open_index
+
+    with open_index(kb) as index:
+        assert index.search("?!? ... ---", mode="bm25") == []
+        dense = index.search("?!? ... ---", mode="dense", k=2)
+        hybrid = index.search("?!? ... ---", mode="hybrid", fusion=fusion, k=2, explain=True)
+    assert [(h.chunk.id, h.score) for h in hybrid] == [(h.chunk.id, h.score) for h in dense]
+    assert hybrid[0].score < 1.0  # not min-max's 1.0 for the best of a single sensor
+    assert [e.retriever for e in hybrid[0].evidence] == ["dense"]
+    assert hybrid[0].evidence[0].weight == 1.0

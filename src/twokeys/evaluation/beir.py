@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from twokeys.errors import IngestError
+from twokeys.sanitize import replace_surrogates
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ def load_collection(root: Path, split: str = "test") -> Collection:
                     f"{queries_file} line {number}: bad query record ({exc})"
                 ) from exc
             if qid in qrels:
-                queries[qid] = text
+                queries[qid] = replace_surrogates(text)  # "\ud800" is valid JSON
     return Collection(root=root, corpus=corpus, queries=queries, qrels=qrels)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from twokeys.cliutil import index_option
+from twokeys.cliutil import index_option, query_argument
 from twokeys.engine import MODES, open_index
 from twokeys.llm.base import SPEC_FORMS, from_spec
 from twokeys.llm.http import DEFAULT_TIMEOUT
@@ -23,7 +23,7 @@ from twokeys.rag.prompt import render_prompt
 
 
 @click.command()
-@click.argument("question")
+@click.argument("question", callback=query_argument)
 @index_option
 @click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
 @click.option(

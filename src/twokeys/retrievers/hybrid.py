@@ -97,6 +97,14 @@ class HybridRetriever(Retriever):
     ) -> tuple[list[ScoredChunk], dict[str, float], dict[str, dict[int, float]]]:
         """Fused run, per-run weights, and each run's contribution per row."""
         lname, dname = self.lexical.name, self.dense.name
+        if not runs[lname] and self.fusion not in ("rrf", "rrf-confidence"):
+            # no lexical evidence (a query of stopwords or punctuation): the dense run
+            # alone, with its own scores; min-max would give its best hit a fake 1.0
+            return (
+                list(runs[dname]),
+                {lname: 0.0, dname: 1.0},
+                {dname: {h.row: h.score for h in runs[dname]}},
+            )
         if self.fusion in ("rrf", "rrf-confidence"):
             w = 1.0
             if self.fusion == "rrf-confidence":
