@@ -25,6 +25,7 @@ from twokeys.cliutil import (
     out,
     progress_bars,
     query_argument,
+    shown,
 )
 from twokeys.dense.selection import DEFAULT_THRESHOLD, KINDS, VectorIndexOptions
 from twokeys.engine import MODES, open_index
@@ -33,6 +34,7 @@ from twokeys.indexer import IndexOptions, build_index
 from twokeys.ingest import SkippedFile
 from twokeys.lexical.bm25 import BM25Params
 from twokeys.retrievers.hybrid import DEFAULT_FUSION, FUSIONS
+from twokeys.sanitize import for_terminal
 from twokeys.types import Hit
 
 
@@ -44,7 +46,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except TwokeysError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {for_terminal(str(exc))}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
             click.echo("interrupted; any previous index is unchanged", err=True)
@@ -55,7 +57,7 @@ class _Group(click.Group):
 
 def _show_warning(message: Warning | str, *_: object, **__: object) -> None:
     """A library warning (a graph rebuilt on open, ...) as one ``warning: ...`` line."""
-    err.print(f"[yellow]warning:[/yellow] {message}", highlight=False)
+    err.print(f"[yellow]warning:[/yellow] {shown(message)}", highlight=False)
 
 
 @click.group(cls=_Group)
@@ -120,14 +122,14 @@ def index(
     )
 
     def warn(item: SkippedFile) -> None:
-        err.print(f"[yellow]warning:[/yellow] {item}")
+        err.print(f"[yellow]warning:[/yellow] {shown(item)}")
 
     with progress_bars(quiet) as stage:
         report = build_index(source, index_path, options, progress=stage, on_skip=warn)
     if report.full_rebuild_reason:
-        err.print(f"full rebuild: {report.full_rebuild_reason}")
+        err.print(f"full rebuild: {shown(report.full_rebuild_reason)}")
     out.print(
-        f"indexed {report.documents} documents, {report.chunks} chunks into {index_path} "
+        f"indexed {report.documents} documents, {report.chunks} chunks into {shown(index_path)} "
         f"({report.added} added, {report.changed} changed, {report.unchanged} unchanged, "
         f"{report.removed} removed; {report.embedded_chunks} chunks embedded; "
         f"{len(report.skipped)} skipped"
@@ -237,9 +239,11 @@ def hit_to_dict(hit: Hit) -> dict[str, Any]:
 
 
 def _print_hit(hit: Hit, explain: bool, rrf_k: float | None) -> None:
-    where = hit.chunk.heading or hit.title
-    out.print(f"[bold]{hit.rank}.[/bold] {hit.path}  [dim]{where}[/dim]  score={hit.score:.4f}")
-    snippet = " ".join(hit.text.split())
+    where = shown(hit.chunk.heading or hit.title)
+    out.print(
+        f"[bold]{hit.rank}.[/bold] {shown(hit.path)}  [dim]{where}[/dim]  score={hit.score:.4f}"
+    )
+    snippet = for_terminal(" ".join(hit.text.split()))
     out.print(f"   {snippet[:240]}{'…' if len(snippet) > 240 else ''}", markup=False)
     if not explain:
         return
@@ -255,7 +259,7 @@ def _print_hit(hit: Hit, explain: bool, rrf_k: float | None) -> None:
         elif ev.fused:
             line += f"  weight {ev.weight:.2f} x normalised = {ev.fused:.4f}"
         if ev.matched_terms:
-            terms = ", ".join(f"{t} {w:.2f}" for t, w in ev.matched_terms)
+            terms = for_terminal(", ".join(f"{t} {w:.2f}" for t, w in ev.matched_terms))
             line += f"  terms: {terms}"
         out.print(line, markup=False)
     if hit.evidence and len(hit.evidence) < 2 and any(e.fused for e in hit.evidence):
@@ -273,7 +277,7 @@ def info(index_path: Path, as_json: bool) -> None:
     if as_json:
         out.print_json(json.dumps(data))
         return
-    table = Table(title=f"twokeys index {data['path']}", show_header=False)
+    table = Table(title=f"twokeys index {shown(data['path'])}", show_header=False)
     table.add_column("field", style="bold")
     table.add_column("value")
     counts = data["counts"]

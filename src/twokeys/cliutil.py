@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -18,7 +19,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from twokeys.sanitize import from_argv
+from twokeys.sanitize import for_terminal, from_argv
 
 DEFAULT_INDEX = "kb.twokeys"
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -41,6 +42,18 @@ encoder_option = click.option(
     envvar="TWOKEYS_ENCODER",
     help="Dense encoder: minilm, ollama:MODEL or openai:MODEL.",
 )
+
+
+def shown(text: object) -> str:
+    """Untrusted text (a document's title, a file name, a message naming them) for a
+    rich console line: control characters replaced, markup brackets escaped."""
+    return escape(for_terminal(str(text)))
+
+
+def safe_echo(text: str, *, nl: bool = True, err: bool = False) -> None:
+    """``click.echo`` of untrusted multi-line text (an answer, a prompt): escape
+    sequences in documents or a model's output never reach the terminal."""
+    click.echo(for_terminal(text, multiline=True), nl=nl, err=err)
 
 
 def query_argument(_ctx: click.Context, _param: click.Parameter, value: str) -> str:

@@ -117,3 +117,43 @@ def test_a_query_without_lexical_terms_keeps_the_dense_scores(kb: str, fusion: s
     assert hybrid[0].score < 1.0  # not min-max's 1.0 for the best of a single sensor
     assert [e.retriever for e in hybrid[0].evidence] == ["dense"]
     assert hybrid[0].evidence[0].weight == 1.0
+
+
+def test_escape_sequences_never_reach_the_terminal(tmp_path: Path) -> None:
+    evil = "\x1b]0;owned\x07\x1b[2J\x9b31m"
+    src = write_docs(
+        tmp_path / "docs",
+        {
+            f"clear{evil}.md": f"# Title {evil} [bold]markup[/bold]\n\n"
+            f"The fuse {evil} protects the power supply. Replace the fuse when it blows.\n",
+        },
+    )
+    index = str(tmp_path / "kb.twokeys")
+    code, out, err = run("index", str(src), "--index", index, "--encoder", "test-hash", "-q")
+    assert code == 0, err
+    outputs = [out, err]
+    for args in (
+        ["search", "fuse", "--explain"],
+        ["search", f"fuse {evil}", "--mode", "bm25"],
+        ["ask", "What does the fuse protect?"],
+        ["ask", "What does the fuse protect?", "--show-context"],
+        ["info"],
+    ):
+        code, out, err = run(*args, "--index", index)
+        assert code == 0, (args, err)
+        outputs += [out, err]
+    code, out, err = run("search", "fuse", "--index", str(tmp_path / f"missing{evil}"))
+    assert code == 1
+    outputs += [out, err]
+    for text in outputs:
+        assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text, text
+    assert any("[bold]markup[/bold]" in text for text in outputs)  # shown, not interpreted
+    assert any("clear\ufffd]0;owned" in text for text in outputs)
+
+
+def test_for_terminal_keeps_text_and_replaces_controls() -> None:
+    from twokeys.sanitize import for_terminal
+
+    assert for_terminal("a\tb\nc\r\x1b[2Jd\x7f\x9b") == "a b c \ufffd[2Jd\ufffd\ufffd"
+    assert for_terminal("a\tb\nc\x00", multiline=True) == "a\tb\nc\ufffd"
+    assert for_terminal("caf\udce9 \u00e9\u4e2d") == "caf\ufffd \u00e9\u4e2d"

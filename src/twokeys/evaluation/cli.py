@@ -35,6 +35,7 @@ from twokeys.evaluation.measures import PRIMARY, label
 from twokeys.evaluation.report import render_report
 from twokeys.evaluation.significance import PairedComparison
 from twokeys.retrievers.catalog import VECTOR_MODES
+from twokeys.sanitize import for_terminal
 
 DEFAULT_RETRIEVERS = "bm25,dense,hybrid"
 DISAGREEMENT_PAIR = ("bm25", "dense")
@@ -308,15 +309,14 @@ def print_disagreements(e: Experiment, limit: int) -> None:
     width = max(len(left), len(right))
     for number, d in enumerate(shown, 1):
         winner = "tie" if d.winner == "tie" else f"{d.winner} right"
-        out.print(f"{number:>2}. [{d.query_id}] {d.query}", markup=False)
+        out.print(for_terminal(f"{number:>2}. [{d.query_id}] {d.query}"), markup=False)
         out.print(f"    {d.reason}; {winner}", markup=False)
         for name, ndcg, top in (
             (d.left, d.left_ndcg, d.left_top),
             (d.right, d.right_ndcg, d.right_top),
         ):
-            out.print(
-                f"    {name:<{width}}  {label(PRIMARY)} {ndcg:.3f}  {_docs(top)}", markup=False
-            )
+            line = f"    {name:<{width}}  {label(PRIMARY)} {ndcg:.3f}  {_docs(top)}"
+            out.print(for_terminal(line), markup=False)
 
 
 def _docs(top: tuple[RankedDoc, ...]) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from twokeys.cliutil import index_option, query_argument
+from twokeys.cliutil import index_option, query_argument, safe_echo
 from twokeys.engine import MODES, open_index
 from twokeys.llm.base import SPEC_FORMS, from_spec
 from twokeys.llm.http import DEFAULT_TIMEOUT
@@ -112,13 +112,13 @@ def ask(
                 _print_context(plan, llm.name if llm else None)
             streaming = not as_json and llm is not None
             if streaming:
-                click.echo(f"Answer ({llm.name if llm else ''}):")
+                safe_echo(f"Answer ({llm.name if llm else ''}):")
             answer = generate(
                 plan,
                 llm=llm,
                 analyzer_terms=(kb.analyzer.query_terms, kb.analyzer.index_terms),
                 options=options,
-                on_text=(lambda t: click.echo(t, nl=False)) if streaming else None,
+                on_text=(lambda t: safe_echo(t, nl=False)) if streaming else None,
             )
         finally:
             if llm is not None:
@@ -127,8 +127,8 @@ def ask(
         click.echo(json.dumps(answer_to_dict(answer, show_context), ensure_ascii=False, indent=2))
         return
     if not streaming:
-        click.echo(answer.text, nl=False)
-    click.echo("\n")
+        safe_echo(answer.text, nl=False)
+    safe_echo("\n")
     _print_sources(answer)
 
 
@@ -177,31 +177,31 @@ def _usage(plan: Plan) -> dict[str, Any]:
 
 def _print_context(plan: Plan, llm_name: str | None) -> None:
     seen = f"what {llm_name} saw" if llm_name else "no model: the context the quotes come from"
-    click.echo(f"──── prompt ({seen}) ────")
-    click.echo(render_prompt(plan.prompt) if llm_name else plan.context.text)
+    safe_echo(f"──── prompt ({seen}) ────")
+    safe_echo(render_prompt(plan.prompt) if llm_name else plan.context.text)
     if plan.template.stop and llm_name:
-        click.echo(f"(stop strings: {', '.join(repr(s) for s in plan.template.stop)})")
+        safe_echo(f"(stop strings: {', '.join(repr(s) for s in plan.template.stop)})")
     ctx = plan.context
-    click.echo(f"──── budget: {ctx.total} tokens, counted with {plan.counter} ────")
+    safe_echo(f"──── budget: {ctx.total} tokens, counted with {plan.counter} ────")
     for s in ctx.sections:
         if s.name == "answer":
-            click.echo(f"  {s.name:<13} {s.budget:>6} reserved for the reply")
+            safe_echo(f"  {s.name:<13} {s.budget:>6} reserved for the reply")
         else:
-            click.echo(f"  {s.name:<13} {s.used:>6} / {s.budget:<6}")
+            safe_echo(f"  {s.name:<13} {s.used:>6} / {s.budget:<6}")
     for i, q in enumerate(ctx.queries, 1):
         blocks = " ".join(f"[{n}]" for n in q.blocks) or "none"
-        click.echo(f"    part {i}: {q.tokens:>5} tokens, blocks {blocks}  {q.query}")
+        safe_echo(f"    part {i}: {q.tokens:>5} tokens, blocks {blocks}  {q.query}")
     for b in ctx.blocks:
         cut = ", cut at a sentence end" if b.trimmed else ""
-        click.echo(f"    [{b.number}] {b.tokens:>5} tokens{cut}  {', '.join(b.chunk_ids)}")
-    click.echo("────")
+        safe_echo(f"    [{b.number}] {b.tokens:>5} tokens{cut}  {', '.join(b.chunk_ids)}")
+    safe_echo("────")
 
 
 def _print_sources(answer: Answer) -> None:
     if not answer.sources:
         return
-    click.echo("Sources:")
+    safe_echo("Sources:")
     for s in answer.sources:
         where = f"  {s.heading}" if s.heading else ""
         mark = "" if s.cited or answer.kind == "no-evidence" else "  (not cited)"
-        click.echo(f"  [{s.number}] {s.path}{where}{mark}")
+        safe_echo(f"  [{s.number}] {s.path}{where}{mark}")
