@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 import conftest  # noqa: F401  (registers the "test-hash" encoder)
-from conftest import SHARED_DATA
+from conftest import SHARED_DATA, write_docs
 from twokeys import open_index
 from twokeys.engine import MODES
 from twokeys.evaluation.experiment import default_index_path
@@ -269,3 +269,62 @@ def test_a_malformed_boolean_query_is_named_and_the_run_goes_on(
     assert data["boolean"]["failed"] == {"4": "query syntax: unbalanced parenthesis at column 10"}
     assert data["boolean"]["per_query"]["nDCG@10"]["4"] == 0.0
     assert data["bm25"]["failed"] == {} and data["bm25"]["per_query"]["nDCG@10"]["4"] > 0
+
+
+def test_a_changed_corpus_updates_the_cached_index(collection: Path, tmp_path: Path) -> None:
+    env = {"TWOKEYS_CACHE": str(tmp_path / "cache")}
+    code, out, err = run(str(collection), "--no-dense", "-q", "--json", env=env)
+    assert code == 0 and "no index yet" in err
+    before = json.loads(out)["retrievers"]["bm25"]["means"]["nDCG@10"]
+    code, _, err = run(str(collection), "--no-dense", "-q", env=env)
+    assert code == 0 and "reusing index" in err
+    # d1 loses its words: the cached index must not keep answering query 1 with them
+    lines = (collection / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    lines[0] = json.dumps({"_id": "d1", "title": "Misc", "text": "Nothing to see here."})
+    (collection / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, out, err = run(str(collection), "--no-dense", "-q", "--json", env=env)
+    assert code == 0, err
+    assert "(corpus.jsonl changed since the index was built)" in err
+    after = json.loads(out)["retrievers"]["bm25"]["means"]["nDCG@10"]
+    assert after < before
+    assert json.loads(out)["retrievers"]["bm25"]["per_query"]["nDCG@10"]["1"] == 0.0
+
+
+def test_unknown_judged_documents_and_a_foreign_index_are_named(
+    collection: Path, tmp_path: Path
+) -> None:
+    qrels = collection / "qrels" / "test.tsv"
+    qrels.write_text(qrels.read_text() + "1\tghost-1\t1\n2\tghost-2\t0\n", encoding="utf-8")
+    index = tmp_path / "x.twokeys"
+    code, _, err = run(str(collection), "--no-dense", "-q", "--index", str(index))
+    assert code == 0, err
+    assert (
+        "warning: 2 of the 9 judged documents (1 of 7 relevant) are not in the index "
+        "(not in corpus.jsonl, or skipped when it was indexed); they count as misses" in err
+    )
+    other = write_docs(tmp_path / "other", {"x.md": "Unrelated text about power supplies.\n"})
+    foreign = tmp_path / "foreign.twokeys"
+    from twokeys import IndexOptions, build_index
+
+    build_index(other, foreign, IndexOptions(encoder=None))
+    code, _, err = run(str(collection), "--no-dense", "-q", "--index", str(foreign))
+    assert code == 0 and "reusing index" in err
+    assert (
+        "warning: the index holds none of the 7 relevant documents the qrels name: "
+        "was it built from another corpus? (--rebuild builds it from corpus.jsonl)" in err
+    )
+
+
+def test_an_empty_queries_file_is_blamed_not_the_qrels(collection: Path, tmp_path: Path) -> None:
+    index = str(tmp_path / "x.twokeys")
+    (collection / "queries.jsonl").write_text("\n", encoding="utf-8")
+    code, _, err = run(str(collection), "--no-dense", "--index", index)
+    assert code == 1 and err == f"error: {collection / 'queries.jsonl'}: no queries\n"
+    (collection / "queries.jsonl").write_text('{"_id": "zz", "text": "q"}\n', encoding="utf-8")
+    code, _, err = run(str(collection), "--no-dense", "--index", index)
+    assert code == 1 and err.startswith(
+        "error: none of the 1 queries of queries.jsonl is judged in qrels/test.tsv"
+    )
+    (collection / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n")
+    code, _, err = run(str(collection), "--no-dense", "--index", index)
+    assert code == 1 and err == f"error: {collection / 'qrels' / 'test.tsv'}: no judgements\n"

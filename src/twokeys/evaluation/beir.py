@@ -22,6 +22,22 @@ class Collection:
     corpus: Path
     queries: dict[str, str]  # only queries with judgements in this split
     qrels: dict[str, dict[str, int]]  # query id -> doc id -> relevance
+    query_count: int = 0  # queries in queries.jsonl, judged or not
+
+
+def check_judged(collection: Collection, split: str) -> None:
+    """Fail, naming the file at fault, when no query can be scored."""
+    root = collection.root
+    if not collection.query_count:
+        raise IngestError(f"{root / 'queries.jsonl'}: no queries")
+    if not collection.qrels:
+        raise IngestError(f"{root / 'qrels' / f'{split}.tsv'}: no judgements")
+    if not collection.queries:
+        raise IngestError(
+            f"none of the {collection.query_count:,} queries of queries.jsonl is judged in "
+            f"qrels/{split}.tsv ({len(collection.qrels):,} judged query ids, none of them "
+            f"in queries.jsonl)"
+        )
 
 
 def load_collection(root: Path, split: str = "test") -> Collection:
@@ -33,6 +49,7 @@ def load_collection(root: Path, split: str = "test") -> Collection:
             raise IngestError(f"{root} is not a BEIR collection: missing {required.name}")
     qrels = load_qrels(qrels_file)
     queries: dict[str, str] = {}
+    count = 0
     with open(queries_file, encoding="utf-8") as fh:
         for number, line in enumerate(fh, 1):
             if not line.strip():
@@ -44,9 +61,10 @@ def load_collection(root: Path, split: str = "test") -> Collection:
                 raise IngestError(
                     f"{queries_file} line {number}: bad query record ({exc})"
                 ) from exc
+            count += 1
             if qid in qrels:
                 queries[qid] = replace_surrogates(text)  # "\ud800" is valid JSON
-    return Collection(root=root, corpus=corpus, queries=queries, qrels=qrels)
+    return Collection(root=root, corpus=corpus, queries=queries, qrels=qrels, query_count=count)
 
 
 def load_qrels(path: Path) -> dict[str, dict[str, int]]:

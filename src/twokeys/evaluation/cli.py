@@ -21,12 +21,13 @@ from rich.table import Table
 from twokeys.cliutil import encoder_option, err, out, progress_bars
 from twokeys.engine import MODES, open_index
 from twokeys.errors import TwokeysError
-from twokeys.evaluation.beir import load_collection
+from twokeys.evaluation.beir import check_judged, load_collection
 from twokeys.evaluation.disagreements import RankedDoc
 from twokeys.evaluation.experiment import (
     Experiment,
     default_index_path,
     ensure_index,
+    judged_coverage,
     run_retrievers,
     score_experiment,
     write_trec_runs,
@@ -164,8 +165,7 @@ def eval_command(
         disagreement_pair = DISAGREEMENT_PAIR
 
     collection = load_collection(dataset_dir, split)
-    if not collection.queries:
-        raise TwokeysError(f"{dataset_dir}: no judged queries in qrels/{split}.tsv")
+    check_judged(collection, split)
     unjudgeable = len(collection.qrels) - len(collection.queries)
     if unjudgeable:
         what = "query has" if unjudgeable == 1 else "queries have"
@@ -176,14 +176,23 @@ def eval_command(
     path = index_path or default_index_path(dataset_dir)
     with progress_bars(quiet) as stage:
         prepared = ensure_index(
-            collection, path, encoder=None if no_dense else encoder, rebuild=rebuild, progress=stage
+            collection,
+            path,
+            encoder=None if no_dense else encoder,
+            rebuild=rebuild,
+            progress=stage,
+            cached=index_path is None,
         )
     if prepared.built:
         err.print(f"indexed {escape(str(path))} ({escape(prepared.reason)})")
     else:
         err.print(f"reusing index {escape(str(path))}")
-    with open_index(path) as kb, progress_bars(quiet) as stage:
-        runs = run_retrievers(kb, collection, names, progress=stage)
+    with open_index(path) as kb:
+        coverage = judged_coverage(collection, {d.id for d in kb.backend.all_documents()})
+        if coverage.warning():
+            err.print(f"[yellow]warning:[/yellow] {escape(coverage.warning())}")
+        with progress_bars(quiet) as stage:
+            runs = run_retrievers(kb, collection, names, progress=stage)
     for run in runs.values():
         for qid, reason in run.failed.items():
             err.print(

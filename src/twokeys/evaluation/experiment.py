@@ -9,7 +9,9 @@ deterministic for a given index.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
 import statistics
 import time
@@ -150,10 +152,40 @@ class PreparedIndex:
     report: IndexReport | None = None
 
 
-def stale_reason(index_path: Path, encoder: str | None) -> str:
-    """Why ``index_path`` can't be reused for ``encoder``, or "".
+def corpus_stamp(corpus: Path) -> dict[str, Any]:
+    """What identifies a corpus file's content: its size and SHA-256 (and, for the
+    reader, its path and mtime)."""
+    digest = hashlib.sha256()
+    with open(corpus, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    info = corpus.stat()
+    return {
+        "corpus": str(corpus.resolve()),
+        "size": info.st_size,
+        "mtime_ns": info.st_mtime_ns,
+        "sha256": digest.hexdigest(),
+    }
 
-    ``encoder=None`` (BM25 only) can use any index, with or without vectors.
+
+def stamp_path(index_path: Path) -> Path:
+    """Where eval records the corpus an index was built from: beside the index."""
+    return index_path.with_name(index_path.name + ".corpus.json")
+
+
+def stale_reason(
+    index_path: Path,
+    encoder: str | None,
+    stamp: Mapping[str, Any] | None = None,
+    *,
+    require_stamp: bool = False,
+) -> str:
+    """Why ``index_path`` can't be reused for ``encoder`` and the corpus of ``stamp``, or "".
+
+    ``encoder=None`` (BM25 only) can use any index, with or without vectors. An index
+    whose recorded corpus stamp (:func:`stamp_path`) differs in size or hash from
+    ``stamp`` is stale; one without a record (built by ``twokeys index``) is reused,
+    unless ``require_stamp`` (eval's own cached index, built before stamps existed).
     """
     if not is_index(index_path):
         return "no index yet"
@@ -164,6 +196,17 @@ def stale_reason(index_path: Path, encoder: str | None) -> str:
     built_with = manifest.encoder.name if manifest.encoder is not None else None
     if encoder is not None and built_with != encoder:
         return f"index built with encoder {built_with or 'none'}, asked for {encoder or 'none'}"
+    if stamp is not None:
+        try:
+            recorded = json.loads(stamp_path(index_path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return "no record of the corpus it was built from" if require_stamp else ""
+        except (OSError, ValueError):
+            return "its corpus record is unreadable"
+        if not isinstance(recorded, dict) or any(
+            recorded.get(key) != stamp[key] for key in ("size", "sha256")
+        ):
+            return "corpus.jsonl changed since the index was built"
     return ""
 
 
@@ -174,17 +217,65 @@ def ensure_index(
     encoder: str | None = "minilm",
     rebuild: bool = False,
     progress: ProgressFactory | None = None,
+    cached: bool = False,
 ) -> PreparedIndex:
     """Reuse the index at ``index_path`` when it is one built with ``encoder``, else build it
     from the collection's corpus (an existing index is updated: unchanged documents keep
-    their embeddings)."""
-    reason = "rebuild asked for" if rebuild else stale_reason(index_path, encoder)
+    their embeddings). The corpus file's size and hash are recorded beside the index
+    and checked on reuse: a changed corpus.jsonl updates the index. ``cached``: the
+    index is eval's own (the default path), so one without that record is updated too."""
+    stamp = corpus_stamp(collection.corpus)
+    reason = (
+        "rebuild asked for"
+        if rebuild
+        else stale_reason(index_path, encoder, stamp, require_stamp=cached)
+    )
     if not reason:
         return PreparedIndex(index_path, built=False, reason="")
     report = build_index(
         collection.corpus, index_path, IndexOptions(encoder=encoder), progress=progress
     )
+    with contextlib.suppress(OSError):  # read-only: the index is right, only not stamped
+        stamp_path(index_path).write_text(json.dumps(stamp, indent=1), encoding="utf-8")
     return PreparedIndex(index_path, built=True, reason=reason, report=report)
+
+
+@dataclass(frozen=True)
+class JudgedCoverage:
+    """How many of the documents the qrels judge (for queries with text) the index holds."""
+
+    judged: int
+    relevant: int
+    missing: int
+    missing_relevant: int
+
+    def warning(self) -> str:
+        """A one-line warning when judged documents are missing, else ""."""
+        if self.relevant and self.missing_relevant == self.relevant:
+            return (
+                f"the index holds none of the {self.relevant:,} relevant documents the qrels "
+                "name: was it built from another corpus? (--rebuild builds it from corpus.jsonl)"
+            )
+        if self.missing:
+            return (
+                f"{self.missing:,} of the {self.judged:,} judged documents "
+                f"({self.missing_relevant:,} of {self.relevant:,} relevant) are not in the index "
+                "(not in corpus.jsonl, or skipped when it was indexed); they count as misses"
+            )
+        return ""
+
+
+def judged_coverage(collection: Collection, index_ids: set[str]) -> JudgedCoverage:
+    judged = {doc for qid in collection.queries for doc in collection.qrels[qid]}
+    relevant = {
+        doc for qid in collection.queries for doc, rel in collection.qrels[qid].items() if rel > 0
+    }
+    return JudgedCoverage(
+        judged=len(judged),
+        relevant=len(relevant),
+        missing=len(judged - index_ids),
+        missing_relevant=len(relevant - index_ids),
+    )
 
 
 # -- scoring --------------------------------------------------------------------------
