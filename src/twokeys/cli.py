@@ -88,6 +88,12 @@ def main() -> None:
     help=f"Dense search: exact, an HNSW graph (needs twokeys[ann]), or auto "
     f"(HNSW from {DEFAULT_THRESHOLD:,} chunks).",
 )
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Make an index built from another source an index of SOURCE alone (its other "
+    "documents are removed).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 def index(
     source: Path,
@@ -102,11 +108,14 @@ def index(
     stemmer: str,
     stopwords: str,
     vector_index: str,
+    replace: bool,
     quiet: bool,
 ) -> None:
     """Index SOURCE (a folder, or a .jsonl / BEIR corpus file) into --index.
 
     Re-running on the same source embeds only new or changed files and drops deleted ones.
+    An index mirrors one source: indexing another one into it is refused when that would
+    remove documents, unless --replace.
     """
     options = IndexOptions(
         analyzer=AnalyzerSpec(stemmer=stemmer, stopwords=stopwords),
@@ -125,7 +134,9 @@ def index(
         err.print(f"[yellow]warning:[/yellow] {shown(item)}")
 
     with progress_bars(quiet) as stage:
-        report = build_index(source, index_path, options, progress=stage, on_skip=warn)
+        report = build_index(
+            source, index_path, options, progress=stage, on_skip=warn, replace_source=replace
+        )
     if report.full_rebuild_reason:
         err.print(f"full rebuild: {shown(report.full_rebuild_reason)}")
     out.print(

@@ -100,10 +100,17 @@ def build_index(
     encoder: Encoder | None = None,
     progress: ProgressFactory | None = None,
     on_skip: Callable[[SkippedFile], None] | None = None,
+    replace_source: bool = False,
 ) -> IndexReport:
     """Index ``source`` into ``index_path``, reusing unchanged documents of an existing index.
 
     ``encoder`` overrides the registry lookup of ``options.encoder`` (tests pass a fake).
+    An index mirrors one source: re-indexing the source it was built from adds, updates
+    and removes documents to match it. Indexing another source into it would remove the
+    documents of the first, so that raises :class:`ConfigError` before anything is
+    embedded, unless ``replace_source`` (the CLI's ``--replace``) says to make it an
+    index of the new source alone.
+
     Every file or record left out is passed to ``on_skip`` and listed in
     :attr:`IndexReport.skipped`; one indexed after a repair (a file name that is not
     valid UTF-8, ...) has ``kept`` set and is listed in :attr:`IndexReport.warnings`.
@@ -134,10 +141,12 @@ def build_index(
             pending = _collect(
                 source, index_path, options, encoder, previous, stage, skipped, report
             )
+            if previous is not None and not replace_source:
+                _check_same_source(previous.manifest, source, index_path, report)
             manifest = _write(
                 writer, pending, options, encoder, encoder_name, previous, stage, report
             )
-            committed = writer.commit(manifest)
+            committed = writer.commit(replace(manifest, source=str(source.resolve())))
         except BaseException:
             writer.abort()
             raise
@@ -149,6 +158,19 @@ def build_index(
             _build_graph(index_path, stage, report.chunks)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _check_same_source(old: Manifest, source: Path, index_path: Path, report: IndexReport) -> None:
+    """Refuse to drop an index's documents because another source was given."""
+    new = str(source.resolve())
+    if not report.removed or not old.source or old.source == new:
+        return
+    total = old.counts.get("documents", 0)
+    raise ConfigError(
+        f"{index_path} was built from {old.source}; indexing {new} into it would remove "
+        f"{report.removed:,} of its {total:,} documents (pass --replace to make it an index "
+        f"of {source} alone, or use another --index)"
+    )
 
 
 def _build_graph(index_path: Path, stage: ProgressFactory, n_vectors: int) -> None:

@@ -157,3 +157,31 @@ def test_for_terminal_keeps_text_and_replaces_controls() -> None:
     assert for_terminal("a\tb\nc\r\x1b[2Jd\x7f\x9b") == "a b c \ufffd[2Jd\ufffd\ufffd"
     assert for_terminal("a\tb\nc\x00", multiline=True) == "a\tb\nc\ufffd"
     assert for_terminal("caf\udce9 \u00e9\u4e2d") == "caf\ufffd \u00e9\u4e2d"
+
+
+def test_indexing_another_source_into_an_index_is_refused_without_replace(
+    tmp_path: Path,
+) -> None:
+    src = write_docs(tmp_path / "docs", DOCS)
+    extra = write_docs(tmp_path / "extra", {"new.md": "# New\n\nA new page about fuses.\n"})
+    index = str(tmp_path / "kb.twokeys")
+    base = ["--index", index, "--no-dense", "-q"]
+    assert run("index", str(src), *base)[0] == 0
+    code, out, err = run("index", str(extra / "new.md"), *base)
+    assert code == 1 and out == ""
+    assert err == (
+        f"error: {index} was built from {src}; indexing {extra / 'new.md'} into it would "
+        f"remove 2 of its 2 documents (pass --replace to make it an index of "
+        f"{extra / 'new.md'} alone, or use another --index)\n"
+    )
+    code, out, _ = run("search", "signature", "--index", index, "--mode", "bm25")
+    assert code == 0 and "b.md" in out  # untouched
+    # the same source syncs: a deleted file is removed without asking
+    (src / "b.md").unlink()
+    code, out, _ = run("index", str(src), *base)
+    assert code == 0 and "0 added, 0 changed, 1 unchanged, 1 removed" in out
+    code, out, _ = run("index", str(extra / "new.md"), *base, "--replace")
+    assert code == 0 and "1 added, 0 changed, 0 unchanged, 1 removed" in out
+    from twokeys.store.local import read_manifest
+
+    assert read_manifest(Path(index)).source == str(extra / "new.md")

@@ -400,6 +400,7 @@ class GenerationWriter:
             twokeys_version=manifest.twokeys_version,
             files=self._files,
             vector_index=manifest.vector_index,
+            source=manifest.source,
         )
         tmp_manifest = self.index_path / f"{MANIFEST}.tmp"
         with open(tmp_manifest, "w", encoding="utf-8") as fh:
