@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -74,11 +75,63 @@ def query_argument(_ctx: click.Context, _param: click.Parameter, value: str) -> 
 StageFactory = Callable[[str, int | None], Callable[[int], None]]
 
 
+class _PlainProgress:
+    """Progress as plain lines: ``name: 1,200/5,183 (23%), 12 s``."""
+
+    def __init__(self, write: Callable[[str], None], clock: Callable[[], float] = time.monotonic):
+        self.write = write
+        self.clock = clock
+        self.name = ""
+        self.total: int | None = None
+        self.done = 0
+        self.started = 0.0
+        self.last = 0.0
+
+    def stage(self, name: str, total: int | None) -> Callable[[int], None]:
+        self.finish()
+        self.name, self.total, self.done = name, total, 0
+        self.started = self.last = self.clock()
+        self.write(f"{name}: started" + (f" ({total:,})" if total is not None else ""))
+        return self.advance
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        now = self.clock()
+        if now - self.last >= PLAIN_INTERVAL:
+            self.last = now
+            self.write(f"{self.name}: {self._count()}, {now - self.started:.0f} s")
+
+    def finish(self) -> None:
+        if self.name:
+            self.write(f"{self.name}: done, {self._count()} in {self.clock() - self.started:.1f} s")
+            self.name = ""
+
+    def _count(self) -> str:
+        if self.total:
+            return f"{self.done:,}/{self.total:,} ({100 * self.done // self.total}%)"
+        return f"{self.done:,}"
+
+
+PLAIN_INTERVAL = 10.0  # seconds between plain progress lines within a stage
+
+
 @contextmanager
 def progress_bars(quiet: bool) -> Iterator[StageFactory]:
-    """``stage(name, total)`` opens a bar and returns its ``advance(n)``; stages run in turn."""
+    """``stage(name, total)`` opens a bar and returns its ``advance(n)``; stages run in turn.
+
+    When stderr is not a terminal (a log file, a CI job) there are no bars to redraw:
+    each stage prints plain lines instead, when it starts, every ten seconds and when it
+    ends.
+    """
     if quiet:
         yield lambda _name, _total: lambda _n: None
+        return
+    if not err.is_terminal:
+        lines = _PlainProgress(lambda line: click.echo(line, err=True))
+        try:
+            yield lines.stage
+        finally:
+            lines.finish()
         return
     columns = (
         SpinnerColumn(),

@@ -185,3 +185,33 @@ def test_indexing_another_source_into_an_index_is_refused_without_replace(
     from twokeys.store.local import read_manifest
 
     assert read_manifest(Path(index)).source == str(extra / "new.md")
+
+
+def test_progress_is_plain_lines_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
+    src = write_docs(tmp_path / "docs", DOCS)
+    code, _, err = run("index", str(src), "--index", str(tmp_path / "kb"), "--no-dense")
+    assert code == 0
+    lines = err.splitlines()
+    assert lines[0] == "Reading and chunking: started"
+    assert lines[1].startswith("Reading and chunking: done, 2 in ")
+    assert lines[2] == "Lexical index: started (2)"
+    assert lines[3].startswith("Lexical index: done, 2/2 (100%) in ")
+
+
+def test_plain_progress_reports_every_ten_seconds() -> None:
+    from twokeys.cliutil import _PlainProgress
+
+    now = [0.0]
+    lines: list[str] = []
+    progress = _PlainProgress(lines.append, clock=lambda: now[0])
+    advance = progress.stage("Embedding", 1000)
+    for _ in range(25):
+        now[0] += 1.0
+        advance(40)
+    progress.finish()
+    assert lines == [
+        "Embedding: started (1,000)",
+        "Embedding: 400/1,000 (40%), 10 s",
+        "Embedding: 800/1,000 (80%), 20 s",
+        "Embedding: done, 1,000/1,000 (100%) in 25.0 s",
+    ]
