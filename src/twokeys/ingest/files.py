@@ -93,7 +93,7 @@ def load_documents(
     folder and their bare record ids when the file itself is the source (a BEIR
     corpus). Raises :class:`IngestError` at once, before iteration, when ``source``
     does not exist or is a file of an unsupported type. Folders in ``exclude`` (the
-    index being built, when it lies inside ``source``) are left out of the walk.
+    index being built, when it lies inside ``source``) are left out of the walk, silently.
     """
     report = on_skip if on_skip is not None else _ignore
     if source.is_dir():
@@ -156,9 +156,8 @@ def _walk(root: Path, report: OnSkip, exclude: Sequence[Path]) -> Iterator[tuple
             report(SkippedFile(_shown(rel), f"unreadable ({_os_reason(exc)})"))
             continue
         if is_dir:
-            if entry.name in excluded_names and os.path.realpath(entry.path) in excluded:
-                report(SkippedFile(_shown(rel), "the index being built; not indexed"))
-            else:
+            # the index being built, inside its own source folder, is no document
+            if entry.name not in excluded_names or os.path.realpath(entry.path) not in excluded:
                 stack.append(iter(_entries(Path(entry.path), rel, report)))
         elif is_file:
             yield Path(entry.path), rel
