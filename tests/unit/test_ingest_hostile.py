@@ -136,3 +136,11 @@ def test_records_without_text_or_title_are_skipped_by_name(tmp_path: Path) -> No
 )
 def test_an_unclosed_heading_does_not_swallow_the_page(html: str, title: str, text: str) -> None:
     assert html_to_markdown(html) == (title, text)
+
+
+def test_the_index_is_left_out_whatever_path_names_it(tmp_path: Path) -> None:
+    _write(tmp_path / "docs" / "a.md", "A.\n")
+    _write(tmp_path / "docs" / "kb.twokeys" / "notes.md", "index file\n")
+    os.symlink(tmp_path / "docs" / "kb.twokeys", tmp_path / "link-to-index")
+    docs, notes = _load(tmp_path / "docs", exclude=(tmp_path / "link-to-index",))
+    assert [d.id for d in docs] == ["a.md"] and notes == []

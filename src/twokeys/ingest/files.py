@@ -139,8 +139,8 @@ def _checked_name(rel: str, report: OnSkip) -> str:
 def _walk(root: Path, report: OnSkip, exclude: Sequence[Path]) -> Iterator[tuple[Path, str]]:
     """Yield ``(path, relative POSIX path)`` of the regular files below ``root``."""
     real_root = os.path.realpath(root)
-    excluded = {os.path.realpath(p) for p in exclude}
-    excluded_names = {os.path.basename(p) for p in excluded}
+    excluded = {ident for p in exclude if (ident := _identity(p)) is not None}
+    excluded_inodes = {inode for _, inode in excluded}
     stack = [iter(_entries(root, "", report))]
     while stack:
         item = next(stack[-1], None)
@@ -157,7 +157,7 @@ def _walk(root: Path, report: OnSkip, exclude: Sequence[Path]) -> Iterator[tuple
             continue
         if is_dir:
             # the index being built, inside its own source folder, is no document
-            if entry.name not in excluded_names or os.path.realpath(entry.path) not in excluded:
+            if entry.inode() not in excluded_inodes or _identity(entry.path) not in excluded:
                 stack.append(iter(_entries(Path(entry.path), rel, report)))
         elif is_file:
             yield Path(entry.path), rel
@@ -169,6 +169,15 @@ def _walk(root: Path, report: OnSkip, exclude: Sequence[Path]) -> Iterator[tuple
                 yield Path(entry.path), rel
         else:
             report(SkippedFile(_shown(rel), f"not a regular file ({_special_kind(entry)})"))
+
+
+def _identity(path: str | Path) -> tuple[int, int] | None:
+    """(device, inode) of an existing folder, the same whatever path leads to it."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def _entries(folder: Path, rel_folder: str, report: OnSkip) -> list[tuple[str, os.DirEntry[str]]]:
