@@ -17,10 +17,13 @@ a chunk.
 
 Within a section blocks are packed greedily. A block too big on its own is cut into
 pieces: prose and list items at sentence ends, tables and front matter at lines, code
-at lines only; a sentence or row still too big is cut at whitespace, never inside a
-word, so ``ZX-4821`` or ``/etc/grub.d/40_custom`` stay whole. A chunk exceeds the cap
-only when one code line or one whitespace-free token is bigger than it (or when the
-heading line alone takes over half the cap: the body always keeps half of it).
+at lines only; a sentence or row still too big is cut at whitespace, so ``ZX-4821`` or
+``/etc/grub.d/40_custom`` stay whole. Only a word bigger than the cap on its own (a
+base64 blob) is cut inside, into equal slices that fit. A chunk exceeds the cap only
+when one code line is bigger than it (or when the heading line alone takes over half
+the cap: the body always keeps half of it). Whatever the tokens, a chunk body holds at
+most :attr:`ChunkerConfig.max_chars` characters: a longer code line, or a 2 MB line of
+punctuation that the approximate counter sees as one token, is cut to fit.
 
 Each chunk after the first in a section starts with whole trailing sentences (or code
 lines) of the previous chunk, at most ``overlap_tokens`` of them. A chunk with fewer
@@ -28,8 +31,8 @@ than ``min_tokens`` of its own tokens is not closed before a block that must be 
 that block's first pieces are merged into it instead.
 
 Token counts come from a batched :data:`TokenCounter`. Each sentence, line and (for
-over-long sentences) word is counted once, in at most two calls per document, and the
-count of a span is the sum of its pieces' counts.
+over-long sentences) word is counted once, in at most two calls per document (three
+when a word must be sliced), and the count of a span is the sum of its pieces' counts.
 """
 
 from __future__ import annotations
