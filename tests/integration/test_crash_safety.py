@@ -22,7 +22,8 @@ ADI = SHARED_DATA / "adi" / "corpus.jsonl"
 
 def _kill_midway(index: Path, delay: float) -> None:
     cli = [sys.executable, "-m", "twokeys.cli", "index", str(SCIFACT), "--index", str(index)]
-    proc = subprocess.Popen([*cli, "--no-dense", "-q"], stderr=subprocess.DEVNULL)
+    # --replace: SciFact into the index of ADI (a different source) replaces its documents
+    proc = subprocess.Popen([*cli, "--no-dense", "-q", "--replace"], stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while not any(p.name.startswith(".tmp-gen-") for p in index.iterdir()):
         assert proc.poll() is None, "index finished before it could be killed"
