@@ -65,6 +65,8 @@ def test_search_settings_are_validated(field: str, value: object, message: str) 
         ("confidence_floor", math.inf),
         ("support_power", math.nan),
         ("support_power", math.inf),
+        ("floor_length", math.nan),
+        ("floor_length", 0),
     ],
 )
 def test_adaptive_params_reject_nan_and_infinity(field: str, value: float) -> None:

@@ -73,8 +73,9 @@ class AdaptiveParams:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:  # NaN fails this test too
                 raise ConfigError(f"adaptive.{name}: must be in [0, 1], got {value!r}")
-        if self.floor_length < 1:
-            raise ConfigError(f"adaptive.floor_length: must be >= 1, got {self.floor_length!r}")
+        length = self.floor_length
+        if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+            raise ConfigError(f"adaptive.floor_length: must be an integer >= 1, got {length!r}")
         if not math.isfinite(self.support_power) or self.support_power < 0:
             raise ConfigError(
                 f"adaptive.support_power: must be a finite number >= 0, got {self.support_power!r}"
