@@ -60,6 +60,7 @@ class Manifest:
     twokeys_version: str = ""
     files: Mapping[str, int] = field(default_factory=dict)
     vector_index: VectorIndexOptions = field(default_factory=VectorIndexOptions)
+    sha256: Mapping[str, str] = field(default_factory=dict)  # of the generation's small files
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -75,6 +76,7 @@ class Manifest:
             "vector_index": self.vector_index.to_dict(),
             "counts": dict(self.counts),
             "files": dict(self.files),
+            "sha256": dict(self.sha256),
         }
 
     @classmethod
@@ -111,6 +113,7 @@ class Manifest:
                 twokeys_version=str(data.get("twokeys_version", "")),
                 files={str(k): int(v) for k, v in data.get("files", {}).items()},
                 vector_index=VectorIndexOptions.from_dict(data.get("vector_index", {})),
+                sha256={str(k): str(v) for k, v in data.get("sha256", {}).items()},
             )
         except (KeyError, TypeError, ValueError, AttributeError, ConfigError) as exc:
             raise IndexFormatError(f"{where}: malformed manifest ({exc!r})") from exc
