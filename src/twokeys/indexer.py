@@ -151,7 +151,8 @@ def build_index(
             raise
         finally:
             if previous is not None:
-                previous.close()  # deletes the generation it replaced unless a reader holds it
+                previous.close()
+        remove_stale(index_path)  # the replaced generation, unless a reader holds it
         report.vector_index = chosen_kind(committed)
         if report.vector_index == "hnsw":
             _build_graph(index_path, stage, report.chunks)

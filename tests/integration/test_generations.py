@@ -131,7 +131,7 @@ def test_searches_never_fail_while_index_reruns(built: tuple[Path, Path]) -> Non
                     hits = kb.search("hub firmware", k=3)
                     assert hits
                     answers += 1
-            except BaseException as exc:  # noqa: BLE001 - counted and reported below
+            except BaseException as exc:  # counted and reported below
                 errors.append(exc)
 
     threads = [threading.Thread(target=searcher) for _ in range(3)]

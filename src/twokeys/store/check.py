@@ -2,13 +2,14 @@
 
 Two depths:
 
-- **quick** (``twokeys info``, and ``twokeys index`` before it trusts a previous build):
-  every file the manifest names is there with its recorded size; each array's header
-  gives the shape and dtype the manifest's counts imply and the file holds all of its
-  data; the vocabulary has one line per term; the database's row counts match.
+- **quick** (``twokeys info``): every file the manifest names is there with its
+  recorded size; each array's header gives the shape and dtype the manifest's counts
+  imply and the file holds all of its data; the vocabulary has one line per term; the
+  database's row counts match; files small enough to have a sha256 in the manifest
+  (up to 4 MB each) hash to it.
 - **deep** (``twokeys check``): also SQLite's ``PRAGMA integrity_check``; every chunk's
-  heading and document's metadata parse; chunk rows and document ranges agree; the
-  sha256 of every small file matches the manifest; array values: row pointers rise from
+  heading and document's metadata parse; chunk rows and document ranges agree; array
+  values: row pointers rise from
   0 to the postings count, chunk rows lie in range and rise within each term, weights
   and lengths are finite and not negative, every vector is finite and unit length (or zero).
 
@@ -108,7 +109,11 @@ def _strip(exc: Exception, path: Path) -> str:
 
 
 def check_generation(manifest: Manifest, gen_dir: Path, *, deep: bool) -> list[Problem]:
-    """Every problem found in one generation folder, in file order."""
+    """Every problem found in one generation folder, in file order.
+
+    ``twokeys index`` runs the deep check on the previous generation before it reuses
+    anything from it.
+    """
     problems: list[Problem] = []
     arrays = expected_arrays(manifest)
     needed = [DATABASE, VOCABULARY, *arrays]
@@ -137,11 +142,10 @@ def check_generation(manifest: Manifest, gen_dir: Path, *, deep: bool) -> list[P
         problems.extend(_check_vocabulary(gen_dir / VOCABULARY, manifest, deep))
     if DATABASE in present:
         problems.extend(_check_database(gen_dir / DATABASE, manifest, deep))
-    if deep:
-        for name, digest in sorted(manifest.sha256.items()):
-            file = gen_dir / name
-            if file.is_file() and file_sha256(file) != digest:
-                problems.append(Problem(file, "content differs from the sha256 in the manifest"))
+    for name, digest in sorted(manifest.sha256.items()):  # small files: cheap enough for quick
+        file = gen_dir / name
+        if file.is_file() and file_sha256(file) != digest:
+            problems.append(Problem(file, "content differs from the sha256 in the manifest"))
     return sorted(problems, key=lambda p: p.file.name)
 
 
