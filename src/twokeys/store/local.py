@@ -25,7 +25,9 @@ memory-mapped and without pickle.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -34,12 +36,12 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from twokeys.errors import IndexFormatError, TwokeysError
+from twokeys.errors import IndexFormatError, IndexWriteError, TwokeysError
 from twokeys.lexical.bm25 import TermMatrix, bm25_weights
 from twokeys.lexical.index import ArrayLexicalIndex
 from twokeys.store.base import (
@@ -463,10 +465,60 @@ class LocalIndex(IndexBackend):
 
 
 @contextlib.contextmanager
+def writing(index_path: Path) -> Iterator[None]:
+    """Turn a failed write into one line naming the path and the cause.
+
+    Disk full (``ENOSPC``, SQLite's "database or disk is full"), a read-only file
+    system, an immutable folder: the build stops, its temporary folder is removed by
+    the caller, and the previous generation is untouched.
+    """
+    try:
+        yield
+    except OSError as exc:
+        where = exc.filename if exc.filename is not None else index_path
+        cause = _CAUSES.get(exc.errno or 0, exc.strerror or str(exc))
+        raise IndexWriteError(
+            f"cannot write the index {index_path}: {where}: {cause}; any previous index "
+            "is unchanged"
+        ) from exc
+    except sqlite3.OperationalError as exc:
+        full = "full" in str(exc)
+        cause = _CAUSES[errno.ENOSPC] if full else f"database error ({exc})"
+        raise IndexWriteError(
+            f"cannot write the index {index_path}: its database ({DATABASE}): {cause}; any "
+            "previous index is unchanged"
+        ) from exc
+
+
+_CAUSES = {
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted (an immutable or protected folder?)",
+}
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _write_errors(method: _Method) -> _Method:
+    """:func:`writing` around a :class:`GenerationWriter` method."""
+
+    @functools.wraps(method)
+    def wrapper(self: GenerationWriter, *args: Any, **kwargs: Any) -> Any:
+        with writing(self.index_path):
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
 def write_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on the index folder for the duration of a build."""
-    path.mkdir(parents=True, exist_ok=True)
-    with open(path / LOCK, "w") as fh:
+    with writing(path):
+        path.mkdir(parents=True, exist_ok=True)
+        fh = open(path / LOCK, "w")  # noqa: SIM115 - closed below
+    with fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -501,6 +553,16 @@ class GenerationWriter:
 
     def __init__(self, index_path: Path) -> None:
         self.index_path = index_path
+        try:
+            with writing(index_path):
+                self._start()
+        except BaseException:
+            with contextlib.suppress(AttributeError):
+                shutil.rmtree(self.tmp_dir, ignore_errors=True)
+            raise
+
+    def _start(self) -> None:
+        index_path = self.index_path
         self.generation = (
             f"gen-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{time.time_ns() % 10**6}"
         )
@@ -511,6 +573,7 @@ class GenerationWriter:
         self._files: dict[str, int] = {}
         self._hashes: dict[str, str] = {}
 
+    @_write_errors
     def add_documents(self, docs: Iterable[DocumentInfo]) -> None:
         self._db.executemany(
             "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?)",
@@ -530,6 +593,7 @@ class GenerationWriter:
             ),
         )
 
+    @_write_errors
     def add_chunks(self, rows_and_chunks: Iterable[tuple[int, Chunk]]) -> None:
         self._db.executemany(
             "INSERT INTO chunks VALUES (?,?,?,?,?,?,?)",
@@ -547,6 +611,7 @@ class GenerationWriter:
             ),
         )
 
+    @_write_errors
     def write_lexical(self, matrix: TermMatrix, manifest_bm25: Any) -> None:
         vocab_file = self.tmp_dir / "lexical.vocab.txt"
         with open(vocab_file, "w", encoding="utf-8") as fh:
@@ -559,12 +624,14 @@ class GenerationWriter:
         self._save("lexical.lengths.npy", matrix.lengths)
         self._save("lexical.weights.npy", bm25_weights(matrix, manifest_bm25))
 
+    @_write_errors
     def write_embeddings(self, embeddings: npt.NDArray[np.floating]) -> None:
         self._save("dense.embeddings.npy", embeddings)
 
     def _save(self, name: str, array: npt.NDArray[Any]) -> None:
         np.save(self.tmp_dir / name, np.ascontiguousarray(array), allow_pickle=False)
 
+    @_write_errors
     def commit(self, manifest: Manifest) -> Manifest:
         """Durably publish this generation.
 
@@ -630,9 +697,16 @@ def remove_stale(index_path: Path) -> list[str]:
             continue
         if entry.name.startswith(".tmp-gen-"):
             shutil.rmtree(entry, ignore_errors=True)
-        elif entry.name.startswith("gen-") and keep is not None and not remove_unleased(entry):
+        elif entry.name.startswith("gen-") and keep is not None and not _try_remove(entry):
             held.append(entry.name)
     return held
+
+
+def _try_remove(folder: Path) -> bool:
+    try:
+        return remove_unleased(folder)
+    except OSError:  # cleaning up is best effort: a read-only folder keeps it
+        return False
 
 
 def file_sha256(path: Path) -> str:
