@@ -33,8 +33,11 @@ from twokeys.errors import TwokeysError
 from twokeys.indexer import IndexOptions, build_index
 from twokeys.ingest import SkippedFile
 from twokeys.lexical.bm25 import BM25Params
+from twokeys.repair import repair_index
 from twokeys.retrievers.hybrid import DEFAULT_FUSION, FUSIONS
 from twokeys.sanitize import for_terminal
+from twokeys.store.check import CheckReport, check_index
+from twokeys.store.local import MANIFEST
 from twokeys.types import Hit
 
 
@@ -282,12 +285,36 @@ def _print_hit(hit: Hit, explain: bool, rrf_k: float | None) -> None:
 @index_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def info(index_path: Path, as_json: bool) -> None:
-    """Show an index's counts, sizes and parameters."""
-    with open_index(index_path) as kb:
-        data = kb.info()
-    if as_json:
-        out.print_json(json.dumps(data))
-        return
+    """Show an index's counts, sizes and parameters, and whether its files match them."""
+    verdict = check_index(index_path, deep=False)
+    try:
+        with open_index(index_path) as kb:
+            data = kb.info()
+    except TwokeysError:
+        if verdict.ok or verdict.damaged(MANIFEST):
+            raise  # no manifest: its error says why
+        data = {}
+    if data:
+        data["check"] = {
+            "verdict": verdict.verdict(),
+            "problems": [str(p) for p in verdict.problems],
+        }
+        if as_json:
+            out.print_json(json.dumps(data))
+        else:
+            _print_info(data)
+    if not verdict.ok:
+        _print_problems(verdict)
+        err.print(f"run 'twokeys check --index {index_path}' for a full check")
+        sys.exit(1)
+
+
+def _print_problems(report: CheckReport) -> None:
+    for problem in report.problems:
+        err.print(f"[red]damaged:[/red] {shown(problem)}", highlight=False)
+
+
+def _print_info(data: dict[str, Any]) -> None:
     table = Table(title=f"twokeys index {shown(data['path'])}", show_header=False)
     table.add_column("field", style="bold")
     table.add_column("value")
@@ -315,7 +342,43 @@ def info(index_path: Path, as_json: bool) -> None:
     table.add_row("chunker", ", ".join(f"{k}={v}" for k, v in data["chunker"].items()))
     table.add_row("format", f"v{data['format_version']}, {data['generation']}")
     table.add_row("built", f"{data['created_at']} by twokeys {data['twokeys_version']}")
+    table.add_row("check", data["check"]["verdict"])
     out.print(table)
+
+
+@main.command()
+@index_option
+@click.option("--repair", is_flag=True, help="Rebuild what is damaged from the stored chunks.")
+@click.option("--quick", is_flag=True, help="Sizes and counts only (what 'info' checks).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+def check(index_path: Path, repair: bool, quick: bool, quiet: bool) -> None:
+    """Check that an index's files match its manifest; with --repair, rebuild the damage.
+
+    Exit status 0 when the index is whole (or was repaired), 1 when damage remains.
+    """
+    if not repair:
+        found = check_index(index_path, deep=not quick)
+        _print_problems(found)
+        out.print(f"{index_path}: {found.verdict()}")
+        if not found.ok:
+            err.print(f"run 'twokeys check --repair --index {index_path}' to rebuild it")
+            sys.exit(1)
+        return
+    with progress_bars(quiet) as stage:
+        result = repair_index(index_path, progress=stage)
+    _print_problems(result.found)
+    if result.rebuilt is not None:
+        rebuilt = result.rebuilt
+        out.print(
+            f"repaired: rebuilt {rebuilt.documents} documents, {rebuilt.chunks} chunks from the "
+            f"stored chunks ({rebuilt.embedded_chunks} chunks embedded again)"
+        )
+    after = check_index(index_path, deep=True)
+    out.print(f"{index_path}: {after.verdict()}")
+    if result.kept_generations:
+        err.print(f"kept {len(result.kept_generations)} older generation(s) that readers hold")
+    if not after.ok:
+        sys.exit(1)
 
 
 from twokeys.rag.cli import ask  # noqa: E402

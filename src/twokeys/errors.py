@@ -19,6 +19,10 @@ class IndexFormatError(TwokeysError):
     """An index directory is missing, corrupt, or of an unsupported format version."""
 
 
+class IndexWriteError(TwokeysError):
+    """An index could not be written (disk full, read-only, no permission); names path and cause."""
+
+
 class EncoderMismatchError(TwokeysError):
     """The index was built with a different encoder than the one requested."""
 

@@ -9,6 +9,7 @@ from the source are dropped.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -27,11 +28,14 @@ from twokeys.errors import ConfigError, IndexFormatError
 from twokeys.ingest import SkippedFile, load_documents
 from twokeys.lexical.bm25 import BM25Params, build_term_matrix
 from twokeys.store.base import DocumentInfo, EncoderInfo, Manifest
+from twokeys.store.check import Problem, check_generation
 from twokeys.store.local import (
+    DATABASE,
     GenerationWriter,
     LocalIndex,
     check_writable_target,
     is_index,
+    remove_stale,
     write_lock,
 )
 from twokeys.store.vectors import chosen_kind, open_vector_index
@@ -79,6 +83,8 @@ class IndexReport:
     warnings: list[SkippedFile] = field(default_factory=list)  # indexed after a repair
     full_rebuild_reason: str = ""
     seconds: float = 0.0
+    committed: bool = True  # False: nothing changed, so no new generation was written
+    repaired: list[Problem] = field(default_factory=list)  # damage not copied forward
 
 
 @dataclass
@@ -135,6 +141,7 @@ def build_index(
         encoder_name = "custom"
 
     with write_lock(index_path):
+        remove_stale(index_path)  # what killed builds left; the lock rules out a live one
         previous = _open_previous(index_path, options, encoder, report)
         writer = GenerationWriter(index_path)
         try:
@@ -143,16 +150,24 @@ def build_index(
             )
             if previous is not None and not replace_source:
                 _check_same_source(previous.manifest, source, index_path, report)
-            manifest = _write(
-                writer, pending, options, encoder, encoder_name, previous, stage, report
-            )
-            committed = writer.commit(replace(manifest, source=str(source.resolve())))
+            if previous is not None and _nothing_changed(pending, previous, options, report):
+                writer.abort()
+                report.committed = False
+                committed = previous.manifest
+                report.documents = int(committed.counts["documents"])
+                report.chunks = int(committed.counts["chunks"])
+            else:
+                manifest = _write(
+                    writer, pending, options, encoder, encoder_name, previous, stage, report
+                )
+                committed = writer.commit(replace(manifest, source=str(source.resolve())))
         except BaseException:
             writer.abort()
             raise
         finally:
             if previous is not None:
                 previous.close()
+        remove_stale(index_path)  # the replaced generation, unless a reader holds it
         report.vector_index = chosen_kind(committed)
         if report.vector_index == "hnsw":
             _build_graph(index_path, stage, report.chunks)
@@ -195,7 +210,11 @@ def _open_previous(
         return None
     old = previous.manifest
     reason = ""
-    if old.chunker != options.chunker:
+    report.repaired = check_generation(old, previous.gen_dir, deep=True)
+    database = [p for p in report.repaired if p.file.name == DATABASE]
+    if database:
+        reason = f"existing index damaged ({database[0]}); re-reading the sources"
+    elif old.chunker != options.chunker:
         reason = "chunker settings changed"
     elif (old.encoder is None) != (encoder is None):
         reason = "dense index added or removed"
@@ -255,6 +274,38 @@ def _collect(
     return pending
 
 
+def _nothing_changed(
+    pending: Sequence[_Pending], previous: LocalIndex, options: IndexOptions, report: IndexReport
+) -> bool:
+    """Whether the new generation would equal the previous one, which is undamaged."""
+    old = previous.manifest
+    if report.added or report.changed or report.removed or report.repaired:
+        return False
+    if (old.analyzer, old.bm25, old.vector_index) != (
+        options.analyzer,
+        options.bm25,
+        options.vector_index,
+    ):
+        return False
+    old_docs = {d.id: d for d in previous.all_documents()}
+    return len(old_docs) == len(pending) and all(
+        _same_record(p.info, old_docs[p.info.id]) for p in pending
+    )
+
+
+def _same_record(new: DocumentInfo, old: DocumentInfo) -> bool:
+    """Equal as stored (metadata goes through JSON), ignoring where the rows start."""
+    stored = json.loads(json.dumps(dict(new.metadata), sort_keys=True, default=str))
+    return (new.title, new.path, new.kind, new.mtime, new.sha256, stored) == (
+        old.title,
+        old.path,
+        old.kind,
+        old.mtime,
+        old.sha256,
+        dict(old.metadata),
+    )
+
+
 def _info(doc: Document) -> DocumentInfo:
     return DocumentInfo(
         id=doc.id,
@@ -311,8 +362,9 @@ def _write(
 
     encoder_info: EncoderInfo | None = None
     if encoder is not None:
-        embeddings = _embed(encoder, texts, new_rows, reused, previous, options, stage)
-        report.embedded_chunks = len(new_rows)
+        embeddings, report.embedded_chunks = _embed(
+            encoder, texts, new_rows, reused, previous, options, stage
+        )
         writer.write_embeddings(embeddings)
         encoder_info = EncoderInfo(
             name=encoder_name or encoder.id,
@@ -358,15 +410,46 @@ def _embed(
     previous: LocalIndex | None,
     options: IndexOptions,
     stage: ProgressFactory,
-) -> npt.NDArray[np.floating]:
+) -> tuple[npt.NDArray[np.floating], int]:
+    """All chunks' vectors, and how many were embedded (not copied from ``previous``)."""
     dtype = np.float16 if options.dtype == "float16" else np.float32
     embeddings = np.zeros((len(texts), encoder.dim), dtype)
-    old = previous.embeddings() if previous is not None else None
+    old = _old_embeddings(previous)
+    reused_rows = [r for first, _, n in reused for r in range(first, first + n)]
     if old is not None:
         for new_first, old_first, n in reused:
             embeddings[new_first : new_first + n] = old[old_first : old_first + n]
+        # a damaged vector (NaN, inf, not unit length) is embedded again from its chunk's text
+        if reused_rows:
+            valid = _unit_rows(embeddings)
+            rows = np.asarray(reused_rows)
+            new_rows = sorted([*new_rows, *rows[~valid[rows]].tolist()])
+    else:
+        new_rows = sorted([*new_rows, *reused_rows])
     if new_rows:
         advance = stage("Embedding", len(new_rows))
         vectors = encoder.encode([texts[r] for r in new_rows], "document", progress=advance)
         embeddings[np.asarray(new_rows)] = vectors.astype(dtype)
-    return embeddings
+    return embeddings, len(new_rows)
+
+
+def _unit_rows(vectors: npt.NDArray[np.floating]) -> npt.NDArray[np.bool_]:
+    """Which rows are finite unit (or zero) vectors, a block at a time (little extra memory)."""
+    valid = np.zeros(len(vectors), bool)
+    for start in range(0, len(vectors), 16_384):
+        block = vectors[start : start + 16_384].astype(np.float32)
+        finite = np.asarray(np.isfinite(block).all(axis=1))
+        norms = np.linalg.norm(np.where(finite[:, None], block, 0.0), axis=1)
+        unit = (np.abs(norms - 1.0) < 1e-2) | (norms == 0.0)  # an encoder may give zeros
+        valid[start : start + len(block)] = finite & unit
+    return valid
+
+
+def _old_embeddings(previous: LocalIndex | None) -> npt.NDArray[np.floating] | None:
+    """The previous generation's vectors, or None when there are none or they are damaged."""
+    if previous is None:
+        return None
+    try:
+        return previous.embeddings()
+    except IndexFormatError:
+        return None

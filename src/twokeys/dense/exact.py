@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from twokeys.errors import IndexFormatError
 from twokeys.store.base import VectorIndex
 from twokeys.topk import top_k
 from twokeys.types import ScoredChunk
@@ -58,13 +59,20 @@ def cosine_scores(
 class ExactVectorIndex(VectorIndex):
     """Brute-force top-k over an (n, dim) array of L2-normalised rows (float32 or float16)."""
 
-    def __init__(self, embeddings: npt.NDArray[np.floating]) -> None:
+    def __init__(self, embeddings: npt.NDArray[np.floating], source: str = "vectors") -> None:
         self._embeddings = embeddings
+        self._source = source  # named in the error a damaged (non-finite) row raises
 
     def search(self, query: npt.NDArray[np.float32], k: int) -> list[ScoredChunk]:
         if self._embeddings.shape[0] == 0:
             return []
-        rows, values = top_k(cosine_scores(self._embeddings, query), k)
+        scores = cosine_scores(self._embeddings, query)
+        if np.isnan(scores).any() and np.isfinite(query).all():  # one pass over n floats
+            bad = np.flatnonzero(np.isnan(scores))[:5].tolist()
+            raise IndexFormatError(
+                f"{self._source}: rows {bad} are not finite vectors; run 'twokeys check'"
+            )
+        rows, values = top_k(scores, k)
         return [
             ScoredChunk(row=int(r), score=float(s), rank=i + 1)
             for i, (r, s) in enumerate(zip(rows, values, strict=True))

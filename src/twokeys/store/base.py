@@ -61,6 +61,7 @@ class Manifest:
     files: Mapping[str, int] = field(default_factory=dict)
     vector_index: VectorIndexOptions = field(default_factory=VectorIndexOptions)
     source: str = ""  # the absolute path the documents were read from ("" if unknown)
+    sha256: Mapping[str, str] = field(default_factory=dict)  # of the generation's small files
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -77,6 +78,7 @@ class Manifest:
             "counts": dict(self.counts),
             "files": dict(self.files),
             "source": self.source,
+            "sha256": dict(self.sha256),
         }
 
     @classmethod
@@ -114,6 +116,7 @@ class Manifest:
                 files={str(k): int(v) for k, v in data.get("files", {}).items()},
                 vector_index=VectorIndexOptions.from_dict(data.get("vector_index", {})),
                 source=str(data.get("source", "")),
+                sha256={str(k): str(v) for k, v in data.get("sha256", {}).items()},
             )
         except (KeyError, TypeError, ValueError, AttributeError, ConfigError) as exc:
             raise IndexFormatError(f"{where}: malformed manifest ({exc!r})") from exc

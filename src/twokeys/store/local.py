@@ -25,7 +25,10 @@ memory-mapped and without pickle.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
+import functools
+import hashlib
 import json
 import os
 import shutil
@@ -33,12 +36,12 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from twokeys.errors import IndexFormatError, TwokeysError
+from twokeys.errors import IndexFormatError, IndexWriteError, TwokeysError
 from twokeys.lexical.bm25 import TermMatrix, bm25_weights
 from twokeys.lexical.index import ArrayLexicalIndex
 from twokeys.store.base import (
@@ -48,9 +51,20 @@ from twokeys.store.base import (
     Manifest,
     VectorIndex,
 )
-from twokeys.types import Chunk
+from twokeys.store.leases import (
+    TRASH_PREFIX,
+    GenerationGone,
+    Lease,
+    lease,
+    remove_trash,
+    remove_unleased,
+)
+from twokeys.types import Chunk, ScoredChunk
 
 MANIFEST = "manifest.json"
+VOCABULARY = "lexical.vocab.txt"
+EMBEDDINGS = "dense.embeddings.npy"
+HASHED_UP_TO = 4 << 20  # files up to this size get their sha256 in the manifest
 _SQLITE_MMAP_BYTES = 1 << 40  # SQLite caps it at its compiled maximum (2 GB by default)
 DATABASE = "twokeys.sqlite"
 LOCK = ".lock"
@@ -96,6 +110,115 @@ def read_manifest(path: Path) -> Manifest:
     return Manifest.from_dict(data, str(file))
 
 
+def expected_arrays(manifest: Manifest) -> dict[str, tuple[tuple[int, ...], str]]:
+    """Each array file's (shape, dtype) that the manifest's counts imply."""
+    counts = manifest.counts
+    chunks = int(counts.get("chunks", 0))
+    terms = int(counts.get("terms", 0))
+    postings = int(counts.get("postings", 0))
+    out: dict[str, tuple[tuple[int, ...], str]] = {
+        "lexical.indptr.npy": ((terms + 1,), "int64"),
+        "lexical.indices.npy": ((postings,), "int32"),
+        "lexical.tf.npy": ((postings,), "float32"),
+        "lexical.weights.npy": ((postings,), "float32"),
+        "lexical.lengths.npy": ((chunks,), "float32"),
+    }
+    if manifest.encoder is not None:
+        out[EMBEDDINGS] = ((chunks, manifest.encoder.dim), manifest.encoder.dtype)
+    return out
+
+
+def _advice(index_path: Path) -> str:
+    return f"; run 'twokeys check --index {index_path}'"
+
+
+def _check_size(manifest: Manifest, gen_dir: Path, name: str) -> None:
+    """The file is there and has the size the manifest recorded (a stat, no reading)."""
+    file = gen_dir / name
+    try:
+        size = file.stat().st_size
+    except FileNotFoundError:
+        raise IndexFormatError(f"{file}: missing{_advice(gen_dir.parent)}") from None
+    except OSError as exc:
+        raise IndexFormatError(f"{file}: unreadable ({exc.strerror})") from exc
+    recorded = manifest.files.get(name)
+    if recorded is not None and size != recorded:
+        raise IndexFormatError(
+            f"{file}: {size:,} bytes, the manifest recorded {recorded:,} (truncated or "
+            f"replaced){_advice(gen_dir.parent)}"
+        )
+
+
+def _lease_current(path: Path) -> tuple[Manifest, Lease]:
+    """The current manifest and a lease on its generation, which a build cannot delete.
+
+    A build that commits between reading the manifest and taking the lease may remove
+    the generation just read; then the new manifest is read and leased instead.
+    """
+    for _ in range(20):
+        manifest = read_manifest(path)
+        try:
+            return manifest, lease(path / manifest.generation)
+        except GenerationGone:
+            if read_manifest(path).generation == manifest.generation:
+                break  # not a concurrent build: the manifest names a missing folder
+    raise IndexFormatError(f"{path}: generation {manifest.generation} is missing")
+
+
+class GuardedLexicalIndex(LexicalIndex):
+    """The array index with out-of-range arrays reported as a damaged file, not IndexError.
+
+    Bounds are not scanned at open (that would read every posting); an index read past
+    its end raises here, and ``twokeys check`` finds values that stay in range but wrong.
+    """
+
+    def __init__(self, inner: ArrayLexicalIndex, gen_dir: Path, index_path: Path) -> None:
+        self.inner = inner
+        self._where = f"{gen_dir}/lexical.*.npy"
+        self._index_path = index_path
+        self._bounds_checked = False
+
+    def _damaged(self, exc: Exception) -> IndexFormatError:
+        return IndexFormatError(
+            f"{self._where}: arrays out of range ({exc}){_advice(self._index_path)}"
+        )
+
+    def search(self, terms: Sequence[str], k: int) -> list[ScoredChunk]:
+        try:
+            return self.inner.search(terms, k)
+        except IndexError as exc:
+            raise self._damaged(exc) from exc
+
+    def search_many(
+        self, queries: Sequence[Sequence[str]], k: int, *, threads: int | None = None
+    ) -> list[list[ScoredChunk]]:
+        if not self._bounds_checked:  # a sparse product would not check its indices
+            indices = self.inner._indices
+            n = self.inner._n_docs
+            if indices.size and (int(indices.min()) < 0 or int(indices.max()) >= n):
+                raise self._damaged(IndexError(f"chunk rows outside 0..{n - 1}"))
+            self._bounds_checked = True
+        try:
+            return self.inner.search_many(queries, k, threads=threads)
+        except IndexError as exc:
+            raise self._damaged(exc) from exc
+
+    def explain(self, terms: Sequence[str], row: int) -> tuple[tuple[str, float], ...]:
+        try:
+            return self.inner.explain(terms, row)
+        except IndexError as exc:
+            raise self._damaged(exc) from exc
+
+    def has_term(self, term: str) -> bool:
+        return self.inner.has_term(term)
+
+    def idf(self, terms: Sequence[str]) -> list[float]:
+        try:
+            return self.inner.idf(terms)
+        except IndexError as exc:
+            raise self._damaged(exc) from exc
+
+
 # -- reading -------------------------------------------------------------------------
 
 
@@ -104,12 +227,11 @@ class LocalIndex(IndexBackend):
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.manifest = read_manifest(path)
+        self.manifest, self._lease = _lease_current(path)
         self.gen_dir = path / self.manifest.generation
-        if not self.gen_dir.is_dir():
-            raise IndexFormatError(f"{path}: generation {self.manifest.generation} is missing")
         db_file = self.gen_dir / DATABASE
         try:
+            _check_size(self.manifest, self.gen_dir, DATABASE)
             self._db = sqlite3.connect(
                 f"{db_file.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False
             )
@@ -118,41 +240,71 @@ class LocalIndex(IndexBackend):
             self._db.execute(f"PRAGMA mmap_size = {_SQLITE_MMAP_BYTES}")
             self._db.execute("SELECT count(*) FROM documents").fetchone()
         except sqlite3.Error as exc:
+            self._lease.release()
             raise IndexFormatError(f"{db_file}: unreadable database ({exc})") from exc
-        self._lexical: ArrayLexicalIndex | None = None
+        except BaseException:
+            self._lease.release()
+            raise
+        self._lexical: LexicalIndex | None = None
         self._vectors: VectorIndex | None = None
         self._vectors_loaded = False
 
     def _array(self, name: str) -> npt.NDArray[Any]:
         """A memory-mapped array, as a plain ``ndarray`` view that keeps the mapping.
 
-        The ``numpy.memmap`` subclass costs a Python call on every slice
+        Its size, shape and dtype are checked against the manifest (cheap: no data is
+        read). The ``numpy.memmap`` subclass costs a Python call on every slice
         (``__getitem__``, ``__array_finalize__``); the view is indexed at ndarray speed.
         """
         file = self.gen_dir / name
+        _check_size(self.manifest, self.gen_dir, name)
         try:
             mapped = np.load(file, mmap_mode="r", allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise IndexFormatError(f"{file}: unreadable array ({exc})") from exc
+        except (OSError, ValueError, EOFError) as exc:
+            raise IndexFormatError(f"{file}: unreadable array ({exc}){_advice(self.path)}") from exc
+        expected = expected_arrays(self.manifest).get(name)
+        if expected is not None and (mapped.shape, mapped.dtype.name) != expected:
+            raise IndexFormatError(
+                f"{file}: holds {mapped.dtype.name} {mapped.shape}, the manifest says "
+                f"{expected[1]} {expected[0]}{_advice(self.path)}"
+            )
         array: npt.NDArray[Any] = mapped.view(np.ndarray)
         return array
+
+    def _vocabulary(self) -> list[str]:
+        vocab_file = self.gen_dir / VOCABULARY
+        _check_size(self.manifest, self.gen_dir, VOCABULARY)
+        try:
+            with open(vocab_file, encoding="utf-8") as fh:
+                vocabulary = [line.rstrip("\n") for line in fh]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise IndexFormatError(f"{vocab_file}: unreadable ({exc}){_advice(self.path)}") from exc
+        terms = int(self.manifest.counts.get("terms", len(vocabulary)))
+        if len(vocabulary) != terms:
+            raise IndexFormatError(
+                f"{vocab_file}: {len(vocabulary)} terms, the manifest says {terms}"
+                f"{_advice(self.path)}"
+            )
+        return vocabulary
 
     @property
     def lexical(self) -> LexicalIndex:
         if self._lexical is None:
-            vocab_file = self.gen_dir / "lexical.vocab.txt"
-            try:
-                with open(vocab_file, encoding="utf-8") as fh:
-                    vocabulary = {line.rstrip("\n"): i for i, line in enumerate(fh)}
-            except OSError as exc:
-                raise IndexFormatError(f"{vocab_file}: unreadable ({exc})") from exc
-            self._lexical = ArrayLexicalIndex(
-                vocabulary,
-                self._array("lexical.indptr.npy"),
-                self._array("lexical.indices.npy"),
+            indptr = self._array("lexical.indptr.npy")
+            indices = self._array("lexical.indices.npy")
+            if len(indptr) and (int(indptr[0]) != 0 or int(indptr[-1]) != len(indices)):
+                raise IndexFormatError(
+                    f"{self.gen_dir / 'lexical.indptr.npy'}: row pointers do not span "
+                    f"lexical.indices.npy{_advice(self.path)}"
+                )
+            arrays = ArrayLexicalIndex(
+                {term: i for i, term in enumerate(self._vocabulary())},
+                indptr,
+                indices,
                 self._array("lexical.weights.npy"),
                 int(self.manifest.counts["chunks"]),
             )
+            self._lexical = GuardedLexicalIndex(arrays, self.gen_dir, self.path)
         return self._lexical
 
     @property
@@ -167,14 +319,11 @@ class LocalIndex(IndexBackend):
     def embeddings(self) -> npt.NDArray[Any] | None:
         if self.manifest.encoder is None:
             return None
-        return self._array("dense.embeddings.npy")
+        return self._array(EMBEDDINGS)
 
     def term_matrix(self) -> TermMatrix:
-        vocab_file = self.gen_dir / "lexical.vocab.txt"
-        with open(vocab_file, encoding="utf-8") as fh:
-            vocabulary = [line.rstrip("\n") for line in fh]
         return TermMatrix(
-            vocabulary=vocabulary,
+            vocabulary=self._vocabulary(),
             indptr=self._array("lexical.indptr.npy"),
             indices=self._array("lexical.indices.npy"),
             tf=self._array("lexical.tf.npy"),
@@ -188,7 +337,7 @@ class LocalIndex(IndexBackend):
         for batch_start in range(0, len(rows), 500):
             batch = [int(r) for r in rows[batch_start : batch_start + 500]]
             marks = ",".join("?" * len(batch))
-            for row, doc_id, position, start, end, heading, text in self._db.execute(
+            for row, doc_id, position, start, end, heading, text in self._query(
                 "SELECT row, doc_id, position, start, end, heading, text FROM chunks "
                 f"WHERE row IN ({marks})",
                 batch,
@@ -199,7 +348,7 @@ class LocalIndex(IndexBackend):
                     text=text,
                     start=start,
                     end=end,
-                    heading_path=_heading_path(heading),
+                    heading_path=self._heading_path(row, heading),
                 )
         missing = [r for r in rows if r not in found]
         if missing:
@@ -214,13 +363,14 @@ class LocalIndex(IndexBackend):
         for batch_start in range(0, len(rows), 500):
             batch = [int(r) for r in rows[batch_start : batch_start + 500]]
             marks = ",".join("?" * len(batch))
-            for row, doc_id, position, start, end, heading, text, title, path in self._db.execute(
+            for row, doc_id, position, start, end, heading, text, title, path in self._query(
                 "SELECT c.row, c.doc_id, c.position, c.start, c.end, c.heading, c.text, "
                 "d.title, d.path FROM chunks AS c LEFT JOIN documents AS d ON d.id = c.doc_id "
                 f"WHERE c.row IN ({marks})",
                 batch,
             ):
-                chunk = Chunk(doc_id, position, text, start, end, _heading_path(heading))
+                heading_path = self._heading_path(row, heading)
+                chunk = Chunk(doc_id, position, text, start, end, heading_path)
                 found[row] = (chunk, title, path) if title is not None else (chunk, doc_id, doc_id)
         missing = [r for r in rows if r not in found]
         if missing:
@@ -229,12 +379,19 @@ class LocalIndex(IndexBackend):
 
     def iter_chunks(self) -> Iterator[tuple[int, Chunk]]:
         """Every chunk in row order."""
-        for row, doc_id, position, start, end, heading, text in self._db.execute(
+        for row, doc_id, position, start, end, heading, text in self._query(
             "SELECT row, doc_id, position, start, end, heading, text FROM chunks ORDER BY row"
         ):
-            yield row, Chunk(doc_id, position, text, start, end, _heading_path(heading))
+            heading_path = self._heading_path(row, heading)
+            yield row, Chunk(doc_id, position, text, start, end, heading_path)
 
     def _doc(self, r: tuple[Any, ...]) -> DocumentInfo:
+        try:
+            metadata = json.loads(r[8])
+        except (TypeError, ValueError) as exc:
+            raise self._damaged(f"document {r[0]!r}: metadata is not JSON ({exc})") from exc
+        if not isinstance(metadata, dict):
+            raise self._damaged(f"document {r[0]!r}: metadata is not a JSON object")
         return DocumentInfo(
             id=r[0],
             title=r[1],
@@ -244,7 +401,7 @@ class LocalIndex(IndexBackend):
             sha256=r[5],
             first_row=r[6],
             n_chunks=r[7],
-            metadata=json.loads(r[8]),
+            metadata=metadata,
         )
 
     _DOC_COLUMNS = "id, title, path, kind, mtime, sha256, first_row, n_chunks, metadata"
@@ -255,7 +412,7 @@ class LocalIndex(IndexBackend):
         for batch_start in range(0, len(unique), 500):
             batch = unique[batch_start : batch_start + 500]
             marks = ",".join("?" * len(batch))
-            for r in self._db.execute(
+            for r in self._query(
                 f"SELECT {self._DOC_COLUMNS} FROM documents WHERE id IN ({marks})", batch
             ):
                 out[r[0]] = self._doc(r)
@@ -264,26 +421,104 @@ class LocalIndex(IndexBackend):
     def all_documents(self) -> list[DocumentInfo]:
         return [
             self._doc(r)
-            for r in self._db.execute(f"SELECT {self._DOC_COLUMNS} FROM documents ORDER BY id")
+            for r in self._query(f"SELECT {self._DOC_COLUMNS} FROM documents ORDER BY id")
         ]
 
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
+        """Rows of a query; a damaged database raises an error that names its file."""
+        try:
+            yield from self._db.execute(sql, params)
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(str(exc)) from exc
+
+    def _damaged(self, what: str) -> IndexFormatError:
+        return IndexFormatError(f"{self.gen_dir / DATABASE}: {what}{_advice(self.path)}")
+
+    def _heading_path(self, row: int, stored: str) -> tuple[str, ...]:
+        """A chunk's heading path from its JSON column; most chunks have none."""
+        if stored == "[]":
+            return ()
+        try:
+            path = json.loads(stored)
+        except (TypeError, ValueError) as exc:
+            raise self._damaged(f"chunk row {row}: heading is not JSON ({exc})") from exc
+        if not isinstance(path, list) or not all(isinstance(p, str) for p in path):
+            raise self._damaged(f"chunk row {row}: heading is not a list of strings")
+        return tuple(path)
+
     def close(self) -> None:
+        """Close the database and end this reader's lease on its generation.
+
+        When a newer build has replaced the generation and no other reader holds it, it
+        is deleted now rather than at the next build (a read-only index keeps it).
+        """
         self._db.close()
-
-
-def _heading_path(stored: str) -> tuple[str, ...]:
-    """A chunk's heading path from its JSON column; most chunks have none."""
-    return () if stored == "[]" else tuple(json.loads(stored))
+        if not self._lease.held:
+            return
+        self._lease.release()
+        with contextlib.suppress(IndexFormatError, OSError):
+            if read_manifest(self.path).generation != self.gen_dir.name:
+                remove_unleased(self.gen_dir)
 
 
 # -- writing -------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
+def writing(index_path: Path) -> Iterator[None]:
+    """Turn a failed write into one line naming the path and the cause.
+
+    Disk full (``ENOSPC``, SQLite's "database or disk is full"), a read-only file
+    system, an immutable folder: the build stops, its temporary folder is removed by
+    the caller, and the previous generation is untouched.
+    """
+    try:
+        yield
+    except OSError as exc:
+        where = exc.filename if exc.filename is not None else index_path
+        cause = _CAUSES.get(exc.errno or 0, exc.strerror or str(exc))
+        raise IndexWriteError(
+            f"cannot write the index {index_path}: {where}: {cause}; any previous index "
+            "is unchanged"
+        ) from exc
+    except sqlite3.OperationalError as exc:
+        full = "full" in str(exc)
+        cause = _CAUSES[errno.ENOSPC] if full else f"database error ({exc})"
+        raise IndexWriteError(
+            f"cannot write the index {index_path}: its database ({DATABASE}): {cause}; any "
+            "previous index is unchanged"
+        ) from exc
+
+
+_CAUSES = {
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted (an immutable or protected folder?)",
+}
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _write_errors(method: _Method) -> _Method:
+    """:func:`writing` around a :class:`GenerationWriter` method."""
+
+    @functools.wraps(method)
+    def wrapper(self: GenerationWriter, *args: Any, **kwargs: Any) -> Any:
+        with writing(self.index_path):
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
 def write_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on the index folder for the duration of a build."""
-    path.mkdir(parents=True, exist_ok=True)
-    with open(path / LOCK, "w") as fh:
+    with writing(path):
+        path.mkdir(parents=True, exist_ok=True)
+        fh = open(path / LOCK, "w")  # noqa: SIM115 - closed below
+    with fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -308,7 +543,9 @@ def check_writable_target(path: Path) -> None:
 
 
 def _is_ours(name: str) -> bool:
-    return name in (LOCK, MANIFEST) or name.startswith(("gen-", ".tmp-gen-", MANIFEST))
+    return name in (LOCK, MANIFEST) or name.startswith(
+        ("gen-", ".tmp-gen-", TRASH_PREFIX, MANIFEST)
+    )
 
 
 class GenerationWriter:
@@ -316,6 +553,16 @@ class GenerationWriter:
 
     def __init__(self, index_path: Path) -> None:
         self.index_path = index_path
+        try:
+            with writing(index_path):
+                self._start()
+        except BaseException:
+            with contextlib.suppress(AttributeError):
+                shutil.rmtree(self.tmp_dir, ignore_errors=True)
+            raise
+
+    def _start(self) -> None:
+        index_path = self.index_path
         self.generation = (
             f"gen-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{time.time_ns() % 10**6}"
         )
@@ -324,7 +571,9 @@ class GenerationWriter:
         self._db = sqlite3.connect(self.tmp_dir / DATABASE)
         self._db.executescript(_SCHEMA)
         self._files: dict[str, int] = {}
+        self._hashes: dict[str, str] = {}
 
+    @_write_errors
     def add_documents(self, docs: Iterable[DocumentInfo]) -> None:
         self._db.executemany(
             "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?)",
@@ -344,6 +593,7 @@ class GenerationWriter:
             ),
         )
 
+    @_write_errors
     def add_chunks(self, rows_and_chunks: Iterable[tuple[int, Chunk]]) -> None:
         self._db.executemany(
             "INSERT INTO chunks VALUES (?,?,?,?,?,?,?)",
@@ -361,6 +611,7 @@ class GenerationWriter:
             ),
         )
 
+    @_write_errors
     def write_lexical(self, matrix: TermMatrix, manifest_bm25: Any) -> None:
         vocab_file = self.tmp_dir / "lexical.vocab.txt"
         with open(vocab_file, "w", encoding="utf-8") as fh:
@@ -373,18 +624,26 @@ class GenerationWriter:
         self._save("lexical.lengths.npy", matrix.lengths)
         self._save("lexical.weights.npy", bm25_weights(matrix, manifest_bm25))
 
+    @_write_errors
     def write_embeddings(self, embeddings: npt.NDArray[np.floating]) -> None:
         self._save("dense.embeddings.npy", embeddings)
 
     def _save(self, name: str, array: npt.NDArray[Any]) -> None:
         np.save(self.tmp_dir / name, np.ascontiguousarray(array), allow_pickle=False)
 
+    @_write_errors
     def commit(self, manifest: Manifest) -> Manifest:
-        """Durably publish this generation and drop the others."""
+        """Durably publish this generation.
+
+        The generation it replaces stays while a reader (the build's own included)
+        holds it: the last reader to close it deletes it, or else :func:`remove_stale`.
+        """
         self._db.commit()
         self._db.close()
         for file in sorted(self.tmp_dir.iterdir()):
             self._files[file.name] = file.stat().st_size
+            if self._files[file.name] <= HASHED_UP_TO:
+                self._hashes[file.name] = file_sha256(file)
             _fsync(file)
         final_dir = self.index_path / self.generation
         os.replace(self.tmp_dir, final_dir)
@@ -401,6 +660,7 @@ class GenerationWriter:
             files=self._files,
             vector_index=manifest.vector_index,
             source=manifest.source,
+            sha256=self._hashes,
         )
         tmp_manifest = self.index_path / f"{MANIFEST}.tmp"
         with open(tmp_manifest, "w", encoding="utf-8") as fh:
@@ -410,7 +670,6 @@ class GenerationWriter:
             os.fsync(fh.fileno())
         os.replace(tmp_manifest, self.index_path / MANIFEST)
         _fsync(self.index_path)
-        remove_stale(self.index_path, keep=self.generation)
         return committed
 
     def abort(self) -> None:
@@ -419,15 +678,44 @@ class GenerationWriter:
         shutil.rmtree(self.tmp_dir, ignore_errors=True)
 
 
-def remove_stale(index_path: Path, *, keep: str) -> None:
-    """Delete generations and temporary folders that the manifest does not name."""
-    for entry in index_path.iterdir():
-        if entry.name == keep:
+def remove_stale(index_path: Path) -> list[str]:
+    """Delete what the manifest does not name and no reader holds; the names kept.
+
+    Call it holding :func:`write_lock`: a temporary folder (``.tmp-gen-*``) is then a
+    killed build's, never a live one's. A generation a reader holds is kept (its last
+    reader deletes it on closing). Without a readable manifest, generations are kept.
+    """
+    try:
+        keep = read_manifest(index_path).generation
+    except IndexFormatError:
+        keep = None
+    remove_trash(index_path)
+    held: list[str] = []
+    for entry in sorted(index_path.iterdir()):
+        if entry.name == keep or not entry.is_dir():
+            if entry.name == f"{MANIFEST}.tmp":
+                entry.unlink(missing_ok=True)
             continue
-        if entry.is_dir() and entry.name.startswith(("gen-", ".tmp-gen-")):
+        if entry.name.startswith(".tmp-gen-"):
             shutil.rmtree(entry, ignore_errors=True)
-        elif entry.name == f"{MANIFEST}.tmp":
-            entry.unlink(missing_ok=True)
+        elif entry.name.startswith("gen-") and keep is not None and not _try_remove(entry):
+            held.append(entry.name)
+    return held
+
+
+def _try_remove(folder: Path) -> bool:
+    try:
+        return remove_unleased(folder)
+    except OSError:  # cleaning up is best effort: a read-only folder keeps it
+        return False
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _fsync(path: Path) -> None:

@@ -35,6 +35,7 @@ from twokeys.dense.exact import ExactVectorIndex
 from twokeys.dense.selection import HnswParams
 from twokeys.store.base import Manifest, VectorIndex
 from twokeys.store.local import (
+    EMBEDDINGS,
     LocalIndex,
     derived_file,
     derived_names,
@@ -95,7 +96,7 @@ def open_vector_index(
     if kind == "none" or embeddings is None:
         return None
     if kind == "exact":
-        return ExactVectorIndex(embeddings)
+        return ExactVectorIndex(embeddings, str(index.gen_dir / EMBEDDINGS))
     require_faiss()
     params = index.manifest.vector_index.hnsw
     name = graph_name(params)
