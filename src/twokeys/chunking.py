@@ -11,9 +11,9 @@ in ``Chunk.heading_path`` (a heading of level n replaces every level >= n), and
 ``max_tokens`` bounds that heading line (``" > ".join(heading_path)``, or the document
 title for chunks outside any heading) plus the body. Chunks never cross a heading.
 A document of headings only is chunked as plain text (its heading lines are the body),
-and a document with a title but an empty text is one chunk with an empty body (its
-indexed text is the title), so no document with something to search is left without
-a chunk.
+and a document with a title but an empty text is one chunk with an empty body under
+the title as its heading (its indexed text is the title), so no document with
+something to search is left without a chunk.
 
 Within a section blocks are packed greedily. A block too big on its own is cut into
 pieces: prose and list items at sentence ends, tables and front matter at lines, code
@@ -117,8 +117,10 @@ def chunk_document(
     """Split ``doc`` into chunks in reading order (see the module docstring for the rules)."""
     text = doc.text
     if not text.strip():
-        # a record with a title and no body (BEIR corpora have them): the title is its text
-        return [Chunk(doc.id, 0, "", 0, 0, ())] if doc.title.strip() else []
+        # a record with a title and no body (BEIR corpora have them): the title is its
+        # heading, so it is indexed (indexed_text) and shown wherever headings are
+        title = " ".join(doc.title.split())
+        return [Chunk(doc.id, 0, "", 0, 0, (title,))] if title else []
     sections = _markdown_sections(text) if doc.kind in MARKDOWN_KINDS else _plain_sections(text)
     if not any(s.blocks for s in sections):  # headings only: their lines are the text
         sections = _plain_sections(text)

@@ -174,6 +174,7 @@ def test_title_without_text_is_one_chunk_of_its_title() -> None:
     doc = make_doc("", kind="jsonl", title="Progress report on the ALGOL compiler")
     (only,) = chunk_document(doc, approx_token_counter, DEFAULT)
     assert (only.text, only.start, only.end, only.position) == ("", 0, 0, 0)
+    assert only.heading_path == ("Progress report on the ALGOL compiler",)
     assert indexed_text(only, doc.title) == "Progress report on the ALGOL compiler\n"
     assert chunk_document(make_doc(" \n", kind="jsonl"), approx_token_counter, DEFAULT) == []
 
