@@ -9,7 +9,7 @@ for hit in kb.search("What does error code ZX-4821 mean?", k=5):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -17,32 +17,18 @@ from typing import Any
 from twokeys.analysis import analyzer_for
 from twokeys.dense.encoder import Encoder, get_encoder
 from twokeys.errors import ConfigError, EncoderMismatchError
-from twokeys.fusion.rrf import DEFAULT_K
+from twokeys.request import MODES, SearchRequest
 from twokeys.rerank.base import Reranker, get_reranker
 from twokeys.retrievers import BM25Retriever, DenseRetriever, HybridRetriever, Retriever
 from twokeys.retrievers.base import RetrieverResult
-from twokeys.retrievers.catalog import EXTRA_MODES
-from twokeys.retrievers.hybrid import DEFAULT_FUSION
-from twokeys.retrievers.reranking import DEFAULT_TOP_N, RerankingRetriever
+from twokeys.retrievers.catalog import EXTRA_RETRIEVERS
+from twokeys.retrievers.reranking import RerankingRetriever
 from twokeys.store.base import IndexBackend
 from twokeys.store.local import LocalIndex
 from twokeys.store.vectors import describe as describe_vectors
 from twokeys.types import Hit
 
-BUILTIN_MODES: tuple[str, ...] = ("bm25", "dense", "hybrid")
-MODES: tuple[str, ...] = (*BUILTIN_MODES, *EXTRA_MODES)
-
-
-@dataclass(frozen=True)
-class SearchSettings:
-    """Knobs shared by the retrieval modes."""
-
-    candidates: int = 100  # per-retriever depth fused in hybrid modes
-    fusion: str = DEFAULT_FUSION
-    rrf_k: float = DEFAULT_K
-    lexical_weight: float = 0.45  # for the fixed-weight convex fusions
-    rerank: str | None = None  # a reranker name (twokeys.rerank) applied to the top rerank_top
-    rerank_top: int = DEFAULT_TOP_N
+__all__ = ["MODES", "Index", "SearchRequest", "open_index"]
 
 
 def open_index(path: str | Path, *, encoder: Encoder | None = None) -> Index:
@@ -101,92 +87,66 @@ class Index:
                 "'twokeys index' or search with the original encoder"
             )
 
-    def retriever(self, mode: str = "hybrid", settings: SearchSettings | None = None) -> Retriever:
-        """The retriever for ``mode`` (one of :data:`MODES`)."""
-        settings = settings or SearchSettings()
-        if settings.rerank:
-            if settings.rerank not in self._rerankers:
-                self._rerankers[settings.rerank] = get_reranker(settings.rerank).for_index(self)
-            inner = self.retriever(mode, replace(settings, rerank=None))
-            reranker = self._rerankers[settings.rerank]
-            return RerankingRetriever(inner, reranker, self.backend, top_n=settings.rerank_top)
-        if mode in EXTRA_MODES:
-            module, _, function = EXTRA_MODES[mode].partition(":")
-            factory = getattr(import_module(module), function)
-            retriever: Retriever = factory(self, settings)
-            return retriever
-        if mode == "bm25":
-            return BM25Retriever(self.analyzer, self.backend.lexical)
-        if mode in ("dense", "hybrid"):
-            vectors = self.backend.vectors
-            dense = DenseRetriever(self.encoder, vectors) if vectors is not None else None
-            if dense is None:
-                raise ConfigError("this index has no dense vectors; use --mode bm25")
-            if mode == "dense":
-                return dense
-            lexical = BM25Retriever(self.analyzer, self.backend.lexical)
-            return HybridRetriever(
-                lexical,
-                dense,
-                candidates=settings.candidates,
-                fusion=settings.fusion,
-                k=settings.rrf_k,
-                lexical_weight=settings.lexical_weight,
+    def retriever(self, request: SearchRequest) -> Retriever:
+        """The retriever stack that answers ``request`` (its query, k and explain aside)."""
+        if request.reranker is not None:
+            name = request.reranker
+            if name not in self._rerankers:
+                self._rerankers[name] = get_reranker(name).for_index(self)
+            inner = self.retriever(replace(request, reranker=None))
+            return RerankingRetriever(
+                inner, self._rerankers[name], self.backend, top_n=request.rerank_top
             )
-        raise ConfigError(f"mode: {mode!r} is not one of {', '.join(MODES)}")
+        if request.retriever in EXTRA_RETRIEVERS:
+            module, _, function = EXTRA_RETRIEVERS[request.retriever].partition(":")
+            factory = getattr(import_module(module), function)
+            retriever: Retriever = factory(self, request)
+            return retriever
+        if request.retriever == "bm25":
+            return BM25Retriever(self.analyzer, self.backend.lexical)
+        vectors = self.backend.vectors
+        if vectors is None:
+            raise ConfigError("this index has no dense vectors; use --mode bm25")
+        dense = DenseRetriever(self.encoder, vectors)
+        if request.retriever == "dense":
+            return dense
+        return HybridRetriever(
+            BM25Retriever(self.analyzer, self.backend.lexical),
+            dense,
+            candidates=request.candidates,
+            fusion=request.fusion,
+            k=request.rrf_k,
+            lexical_weight=request.lexical_weight,
+        )
 
     # -- search ---------------------------------------------------------------------
 
-    def search(
-        self,
-        query: str,
-        *,
-        mode: str = "hybrid",
-        k: int = 10,
-        candidates: int = 100,
-        fusion: str = DEFAULT_FUSION,
-        rrf_k: float = DEFAULT_K,
-        explain: bool = False,
-        rerank: str | None = None,
-        rerank_top: int = DEFAULT_TOP_N,
-    ) -> list[Hit]:
-        """The top ``k`` chunks for ``query``; with ``explain``, each hit's evidence.
+    def search(self, query: str | SearchRequest, /, **options: Any) -> list[Hit]:
+        """The top ``k`` chunks for a :class:`~twokeys.request.SearchRequest`.
 
-        ``rerank`` names a reranker (:mod:`twokeys.rerank`) that re-orders the top
-        ``rerank_top`` chunks of the mode's run; none by default.
+        ``kb.search("text", mode="hybrid-rrf", k=5, ...)`` is a shorthand that builds the
+        request with :meth:`SearchRequest.parse` (options as its fields, plus ``mode``);
+        with ``explain``, each hit carries its evidence.
         """
-        _check_query(query, k)
-        settings = SearchSettings(
-            candidates=candidates, fusion=fusion, rrf_k=rrf_k, rerank=rerank, rerank_top=rerank_top
-        )
-        result = self.retriever(mode, settings).retrieve(query, k, explain=explain)
+        request = _request(query, options)
+        result = self.retriever(request).retrieve(request.query, request.k, explain=request.explain)
         return self._hits([result])[0]
 
-    def search_many(
-        self,
-        queries: Sequence[str],
-        *,
-        mode: str = "hybrid",
-        k: int = 10,
-        candidates: int = 100,
-        fusion: str = DEFAULT_FUSION,
-        rrf_k: float = DEFAULT_K,
-        explain: bool = False,
-        rerank: str | None = None,
-        rerank_top: int = DEFAULT_TOP_N,
-    ) -> list[list[Hit]]:
-        """:meth:`search` for each of ``queries``: the same hits, in the same order.
+    def search_many(self, queries: Sequence[str], /, **options: Any) -> list[list[Hit]]:
+        """:meth:`search` for each of ``queries`` with the same options: the same hits.
 
-        ``mode="bm25"`` (without ``explain`` or ``rerank``) scores all queries as one
+        ``mode="bm25"`` (without ``explain`` or ``reranker``) scores all queries as one
         batch spread over every core; the other modes search one query after another.
         Hits of all queries are fetched from the index together.
         """
-        for query in queries:
-            _check_query(query, k)
-        settings = SearchSettings(
-            candidates=candidates, fusion=fusion, rrf_k=rrf_k, rerank=rerank, rerank_top=rerank_top
+        if not queries:
+            return []
+        requests = [_request(query, options) for query in queries]
+        first = requests[0]
+        retriever = self.retriever(first)
+        results = retriever.retrieve_many(
+            [r.query for r in requests], first.k, explain=first.explain
         )
-        results = self.retriever(mode, settings).retrieve_many(queries, k, explain=explain)
         return self._hits(results)
 
     def _hits(self, results: Sequence[RetrieverResult]) -> list[list[Hit]]:
@@ -217,8 +177,16 @@ class Index:
         return data
 
 
-def _check_query(query: str, k: int) -> None:
-    if k < 1:
-        raise ConfigError(f"k: must be >= 1, got {k}")
-    if not query.strip():
-        raise ConfigError("query: is empty")
+def _request(query: str | SearchRequest, options: dict[str, Any]) -> SearchRequest:
+    if isinstance(query, SearchRequest):
+        if options:
+            raise ConfigError(
+                f"search: options ({', '.join(sorted(options))}) given with a SearchRequest; "
+                "set them on the request"
+            )
+        return query
+    options = dict(options)
+    mode = options.pop("mode", None)
+    if "rerank" in options:  # the keyword's name before SearchRequest
+        options["reranker"] = options.pop("rerank")
+    return SearchRequest.parse(query, mode, **options)

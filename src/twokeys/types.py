@@ -75,6 +75,17 @@ class Evidence:
     weight: float = 1.0  # the run's fusion weight (weighted RRF)
     matched_terms: tuple[tuple[str, float], ...] = ()  # lexical: (term, contribution)
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``matched_terms`` as ``[[term, contribution], ...]``."""
+        return {
+            "retriever": self.retriever,
+            "rank": self.rank,
+            "score": self.score,
+            "fused": self.fused,
+            "weight": self.weight,
+            "matched_terms": [[t, w] for t, w in self.matched_terms],
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Hit:
@@ -94,3 +105,19 @@ class Hit:
     @property
     def text(self) -> str:
         return self.chunk.text
+
+    def to_dict(self) -> dict[str, Any]:
+        """The hit as JSON-ready data (what ``twokeys search --json`` prints)."""
+        return {
+            "rank": self.rank,
+            "score": self.score,
+            "doc_id": self.doc_id,
+            "chunk_id": self.chunk.id,
+            "path": self.path,
+            "title": self.title,
+            "heading": self.chunk.heading,
+            "start": self.chunk.start,
+            "end": self.chunk.end,
+            "text": self.text,
+            "evidence": [e.to_dict() for e in self.evidence],
+        }

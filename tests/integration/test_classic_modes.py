@@ -18,6 +18,7 @@ from twokeys.errors import ConfigError
 from twokeys.evaluation.beir import load_collection
 from twokeys.evaluation.runs import doc_ranking, evaluate
 from twokeys.lexical import lsi
+from twokeys.request import SearchRequest
 from twokeys.retrievers import classic
 from twokeys.store.base import DocumentInfo, IndexBackend, LexicalIndex, VectorIndex
 from twokeys.store.local import LocalIndex, load_derived, save_derived
@@ -63,10 +64,12 @@ def test_each_mode_searches_with_evidence(tmp_path: Path, mode: str) -> None:
 
 def test_weights_are_cached_per_open_index(tmp_path: Path) -> None:
     with open_index(_build(tmp_path)) as kb:
-        first = kb.retriever("tfidf")
-        assert kb.retriever("tfidf") is first
+        first = kb.retriever(SearchRequest.parse("q", "tfidf"))
+        assert kb.retriever(SearchRequest.parse("q", "tfidf")) is first
         assert classic.lexicon(kb, "tfidf") is classic.lexicon(kb, "bm25+")
-        assert kb.retriever("bm25+") is kb.retriever("bm25+")
+        assert kb.retriever(SearchRequest.parse("q", "bm25+")) is kb.retriever(
+            SearchRequest.parse("q", "bm25+")
+        )
 
 
 def test_lsi_factors_are_saved_and_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,17 +107,17 @@ def test_lsi_rank_and_read_only_index(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(classic, "save_derived", read_only)
     monkeypatch.setenv(classic.LSI_RANK_ENV, "2")
     with open_index(index) as kb:
-        retriever = kb.retriever("lsi")
+        retriever = kb.retriever(SearchRequest.parse("q", "lsi"))
         assert isinstance(retriever, classic.LsiRetriever) and retriever.model.rank == 2
         assert kb.search("power fuse", mode="lsi", k=2)
-        assert kb.retriever("lsi").model is retriever.model  # type: ignore[attr-defined]
+        assert kb.retriever(SearchRequest.parse("q", "lsi")).model is retriever.model  # type: ignore[attr-defined]
         assert not list(kb.backend.gen_dir.glob("derived.*"))  # type: ignore[attr-defined]
         monkeypatch.setenv(classic.LSI_RANK_ENV, "0")
         with pytest.raises(ConfigError, match=r"lsi\.rank"):
-            kb.retriever("lsi")
+            kb.retriever(SearchRequest.parse("q", "lsi"))
         monkeypatch.setenv(classic.LSI_RANK_ENV, "many")
         with pytest.raises(ConfigError, match=classic.LSI_RANK_ENV):
-            kb.retriever("lsi")
+            kb.retriever(SearchRequest.parse("q", "lsi"))
 
 
 class _NoTermMatrix(IndexBackend):

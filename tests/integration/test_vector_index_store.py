@@ -18,6 +18,7 @@ from twokeys.dense.ann import HnswVectorIndex
 from twokeys.dense.exact import ExactVectorIndex
 from twokeys.dense.selection import VectorIndexOptions
 from twokeys.errors import MissingExtraError
+from twokeys.request import SearchRequest
 from twokeys.store.local import MANIFEST, LocalIndex
 from twokeys.store.vectors import GraphRebuildWarning
 
@@ -45,7 +46,10 @@ def graph_files(index: Path) -> list[str]:
 
 def dense_run(index: Path, query: str, k: int = 10) -> list[tuple[int, float]]:
     with open_index(index) as kb:
-        return [(h.row, h.score) for h in kb.retriever("dense").retrieve(query, k).run]
+        return [
+            (h.row, h.score)
+            for h in kb.retriever(SearchRequest.parse("q", "dense")).retrieve(query, k).run
+        ]
 
 
 def exact_run(index: Path, query: str, k: int = 10) -> list[tuple[int, float]]:

@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from twokeys.cliutil import encoder_option, err, out, progress_bars
-from twokeys.engine import MODES, open_index
+from twokeys.engine import open_index
 from twokeys.errors import TwokeysError
 from twokeys.evaluation.beir import load_collection
 from twokeys.evaluation.disagreements import RankedDoc
@@ -34,7 +34,7 @@ from twokeys.evaluation.experiment import (
 from twokeys.evaluation.measures import PRIMARY, label
 from twokeys.evaluation.report import render_report
 from twokeys.evaluation.significance import PairedComparison
-from twokeys.retrievers.catalog import VECTOR_MODES
+from twokeys.request import MODES, VECTOR_MODES
 
 DEFAULT_RETRIEVERS = "bm25,dense,hybrid"
 DISAGREEMENT_PAIR = ("bm25", "dense")

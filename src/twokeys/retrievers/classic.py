@@ -36,7 +36,8 @@ from twokeys.topk import top_k
 from twokeys.types import Evidence, ScoredChunk
 
 if TYPE_CHECKING:
-    from twokeys.engine import Index, SearchSettings
+    from twokeys.engine import Index
+    from twokeys.request import SearchRequest
 
 LSI_RANK_ENV = "TWOKEYS_LSI_RANK"
 _LSI_CACHE_VERSION = 1  # bump when the weighting or the factor layout changes
@@ -285,16 +286,16 @@ def _fits(model: lsi.LsiModel, matrix: TermMatrix) -> bool:
 # -- factories (see twokeys.retrievers.catalog) ----------------------------------------
 
 
-def build_boolean(index: Index, settings: SearchSettings) -> Retriever:
+def build_boolean(index: Index, request: SearchRequest) -> Retriever:
     return BooleanRetriever(index.analyzer, index.backend, lexicon(index, "boolean"))
 
 
-def build_tfidf(index: Index, settings: SearchSettings) -> Retriever:
+def build_tfidf(index: Index, request: SearchRequest) -> Retriever:
     lex = lexicon(index, "tfidf")
     return _cached(index.backend, "tfidf", lambda: TfidfRetriever(index.analyzer, lex))
 
 
-def build_bm25plus(index: Index, settings: SearchSettings) -> Retriever:
+def build_bm25plus(index: Index, request: SearchRequest) -> Retriever:
     lex = lexicon(index, "bm25+")
     bm25 = index.manifest.bm25
     params = variants.BM25PlusParams(k1=bm25.k1, b=bm25.b)
@@ -305,7 +306,7 @@ def build_bm25plus(index: Index, settings: SearchSettings) -> Retriever:
     )
 
 
-def build_bm25l(index: Index, settings: SearchSettings) -> Retriever:
+def build_bm25l(index: Index, request: SearchRequest) -> Retriever:
     lex = lexicon(index, "bm25l")
     bm25 = index.manifest.bm25
     params = variants.BM25LParams(k1=bm25.k1, b=bm25.b)
@@ -316,7 +317,7 @@ def build_bm25l(index: Index, settings: SearchSettings) -> Retriever:
     )
 
 
-def build_lsi(index: Index, settings: SearchSettings, *, rank: int | None = None) -> Retriever:
+def build_lsi(index: Index, request: SearchRequest, *, rank: int | None = None) -> Retriever:
     """LSI at ``rank`` (default: ``$TWOKEYS_LSI_RANK``, else 200)."""
     if rank is None:
         rank = _env_rank()
