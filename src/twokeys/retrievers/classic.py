@@ -16,6 +16,7 @@ The maths lives in :mod:`twokeys.lexical` (``boolean``, ``tfidf``, ``variants``,
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 import weakref
 from collections import Counter
@@ -48,11 +49,17 @@ T = TypeVar("T")
 _CACHE: weakref.WeakKeyDictionary[IndexBackend, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
+_CACHE_LOCK = threading.RLock()  # computes run under it: each value is computed once
+
+
 def _cached(backend: IndexBackend, key: str, compute: Callable[[], T]) -> T:
-    """``compute()`` once per backend object and key."""
-    store = _CACHE.setdefault(backend, {})
-    if key not in store:
-        store[key] = compute()
+    """``compute()`` once per backend object and key, whichever threads ask."""
+    store = _CACHE.get(backend)
+    if store is None or key not in store:
+        with _CACHE_LOCK:
+            store = _CACHE.setdefault(backend, {})
+            if key not in store:
+                store[key] = compute()
     value: T = store[key]
     return value
 
