@@ -49,7 +49,7 @@ from twokeys.retrievers.reranking import RerankingRetriever
 from twokeys.store.base import IndexBackend
 from twokeys.store.local import LocalIndex
 from twokeys.store.vectors import describe as describe_vectors
-from twokeys.types import Hit
+from twokeys.types import Chunk, Hit
 
 __all__ = ["MODES", "Index", "SearchRequest", "open_index"]
 
@@ -200,6 +200,11 @@ class Index:
             ]
             for result in results
         ]
+
+    def passages(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        """Chunks by stable id (``hit.chunk_id``), e.g. kept from an earlier search; ids
+        whose document or position the index no longer has are absent."""
+        return self.backend.passages(chunk_ids)
 
     def info(self) -> dict[str, Any]:
         """Counts, parameters and on-disk sizes, as recorded in the manifest."""

@@ -215,5 +215,26 @@ class IndexBackend(ABC):
     def all_documents(self) -> list[DocumentInfo]:
         """Every document, in id order."""
 
+    def passages(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        """Chunks by their stable id (:attr:`Chunk.id`, ``<document id>#<position>``).
+
+        An id names a document and a position in it, so it survives re-indexing of other
+        documents (which renumbers rows); an id whose document or position no longer
+        exists is absent from the result. This default reads the documents' first rows.
+        """
+        wanted: dict[str, tuple[str, int]] = {}
+        for chunk_id in chunk_ids:
+            doc_id, sep, position = chunk_id.rpartition("#")
+            if sep and doc_id and position.isdigit():
+                wanted[chunk_id] = (doc_id, int(position))
+        docs = self.documents(sorted({doc_id for doc_id, _ in wanted.values()}))
+        rows = {
+            chunk_id: docs[doc_id].first_row + position
+            for chunk_id, (doc_id, position) in wanted.items()
+            if doc_id in docs and position < docs[doc_id].n_chunks
+        }
+        found = self.chunks(list(rows.values()))
+        return {chunk_id: chunk for chunk_id, chunk in zip(rows, found, strict=True)}
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release files and connections."""
