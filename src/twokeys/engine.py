@@ -40,18 +40,21 @@ from typing import Any
 from twokeys.analysis import analyzer_for
 from twokeys.dense.encoder import Encoder, get_encoder
 from twokeys.errors import ConfigError, EncoderMismatchError
+from twokeys.filters import Filter, allowed_rows
 from twokeys.request import MODES, SearchRequest
 from twokeys.rerank.base import Reranker, get_reranker
 from twokeys.retrievers import BM25Retriever, DenseRetriever, HybridRetriever, Retriever
 from twokeys.retrievers.base import RetrieverResult
 from twokeys.retrievers.catalog import EXTRA_RETRIEVERS
 from twokeys.retrievers.reranking import RerankingRetriever
-from twokeys.store.base import IndexBackend
+from twokeys.store.base import IndexBackend, RowMask
 from twokeys.store.local import LocalIndex
 from twokeys.store.vectors import describe as describe_vectors
 from twokeys.types import Chunk, Hit
 
-__all__ = ["MODES", "Index", "SearchRequest", "open_index"]
+__all__ = ["MODES", "Filter", "Index", "SearchRequest", "open_index"]
+
+_MASKS_KEPT = 64  # filter masks kept per open index (one bool per chunk each)
 
 
 def open_index(path: str | Path, *, encoder: Encoder | None = None) -> Index:
@@ -73,7 +76,8 @@ class Index:
         self.analyzer = analyzer_for(self.manifest.analyzer)
         self._encoder = encoder
         self._rerankers: dict[str, Reranker] = {}
-        self._lock = threading.Lock()  # guards the lazily loaded encoder and rerankers
+        self._masks: dict[tuple[Filter, ...], RowMask] = {}  # filters -> allowed rows
+        self._lock = threading.Lock()  # guards the lazy encoder, rerankers and masks
         if encoder is not None:
             self._check_encoder(encoder)
 
@@ -126,22 +130,39 @@ class Index:
             factory = getattr(import_module(module), function)
             retriever: Retriever = factory(self, request)
             return retriever
+        allowed = self.allowed_rows(request.filters)
+        lexical = BM25Retriever(self.analyzer, self.backend.lexical, allowed=allowed)
         if request.retriever == "bm25":
-            return BM25Retriever(self.analyzer, self.backend.lexical)
+            return lexical
         vectors = self.backend.vectors
         if vectors is None:
             raise ConfigError("this index has no dense vectors; use --mode bm25")
-        dense = DenseRetriever(self.encoder, vectors)
+        dense = DenseRetriever(self.encoder, vectors, allowed=allowed)
         if request.retriever == "dense":
             return dense
         return HybridRetriever(
-            BM25Retriever(self.analyzer, self.backend.lexical),
+            lexical,
             dense,
             candidates=request.candidates,
             fusion=request.fusion,
             k=request.rrf_k,
             lexical_weight=request.lexical_weight,
         )
+
+    def allowed_rows(self, filters: Sequence[Filter]) -> RowMask | None:
+        """The chunk rows ``filters`` allow (None without filters), kept for reuse."""
+        if not filters:
+            return None
+        key = tuple(filters)
+        mask = self._masks.get(key)
+        if mask is None:
+            n_rows = int(self.manifest.counts.get("chunks", 0))
+            mask = allowed_rows(self.backend.all_documents(), key, n_rows)
+            with self._lock:
+                if len(self._masks) >= _MASKS_KEPT:
+                    self._masks.pop(next(iter(self._masks)))
+                self._masks[key] = mask
+        return mask
 
     def _reranker(self, name: str) -> Reranker:
         reranker = self._rerankers.get(name)

@@ -22,6 +22,9 @@ from twokeys.errors import ConfigError, IndexFormatError
 from twokeys.lexical.bm25 import BM25Params
 from twokeys.types import Chunk, ScoredChunk
 
+#: which chunk rows a filtered search may return (True: allowed), one entry per row
+RowMask = npt.NDArray[np.bool_]
+
 FORMAT_NAME = "twokeys-index"
 FORMAT_VERSION = 1
 
@@ -135,8 +138,11 @@ class LexicalIndex(ABC):
     """Ranks chunks by analysed query terms (BM25 in the embedded backend)."""
 
     @abstractmethod
-    def search(self, terms: Sequence[str], k: int) -> list[ScoredChunk]:
-        """The top ``k`` chunks with a positive score, ordered by (-score, row)."""
+    def search(
+        self, terms: Sequence[str], k: int, *, allowed: RowMask | None = None
+    ) -> list[ScoredChunk]:
+        """The top ``k`` chunks with a positive score, ordered by (-score, row); with
+        ``allowed`` (a mask over rows, see :mod:`twokeys.filters`), among those only."""
 
     def search_many(
         self, queries: Sequence[Sequence[str]], k: int, *, threads: int | None = None
@@ -165,8 +171,11 @@ class VectorIndex(ABC):
     """Ranks chunks by cosine similarity to a query vector."""
 
     @abstractmethod
-    def search(self, query: npt.NDArray[np.float32], k: int) -> list[ScoredChunk]:
-        """The top ``k`` chunks, ordered by (-cosine, row)."""
+    def search(
+        self, query: npt.NDArray[np.float32], k: int, *, allowed: RowMask | None = None
+    ) -> list[ScoredChunk]:
+        """The top ``k`` chunks, ordered by (-cosine, row); with ``allowed`` (a mask over
+        rows), among those only."""
 
     @abstractmethod
     def similarity(self, query: npt.NDArray[np.float32], row: int) -> float:
