@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from twokeys.engine import SearchSettings
+from twokeys.engine import SearchRequest
 from twokeys.errors import ConfigError
 from twokeys.fusion.adaptive import AdaptiveParams
 from twokeys.fusion.convex import convex_combination
@@ -24,8 +24,8 @@ RUNS = {
 def test_rrf_rejects_a_k_that_is_not_a_finite_non_negative_number(k: object) -> None:
     with pytest.raises(ConfigError, match=r"^rrf\.k: must be a finite number >= 0, got "):
         rrf(RUNS, k)  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match=r"^rrf\.k: "):
-        SearchSettings(rrf_k=k)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"^rrf_k: "):
+        SearchRequest("q", fusion="rrf", rrf_k=k)  # type: ignore[arg-type]
 
 
 def test_rrf_k_zero_and_integers_are_fine() -> None:
@@ -46,15 +46,15 @@ def test_run_weights_must_be_finite_and_non_negative(weight: float) -> None:
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("lexical_weight", math.nan, "lexical_weight: must be in [0, 1]"),
+        ("lexical_weight", math.nan, "lexical_weight: must be finite"),
         ("lexical_weight", 1.5, "lexical_weight: must be in [0, 1]"),
-        ("candidates", 0, "candidates: must be an integer >= 1"),
-        ("rerank_top", -3, "rerank_top: must be an integer >= 1"),
+        ("candidates", 0, "candidates: must be"),
+        ("rerank_top", -3, "rerank_top: must be"),
     ],
 )
-def test_search_settings_are_validated(field: str, value: object, message: str) -> None:
+def test_search_requests_are_validated(field: str, value: object, message: str) -> None:
     with pytest.raises(ConfigError) as info:
-        SearchSettings(**{field: value})  # type: ignore[arg-type]
+        SearchRequest("q", **{field: value})  # type: ignore[arg-type]
     assert str(info.value).startswith(message)
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import numpy.typing as npt
 
 from twokeys.errors import IndexFormatError
-from twokeys.store.base import VectorIndex
-from twokeys.topk import top_k
+from twokeys.store.base import RowMask, VectorIndex
+from twokeys.topk import top_k_allowed
 from twokeys.types import ScoredChunk
 
 #: float16 rows widened at a time: 1,024 x 384 dims is a 1.5 MB buffer that stays in cache.
@@ -63,7 +63,9 @@ class ExactVectorIndex(VectorIndex):
         self._embeddings = embeddings
         self._source = source  # named in the error a damaged (non-finite) row raises
 
-    def search(self, query: npt.NDArray[np.float32], k: int) -> list[ScoredChunk]:
+    def search(
+        self, query: npt.NDArray[np.float32], k: int, *, allowed: RowMask | None = None
+    ) -> list[ScoredChunk]:
         if self._embeddings.shape[0] == 0:
             return []
         scores = cosine_scores(self._embeddings, query)
@@ -72,7 +74,7 @@ class ExactVectorIndex(VectorIndex):
             raise IndexFormatError(
                 f"{self._source}: rows {bad} are not finite vectors; run 'twokeys check'"
             )
-        rows, values = top_k(scores, k)
+        rows, values = top_k_allowed(scores, k, allowed)
         return [
             ScoredChunk(row=int(r), score=float(s), rank=i + 1)
             for i, (r, s) in enumerate(zip(rows, values, strict=True))

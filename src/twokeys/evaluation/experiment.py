@@ -69,9 +69,13 @@ def run_retrievers(
     depth: int = 100,
     chunk_depth: int = 300,
     *,
+    filters: Sequence[str] = (),
     progress: ProgressFactory | None = None,
 ) -> dict[str, RetrieverRun]:
     """Search every judged query with each retriever (one of :data:`twokeys.engine.MODES`).
+
+    ``filters`` (:mod:`twokeys.filters`) restrict every search to the documents they
+    allow, so filtered retrieval is measured as a user would run it.
 
     Each query asks for ``chunk_depth`` chunks, collapsed to the top ``depth`` documents.
     Latency is the wall time of :meth:`Index.search`, query encoding included, after one
@@ -102,10 +106,12 @@ def run_retrievers(
             if text is not None:  # an empty query retrieves nothing and is not timed
                 try:
                     if not warm:
-                        index.search(text, mode=name, k=chunk_depth)  # warm-up, untimed
+                        index.search(
+                            text, mode=name, k=chunk_depth, filters=filters
+                        )  # warm-up, untimed
                         warm = True
                     started = time.perf_counter()
-                    hits = index.search(text, mode=name, k=chunk_depth)
+                    hits = index.search(text, mode=name, k=chunk_depth, filters=filters)
                     latency[qid] = time.perf_counter() - started
                 except QuerySyntaxError as exc:
                     failed[qid] = str(exc)

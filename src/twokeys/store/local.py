@@ -33,6 +33,7 @@ import json
 import os
 import shutil
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -49,6 +50,7 @@ from twokeys.store.base import (
     IndexBackend,
     LexicalIndex,
     Manifest,
+    RowMask,
     VectorIndex,
 )
 from twokeys.store.leases import (
@@ -183,9 +185,11 @@ class GuardedLexicalIndex(LexicalIndex):
             f"{self._where}: arrays out of range ({exc}){_advice(self._index_path)}"
         )
 
-    def search(self, terms: Sequence[str], k: int) -> list[ScoredChunk]:
+    def search(
+        self, terms: Sequence[str], k: int, *, allowed: RowMask | None = None
+    ) -> list[ScoredChunk]:
         try:
-            return self.inner.search(terms, k)
+            return self.inner.search(terms, k, allowed=allowed)
         except IndexError as exc:
             raise self._damaged(exc) from exc
 
@@ -245,9 +249,29 @@ class LocalIndex(IndexBackend):
         except BaseException:
             self._lease.release()
             raise
+        # One connection, opened now (so it outlives the generation's removal by a later
+        # build), used by one thread at a time: statements run and fetch under this lock,
+        # which also guards the lazy loads below.
+        self._lock = threading.RLock()
         self._lexical: LexicalIndex | None = None
         self._vectors: VectorIndex | None = None
         self._vectors_loaded = False
+
+    def _rows(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
+        """All rows of one statement, run while no other thread uses the connection; a
+        damaged database raises an error that names its file."""
+        with self._lock:
+            try:
+                return self._db.execute(sql, parameters).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise self._damaged(str(exc)) from exc
+
+    def _execute(self, sql: str, parameters: Sequence[Any] = ()) -> sqlite3.Cursor:
+        """A cursor over one statement (the caller holds the lock while fetching)."""
+        try:
+            return self._db.execute(sql, parameters)
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(str(exc)) from exc
 
     def _array(self, name: str) -> npt.NDArray[Any]:
         """A memory-mapped array, as a plain ``ndarray`` view that keeps the mapping.
@@ -289,6 +313,12 @@ class LocalIndex(IndexBackend):
 
     @property
     def lexical(self) -> LexicalIndex:
+        if self._lexical is not None:
+            return self._lexical
+        with self._lock:
+            return self._load_lexical()
+
+    def _load_lexical(self) -> LexicalIndex:
         if self._lexical is None:
             indptr = self._array("lexical.indptr.npy")
             indices = self._array("lexical.indices.npy")
@@ -309,11 +339,14 @@ class LocalIndex(IndexBackend):
 
     @property
     def vectors(self) -> VectorIndex | None:
-        if not self._vectors_loaded:
-            from twokeys.store.vectors import open_vector_index  # it builds on this module
+        if self._vectors_loaded:
+            return self._vectors
+        from twokeys.store.vectors import open_vector_index  # it builds on this module
 
-            self._vectors = open_vector_index(self)
-            self._vectors_loaded = True
+        with self._lock:
+            if not self._vectors_loaded:
+                self._vectors = open_vector_index(self)
+                self._vectors_loaded = True
         return self._vectors
 
     def embeddings(self) -> npt.NDArray[Any] | None:
@@ -337,7 +370,7 @@ class LocalIndex(IndexBackend):
         for batch_start in range(0, len(rows), 500):
             batch = [int(r) for r in rows[batch_start : batch_start + 500]]
             marks = ",".join("?" * len(batch))
-            for row, doc_id, position, start, end, heading, text in self._query(
+            for row, doc_id, position, start, end, heading, text in self._rows(
                 "SELECT row, doc_id, position, start, end, heading, text FROM chunks "
                 f"WHERE row IN ({marks})",
                 batch,
@@ -363,7 +396,7 @@ class LocalIndex(IndexBackend):
         for batch_start in range(0, len(rows), 500):
             batch = [int(r) for r in rows[batch_start : batch_start + 500]]
             marks = ",".join("?" * len(batch))
-            for row, doc_id, position, start, end, heading, text, title, path in self._query(
+            for row, doc_id, position, start, end, heading, text, title, path in self._rows(
                 "SELECT c.row, c.doc_id, c.position, c.start, c.end, c.heading, c.text, "
                 "d.title, d.path FROM chunks AS c LEFT JOIN documents AS d ON d.id = c.doc_id "
                 f"WHERE c.row IN ({marks})",
@@ -379,11 +412,23 @@ class LocalIndex(IndexBackend):
 
     def iter_chunks(self) -> Iterator[tuple[int, Chunk]]:
         """Every chunk in row order."""
-        for row, doc_id, position, start, end, heading, text in self._query(
-            "SELECT row, doc_id, position, start, end, heading, text FROM chunks ORDER BY row"
-        ):
-            heading_path = self._heading_path(row, heading)
-            yield row, Chunk(doc_id, position, text, start, end, heading_path)
+        with self._lock:
+            cursor = self._execute(
+                "SELECT row, doc_id, position, start, end, heading, text FROM chunks ORDER BY row"
+            )
+        while True:
+            with self._lock:
+                try:
+                    batch = cursor.fetchmany(1000)
+                except sqlite3.DatabaseError as exc:
+                    raise self._damaged(str(exc)) from exc
+            if not batch:
+                return
+            for row, doc_id, position, start, end, heading, text in batch:
+                yield (
+                    row,
+                    Chunk(doc_id, position, text, start, end, self._heading_path(row, heading)),
+                )
 
     def _doc(self, r: tuple[Any, ...]) -> DocumentInfo:
         try:
@@ -412,7 +457,7 @@ class LocalIndex(IndexBackend):
         for batch_start in range(0, len(unique), 500):
             batch = unique[batch_start : batch_start + 500]
             marks = ",".join("?" * len(batch))
-            for r in self._query(
+            for r in self._rows(
                 f"SELECT {self._DOC_COLUMNS} FROM documents WHERE id IN ({marks})", batch
             ):
                 out[r[0]] = self._doc(r)
@@ -421,15 +466,8 @@ class LocalIndex(IndexBackend):
     def all_documents(self) -> list[DocumentInfo]:
         return [
             self._doc(r)
-            for r in self._query(f"SELECT {self._DOC_COLUMNS} FROM documents ORDER BY id")
+            for r in self._rows(f"SELECT {self._DOC_COLUMNS} FROM documents ORDER BY id")
         ]
-
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
-        """Rows of a query; a damaged database raises an error that names its file."""
-        try:
-            yield from self._db.execute(sql, params)
-        except sqlite3.DatabaseError as exc:
-            raise self._damaged(str(exc)) from exc
 
     def _damaged(self, what: str) -> IndexFormatError:
         return IndexFormatError(f"{self.gen_dir / DATABASE}: {what}{_advice(self.path)}")
@@ -452,7 +490,8 @@ class LocalIndex(IndexBackend):
         When a newer build has replaced the generation and no other reader holds it, it
         is deleted now rather than at the next build (a read-only index keeps it).
         """
-        self._db.close()
+        with self._lock:
+            self._db.close()
         if not self._lease.held:
             return
         self._lease.release()
