@@ -420,6 +420,11 @@ def _generate_events(
         yield from _extractive_events(plan, tools, model_error=str(exc))
         return
     text = "".join(pieces).strip()
+    if not text:
+        error = f"{llm.name} returned an empty answer"
+        yield ModelFailed(error)
+        yield from _extractive_events(plan, tools, model_error=error)
+        return
     checks = check_sentences(text, blocks, tools.text_terms)
     if options.strict:
         text = strict_text(checks)
