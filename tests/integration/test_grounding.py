@@ -240,7 +240,7 @@ def test_eval_answers_compares_ask_with_the_baselines(kb_path: Path) -> None:
     data = json.loads(result.stdout)
     systems = {s["system"]: s for s in data["systems"]}
     assert list(systems) == ["twokeys", "naive-2000chars", "naive-4000chars", "top-k"]
-    assert data["questions"] == 19 and data["budget"] == 1000
+    assert data["questions"] == 43 and data["budget"] == 1000
     ours = systems["twokeys"]
     assert ours["context_recall"] > systems["naive-2000chars"]["context_recall"]
     assert ours["abstention"] > 0.5 and systems["top-k"]["abstention"] == 0.0
