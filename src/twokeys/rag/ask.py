@@ -458,9 +458,6 @@ def _abstention_text(plan: Plan) -> str:
     return f"{ABSTAINED} ({reasons}.) The closest passages are listed below."
 
 
-_CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
-
-
 def citations(text: str, n_blocks: int) -> tuple[int, ...]:
     """The citation numbers ``[n]``, ``[n, m]`` in ``text`` that name a block."""
     return sentence_citations(text, n_blocks)
