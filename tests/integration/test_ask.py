@@ -72,7 +72,7 @@ def test_extractive_answer_quotes_and_cites_the_right_page(kb_path: Path) -> Non
     assert answer.kind == "extractive" and answer.llm is None
     assert answer.text.startswith(EXTRACTIVE_NOTE)
     assert "below the safe operating threshold. [1]" in answer.text
-    assert answer.sources[0].path == "errors/zx-4821.md" and answer.cited == (1,)
+    assert answer.sources[0].path == "errors/zx-4821.md" and answer.cited[0] == 1
     context = answer.context
     assert approx_token_counter([context.text])[0] == context.section("context").used
     assert context.section("context").used <= context.section("context").budget
@@ -162,10 +162,12 @@ def test_cli_ask_prints_an_extractive_answer_and_its_sources(kb_path: Path) -> N
     )
     assert code == 0
     assert out.startswith("Extractive answer (no language model configured)")
+    # the source line names the heading of each chunk a quote came from
     assert (
-        "\nSources:\n  [1] errors/zx-4821.md  Error ZX-4821: Power supply undervoltage detected\n"
+        "\nSources:\n  [1] errors/zx-4821.md  Error ZX-4821: Power supply undervoltage detected"
         in out
     )
+    assert "Power supply undervoltage detected > Summary" in out.split("Sources:")[1]
     assert "(not cited)" in out
 
 

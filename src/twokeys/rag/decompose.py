@@ -8,12 +8,15 @@ budget fairly between them.
 
 :func:`decompose` is rule-based and deterministic:
 
-1. split at question marks, semicolons and line breaks;
+1. split at question marks, semicolons and line breaks; a statement that sets the scene
+   (neither a question nor a request such as ``tell me``) stays with the question after
+   it;
 2. split a sentence where a new question clause starts after a comma, ``and``, ``or`` or
    ``but``: a question word followed by an auxiliary verb (``what does``, ``when did``,
-   ``how long does``), or, after a comma, an auxiliary verb followed by a subject
-   (``, is it``, ``, can I``), so ``"the port, which the router uses"`` or ``"reset and
-   re-pair"`` stay whole;
+   ``how long does``); after a comma and a conjunction, any question word (``, and what
+   happens``); or, after a comma, an auxiliary verb followed by a subject (``, is it``,
+   ``, can I``), so ``"the port, which the router uses"`` or ``"reset and re-pair"`` stay
+   whole;
 3. split a coordinated list of identifiers (``"ZX-4821, ZX-3307 and E-102"``) into one
    sub-query per identifier, the rest of the clause repeated;
 4. a part that refers back (``it``, ``this``, ``they``...) and names no identifier of its
@@ -23,7 +26,8 @@ budget fairly between them.
    ``max_parts`` parts are kept, the rest joined into the last.
 
 :func:`decompose_with_llm` asks a language model instead and falls back to the rules
-when its answer is not a usable list.
+when its answer is not a usable list: too many lines, or a line that is a chat-template
+token (``<|im_end|>``), an echo of the prompt's labels, or has no words.
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ _SUBJECT = r"(?:i|you|we|they|it|he|she|there|this|that|these|those|the|my|our|y
 _CLAUSE_BREAK = re.compile(
     rf"(?:\s*,\s*(?:(?:and|or|but|also|then)\s+)?|\s+(?:and|or|but)\s+(?:also\s+)?)"
     rf"(?={_WH}(?:\s+\w+)?\s+{_AUX}\b|{_WH}'s\b)"
-    rf"|\s*,\s*(?:(?:and|or|but)\s+)?(?={_AUX}\s+{_SUBJECT}\b)",
+    rf"|\s*,\s*(?:(?:and|or|but)\s+)?(?={_AUX}\s+{_SUBJECT}\b)"
+    rf"|\s*,\s*(?:and|or|but)\s+(?={_WH}\s+\w+)",
     re.IGNORECASE,
 )
 _SENTENCE_BREAK = re.compile(r"(?<=\?)\s+|\s*;\s*|\s*\n+\s*|(?<=[.!])\s+(?=[A-Z])")
@@ -56,6 +61,7 @@ _ID_LIST = re.compile(rf"{_ID}(?:\s*,\s*{_ID})*\s*,?\s+(?:and|or)\s+{_ID}|{_ID}(
 _BACK_REFERENCE = re.compile(
     r"\b(?:it|its|this|that|these|those|they|them|their|there)\b", re.IGNORECASE
 )
+_REQUEST = r"(?:tell|explain|describe|list|show|give|find|compare|summari[sz]e)"
 _STOP = frozenset(
     """a an the and or but of to in on for with by at from is are was were be been do does
     did can could should will would has have had may might must i you we they it he she
@@ -72,7 +78,7 @@ def decompose(prompt: str, *, max_parts: int = DEFAULT_MAX_PARTS) -> list[str]:
     if not text:
         raise ConfigError("question: is empty")
     parts: list[str] = []
-    for sentence in _SENTENCE_BREAK.split(text):
+    for sentence in _attach_statements(_SENTENCE_BREAK.split(text)):
         for clause in _CLAUSE_BREAK.split(sentence):
             parts.extend(_split_identifier_list(_clean(clause)))
     parts = _with_back_references(_merge_fragments([p for p in parts if p]))
@@ -105,9 +111,28 @@ def decompose_with_llm(
             max_tokens=max_tokens,
         )
     parts = parse_query_list(answer)
-    if not 1 <= len(parts) <= max_parts or any(len(p) > 400 for p in parts):
+    if not 1 <= len(parts) <= max_parts or not all(usable_query(p) for p in parts):
         return decompose(prompt, max_parts=max_parts)
     return parts if len(parts) > 1 else [prompt.strip()]
+
+
+_SPECIAL_TOKEN = re.compile(
+    r"<\|[^|>]*\|>|</?s>|<(?:start|end)_of_turn>|</?(?:bos|eos|pad|unk)>|\[/?INST\]|<<SYS>>",
+    re.IGNORECASE,
+)
+_ECHO = re.compile(r"^(?:request|queries|query|answer|question|user|assistant|model)\s*:", re.I)
+
+
+def usable_query(part: str) -> bool:
+    """Whether a model-written sub-query is a search query: not a chat-template token
+    (``<|im_end|>``, ``<end_of_turn>``), not an echo of the prompt's labels, has two or
+    more letters and is at most 400 characters."""
+    return (
+        len(part) <= 400
+        and sum(c.isalpha() for c in part) >= 2
+        and not _SPECIAL_TOKEN.search(part)
+        and not _ECHO.match(part)
+    )
 
 
 def parse_query_list(text: str) -> list[str]:
@@ -118,6 +143,30 @@ def parse_query_list(text: str) -> list[str]:
         if line:
             out.append(line)
     return list(dict.fromkeys(out))
+
+
+_QUESTION_START = re.compile(rf"^\s*(?:{_WH}|{_AUX}|{_REQUEST})\b", re.IGNORECASE)
+
+
+def _attach_statements(sentences: Sequence[str]) -> list[str]:
+    """A statement that sets the scene ("my hub keeps restarting") joins the question
+    after it, which needs it: "...; how often does it happen?" asks about the hub."""
+    kept = [s for s in sentences if s.strip()]
+    out: list[str] = []
+    i = 0
+    while i < len(kept):
+        sentence = kept[i]
+        if i + 1 < len(kept) and not _is_question(sentence) and _is_question(kept[i + 1]):
+            joint = " " if sentence.rstrip()[-1:] in ".!" else "; "
+            sentence = f"{sentence.rstrip()}{joint}{kept[i + 1]}"
+            i += 1
+        out.append(sentence)
+        i += 1
+    return out
+
+
+def _is_question(sentence: str) -> bool:
+    return sentence.rstrip().endswith("?") or bool(_QUESTION_START.match(sentence))
 
 
 def _clean(clause: str) -> str:
