@@ -11,6 +11,7 @@ import pytest
 from conftest import HashEncoder, write_docs
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.errors import ConfigError, EncoderMismatchError, IndexFormatError, TwokeysError
+from twokeys.store.hittable import STRINGS, HitTable
 from twokeys.store.local import MANIFEST
 
 DOCS = {
@@ -224,3 +225,38 @@ def test_hits_come_with_their_document_title_and_path(built: tuple[Path, Path]) 
         docs = backend.documents([c.doc_id for c in chunks])
         assert joined == [(c, docs[c.doc_id].title, docs[c.doc_id].path) for c in chunks]
         assert type(backend._array("lexical.weights.npy")) is np.ndarray  # not np.memmap
+
+
+def test_hit_files_give_what_sqlite_gives(
+    built: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hits are read from the memory-mapped hit files; an index written before them
+    (simulated: the files not found) answers the same from SQLite."""
+    _, index = built
+    queries = [*SEARCH_MANY_QUERIES, "Cause", "Grub menu entry"]
+    with open_index(index) as kb:
+        assert kb.backend._hits() is not None
+        n = int(kb.manifest.counts["chunks"])
+        rows = [*range(n - 1, -1, -1), 0, 0]
+        from_files = kb.backend.chunks_with_source(rows)
+        hits = [kb.search(q, mode="bm25", k=5) for q in queries]
+        assert any(chunk.heading_path for chunk, _, _ in from_files)
+        assert any(chunk.text.strip() for chunk, _, _ in from_files)
+        with pytest.raises(IndexFormatError, match=r"chunk rows \[" + str(n)):
+            kb.backend.chunks_with_source([0, n])
+    monkeypatch.setattr(HitTable, "exists", staticmethod(lambda folder: False))
+    with open_index(index) as kb:
+        assert kb.backend._hits() is None
+        assert kb.backend.chunks_with_source(rows) == from_files
+        assert kb.backend.chunks(rows) == [c for c, _, _ in from_files]
+        assert [kb.search(q, mode="bm25", k=5) for q in queries] == hits
+
+
+def test_damaged_hit_files_are_a_clear_error(built: tuple[Path, Path]) -> None:
+    _, index = built
+    manifest = json.loads((index / MANIFEST).read_text())
+    strings = index / manifest["generation"] / STRINGS
+    with open(strings, "ab") as fh:
+        fh.write(b"tail")
+    with open_index(index) as kb, pytest.raises(IndexFormatError, match="hits.strings.utf8"):
+        kb.search("ZX-4821", mode="bm25")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain, pairwise
+from types import ModuleType
 
 import numpy as np
 import numpy.typing as npt
@@ -16,6 +18,12 @@ from twokeys.lexical import bm25
 from twokeys.store.base import LexicalIndex
 from twokeys.topk import top_k, top_k_entries
 from twokeys.types import ScoredChunk
+
+_kernel: ModuleType | None
+try:  # the compiled top-k (``_kernel.c``); the numpy path gives the same results without it
+    from twokeys.lexical import _kernel
+except ImportError:  # pragma: no cover - where the extension could not be built
+    _kernel = None
 
 # A batch search multiplies a block of queries at a time; a block's postings (an upper
 # bound of its sparse scores) stay under this, 32 MB of scores and chunk rows at most.
@@ -46,6 +54,8 @@ class ArrayLexicalIndex(LexicalIndex):
         self._weights = weights
         self._n_docs = n_docs
         self._matrix: scipy.sparse.csr_array | None = None
+        self._scratch = threading.local()  # the kernel's zeroed scores, one set per thread
+        self.compiled = _kernel is not None
 
     def _query_ids(self, terms: Sequence[str]) -> dict[int, float]:
         """{term id: count} of the known terms, in term order (the order scores are summed)."""
@@ -60,8 +70,30 @@ class ArrayLexicalIndex(LexicalIndex):
         ids = self._query_ids(terms)
         if not ids:
             return []
+        if self.compiled and _kernel is not None:
+            rows, values = _kernel.top_k(
+                self._indptr,
+                self._indices,
+                self._weights,
+                list(ids),
+                list(ids.values()),
+                k,
+                *self._buffers(),
+            )
+            return [
+                ScoredChunk(row=r, score=s, rank=i)
+                for i, (r, s) in enumerate(zip(rows, values, strict=True), 1)
+            ]
         scores = bm25.score(ids, self._indptr, self._indices, self._weights, self._n_docs)
         return _run(*top_k(scores, k, only_positive=True))
+
+    def _buffers(self) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int32]]:
+        """This thread's scratch for the kernel: scores (all zero between calls) and rows."""
+        scratch = self._scratch
+        if not hasattr(scratch, "scores"):
+            scratch.scores = np.zeros(self._n_docs, np.float32)
+            scratch.touched = np.empty(self._n_docs + 1, np.int32)
+        return scratch.scores, scratch.touched
 
     def search_many(
         self, queries: Sequence[Sequence[str]], k: int, *, threads: int | None = None
