@@ -11,6 +11,7 @@ import pytest
 from conftest import HashEncoder, write_docs
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.errors import ConfigError, EncoderMismatchError, IndexFormatError, TwokeysError
+from twokeys.lexical.index import ArrayLexicalIndex
 from twokeys.store.hittable import STRINGS, HitTable
 from twokeys.store.local import MANIFEST
 
@@ -200,15 +201,22 @@ def test_search_many_equals_one_query_at_a_time(
             kb.search_many(["ZX-4821", "  "], mode=mode)
 
 
-@pytest.mark.parametrize("per_query_from", [None, 0])  # the product path, the one-query path
+# the one-query path (compiled kernel, or the numpy path from PER_QUERY_FROM chunks up)
+# and the sparse-product path (numpy path below PER_QUERY_FROM)
+@pytest.mark.parametrize(("compiled", "per_query_from"), [(True, None), (False, None), (False, 0)])
 def test_lexical_batch_search_is_identical_on_every_thread_count(
-    built: tuple[Path, Path], per_query_from: int | None, monkeypatch: pytest.MonkeyPatch
+    built: tuple[Path, Path],
+    compiled: bool,
+    per_query_from: int | None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _, index = built
     if per_query_from is not None:
         monkeypatch.setattr("twokeys.lexical.index.PER_QUERY_FROM", per_query_from)
     with open_index(index) as kb:
         lexical = kb.backend.lexical
+        assert isinstance(lexical, ArrayLexicalIndex)
+        lexical.compiled = compiled and lexical.compiled
         terms = [kb.analyzer.query_terms(q) for q in SEARCH_MANY_QUERIES * 20]
         one_by_one = [lexical.search(t, 4) for t in terms]
         for threads in (1, 2, 3):

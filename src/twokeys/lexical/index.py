@@ -100,21 +100,26 @@ class ArrayLexicalIndex(LexicalIndex):
     ) -> list[list[ScoredChunk]]:
         """:meth:`search` for many queries at once, on several threads.
 
-        A block of queries becomes a sparse (queries x terms) matrix multiplied by the
-        (terms x chunks) weight matrix; scipy adds the same float32 products in the same
-        term order as :func:`twokeys.lexical.bm25.score`, so scores and rankings are
-        identical to :meth:`search`. The products run on ``threads`` worker threads
-        (scipy releases the GIL in them) while this thread takes the top ``k`` of each
-        finished block: Python work stays on one thread, so threads don't queue for the
-        GIL, and it overlaps with the products. From :data:`PER_QUERY_FROM` chunks up,
-        the worker threads run :meth:`search` itself, one query each at a time.
+        With the compiled kernel (or from :data:`PER_QUERY_FROM` chunks up), each of
+        ``threads`` worker threads runs :meth:`search` over its share of the queries (the
+        kernel releases the GIL while it scores). Otherwise a block of queries becomes a
+        sparse (queries x terms) matrix multiplied by the (terms x chunks) weight matrix;
+        scipy adds the same float32 products in the same term order as
+        :func:`twokeys.lexical.bm25.score`, so scores and rankings are identical to
+        :meth:`search`. The products run on the worker threads (scipy releases the GIL in
+        them) while this thread takes the top ``k`` of each finished block: Python work
+        stays on one thread, so threads don't queue for the GIL, and it overlaps with the
+        products.
         """
-        if self._n_docs >= PER_QUERY_FROM:
+        if self.compiled or self._n_docs >= PER_QUERY_FROM:
             workers = min(len(queries), threads or _cores())
             if workers <= 1:
                 return [self.search(terms, k) for terms in queries]
+            step = -(-len(queries) // (4 * workers))  # a few shares per thread: even finish
+            shares = [queries[i : i + step] for i in range(0, len(queries), step)]
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                return list(pool.map(lambda terms: self.search(terms, k), queries))
+                parts = pool.map(lambda share: [self.search(t, k) for t in share], shares)
+                return [run for part in parts for run in part]
         matrices = [self._query_matrix(block) for block in self._blocks(queries)]
         weights = self._weight_matrix()
         workers = min(len(matrices), threads or _cores())
