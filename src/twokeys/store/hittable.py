@@ -101,6 +101,10 @@ class HitTable:
         if int(self._offsets[-1]) != size:
             raise IndexFormatError(f"{folder / STRINGS}: {size} bytes, offsets say otherwise")
         self._n = n_chunks
+        # the same arrays as flat memoryviews: indexing one gives a Python int directly,
+        # which for the ten rows of a hit list costs less than numpy's fancy indexing
+        self._offset_at = memoryview(self._offsets).cast("B").cast("q")
+        self._meta_at = memoryview(self._rows.reshape(-1)).cast("B").cast("q")
         self._docs: dict[int, tuple[str, str, str]] = {}
         self._headings: dict[int, tuple[str, ...]] = {}
 
@@ -141,20 +145,19 @@ class HitTable:
         if min(rows) < 0 or max(rows) >= self._n:
             bad = [int(r) for r in rows if not 0 <= r < self._n]
             raise IndexFormatError(f"{self.folder}: chunk rows {bad[:5]} missing from hit table")
-        index = np.asarray(rows, np.int64)
-        strings = self._strings
-        bounds = self._offsets[np.stack((index, index + 1))].tolist()
+        strings, offset_at, meta_at = self._strings, self._offset_at, self._meta_at
         out = []
-        for (doc, position, start, end, heading), a, b in zip(
-            self._rows[index].tolist(), bounds[0], bounds[1], strict=True
-        ):
+        for row in rows:
+            at = 5 * row
+            doc = meta_at[at]
             doc_id, title, path = self._docs.get(doc) or self._doc(doc)
+            heading = meta_at[at + 4]
             chunk = Chunk(
                 doc_id,
-                position,
-                strings[a:b].decode("utf-8"),
-                start,
-                end,
+                meta_at[at + 1],
+                strings[offset_at[row] : offset_at[row + 1]].decode("utf-8"),
+                meta_at[at + 2],
+                meta_at[at + 3],
                 self._heading(heading) if heading >= 0 else (),
             )
             out.append((chunk, title, path))
