@@ -385,11 +385,14 @@ def run(collection: Path, rounds: int, *, pyserini: bool = True) -> dict[str, An
     def all_queries(search: Searcher) -> Callable[[], None]:
         return lambda: [search(q, K_SPEED) for q in queries] and None
 
-    times = interleaved({name: all_queries(searchers[name]) for name in SPEED_SYSTEMS}, rounds)
+    cpu: dict[str, list[float]] = {}
+    systems = {name: all_queries(searchers[name]) for name in SPEED_SYSTEMS}
+    times = interleaved(systems, rounds, cpu=cpu)
     single = {
         name: {
             "qps": len(queries) / median(t),
             "ms_per_query": 1000 * median(t) / len(queries),
+            "cpu_ms_per_query": 1000 * median(cpu[name]) / len(queries),
             "rounds_s": t,
         }
         for name, t in times.items()
