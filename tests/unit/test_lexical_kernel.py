@@ -63,3 +63,19 @@ def test_kernel_refuses_inconsistent_arrays() -> None:
         kernel.top_k(indptr, indices, weights.astype(np.float64), [1], [1.0], 2, scores, touched)
     rows, values = kernel.top_k(indptr, indices, weights, [1], [2.0], 2, scores, touched)
     assert (rows, values) == ([1], [2.0])
+
+
+def test_other_array_layouts_take_the_numpy_path() -> None:
+    index = _index(3, 100, 20, ties=False)
+    wide = ArrayLexicalIndex(
+        index._vocabulary,
+        index._indptr,
+        index._indices.astype(np.int64),
+        index._weights.astype(np.float64),
+        index._n_docs,
+    )
+    assert not wide.compiled
+    for terms in (["w1"], ["w2", "w3", "w2"], ["w19", "nope"]):
+        assert [(h.row, h.rank) for h in wide.search(terms, 5)] == [
+            (h.row, h.rank) for h in index.search(terms, 5)
+        ]

@@ -55,7 +55,15 @@ class ArrayLexicalIndex(LexicalIndex):
         self._n_docs = n_docs
         self._matrix: scipy.sparse.csr_array | None = None
         self._scratch = threading.local()  # the kernel's zeroed scores, one set per thread
-        self.compiled = _kernel is not None
+        # the kernel reads these layouts (as written by build_term_matrix); anything else
+        # takes the numpy path
+        self.compiled = (
+            _kernel is not None
+            and indptr.dtype == np.int64
+            and indices.dtype == np.int32
+            and weights.dtype == np.float32
+            and all(a.flags.c_contiguous for a in (indptr, indices, weights))
+        )
 
     def _query_ids(self, terms: Sequence[str]) -> dict[int, float]:
         """{term id: count} of the known terms, in term order (the order scores are summed)."""
