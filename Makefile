@@ -9,7 +9,7 @@ DEMO_INDEX ?= .demo/support-kb.twokeys
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py src/twokeys/lexical/_kernel.c
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "twokeys needs Python 3.11+"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -61,7 +61,7 @@ BENCH ?= all
 
 .PHONY: bench
 
-$(BENCH_STAMP): pyproject.toml benchmarks/requirements.txt benchmarks/requirements-nodeps.txt
+$(BENCH_STAMP): pyproject.toml setup.py src/twokeys/lexical/_kernel.c benchmarks/requirements.txt benchmarks/requirements-nodeps.txt
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "twokeys needs Python 3.11+"'
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet torch==2.13.0

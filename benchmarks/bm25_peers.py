@@ -6,18 +6,25 @@ included. Systems:
 
 * ``twokeys-index``: the user-facing path, ``build_index(IndexOptions(encoder=None))``
   then ``Index.search(mode="bm25")``; twokeys chunks documents, so it indexes chunks and
-  each hit is a materialised ``Hit`` (SQLite fetch of the chunk text included).
+  each hit is a materialised ``Hit`` with its chunk's text, title and path.
 * ``twokeys-docs``: twokeys' own lexical arrays built on whole documents
   (``build_term_matrix`` + ``bm25_weights`` + ``ArrayLexicalIndex``, twokeys analyzer):
   the like-for-like comparison with bm25s, which also returns document rows.
-* ``bm25s``: numpy backend, ``method="lucene"``, the same k1/b, its own tokenizer with
-  its English stopwords and the same Porter2 (PyStemmer "english") stemmer.
+* ``bm25s``: called as its README calls it, defaults included (``BM25()``: numpy
+  backend, method "lucene", k1 1.5, b 0.75; ``tokenize(query, stemmer=stemmer)`` then
+  ``retrieve(query_tokens, k=k)``, progress bars off): ``benchmarks/peer_calls.py``,
+  whose speed against the README's own lines ``tests/integration/test_peer_calls.py``
+  guards. Corpus: its English stopwords and the Porter2 (PyStemmer "english") stemmer.
+* ``bm25s-numba``: the same with ``BM25(backend="numba")``, bm25s' documented faster
+  mode (what ``backend="auto"`` picks when numba is installed).
 * ``rank_bm25``: ``BM25Okapi`` with the same k1/b over twokeys analyzer tokens (it has no
   tokenizer of its own).
-* batch mode: bm25s ``retrieve(n_threads=1 or 2)``; twokeys-docs
+* batch mode: bm25s ``retrieve`` of every query at once with its default ``n_threads=0``
+  (sequential) and with ``n_threads=2``, bm25s-numba's default; twokeys-docs
   ``ArrayLexicalIndex.search_many(threads=1 or 2)``; twokeys-index ``Index.search_many``
   (every core), each with the CPU seconds the process used per wall-clock second.
-* quality only: ``bm25s@twokeys-tokens`` (bm25s over twokeys' analyzer: same scores
+* quality only: ``bm25s@k1=0.9,b=0.4`` (bm25s at twokeys' parameters),
+  ``bm25s@twokeys-tokens`` (bm25s over twokeys' analyzer: same scores
   expected, a parity check), ``twokeys-docs@lucene-analyzer`` (Porter 1 stemming,
   Lucene's 33 stopwords: the nearest twokeys setting to Lucene's EnglishAnalyzer) and
   Pyserini 1.6.0 Lucene BM25 when a Java 21+ runtime is found.
@@ -59,7 +66,7 @@ K1, B = 0.9, 0.4
 K_SPEED = 10
 K_QUALITY = 100
 Searcher = Callable[[str, int], list[str]]  # query text, k -> doc ids, best first
-SPEED_SYSTEMS = ("twokeys-index", "twokeys-docs", "bm25s", "rank_bm25")
+SPEED_SYSTEMS = ("twokeys-index", "twokeys-docs", "bm25s", "bm25s-numba", "rank_bm25")
 JAVA_CANDIDATES = ("/usr/lib/jvm/temurin-25-jdk-amd64", "/usr/lib/jvm/temurin-21-jdk-amd64")
 
 
@@ -121,33 +128,33 @@ def build_twokeys_docs_lucene(collection: Path) -> Searcher:
     return build_twokeys_docs(collection, AnalyzerSpec(stemmer="porter", stopwords="lucene"))
 
 
-def build_bm25s(collection: Path) -> Searcher:
-    import bm25s
-    import Stemmer
+def build_bm25s(collection: Path, backend: str = "numpy", params: Any = None) -> Searcher:
+    """bm25s as its README calls it (``benchmarks/peer_calls.py``), defaults included."""
+    from benchmarks.peer_calls import Bm25s
 
     corpus = load_corpus(collection / "corpus.jsonl")
-    stemmer = Stemmer.Stemmer("english")
-    tokens = bm25s.tokenize(corpus.texts, stopwords="en", stemmer=stemmer, show_progress=False)
-    retriever = bm25s.BM25(k1=K1, b=B, method="lucene", backend="numpy")
-    retriever.index(tokens, show_progress=False)
+    peer = Bm25s(corpus.texts, backend=backend, params=params)
     ids = np.asarray(corpus.ids)
 
     def search(query: str, k: int) -> list[str]:
-        q = bm25s.tokenize(
-            [query], stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False
-        )
-        rows, _ = retriever.retrieve(q, k=k, show_progress=False, n_threads=1)
-        return ids[rows[0]].tolist()
+        rows, _ = peer.search(query, k)
+        return ids[rows].tolist()  # type: ignore[no-any-return]
 
-    search.batch = lambda queries, k, threads: retriever.retrieve(  # type: ignore[attr-defined]
-        bm25s.tokenize(
-            queries, stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False
-        ),
-        k=k,
-        show_progress=False,
-        n_threads=threads,
-    )
+    def batch(queries: list[str], k: int, threads: int) -> list[list[str]]:
+        rows, _ = peer.search_many(queries, k, n_threads=threads)
+        return [ids[r].tolist() for r in rows]
+
+    search.batch = batch  # type: ignore[attr-defined]
     return search
+
+
+def build_bm25s_numba(collection: Path) -> Searcher:
+    return build_bm25s(collection, backend="numba")
+
+
+def build_bm25s_flat(collection: Path) -> Searcher:
+    """bm25s at twokeys' (Anserini's BEIR "flat") k1 and b, for quality only."""
+    return build_bm25s(collection, params={"k1": K1, "b": B})
 
 
 def build_bm25s_twokeys_tokens(collection: Path) -> Searcher:
@@ -165,7 +172,7 @@ def build_bm25s_twokeys_tokens(collection: Path) -> Searcher:
         terms = [t for t in analyzer.query_terms(query) if t in retriever.vocab_dict]
         if not terms:
             return []
-        rows, scores = retriever.retrieve([terms], k=k, show_progress=False, n_threads=1)
+        rows, scores = retriever.retrieve([terms], k=k, show_progress=False)
         return ids[rows[0][scores[0] > 0]].tolist()
 
     return search
@@ -193,7 +200,9 @@ BUILDERS: dict[str, Callable[[Path], Searcher]] = {
     "twokeys-index": build_twokeys_index,
     "twokeys-docs": build_twokeys_docs,
     "bm25s": build_bm25s,
+    "bm25s-numba": build_bm25s_numba,
     "rank_bm25": build_rank_bm25,
+    "bm25s@k1=0.9,b=0.4": build_bm25s_flat,
     "bm25s@twokeys-tokens": build_bm25s_twokeys_tokens,
     "twokeys-docs@lucene-analyzer": build_twokeys_docs_lucene,
 }
@@ -337,6 +346,8 @@ def _preload(system: str) -> None:
         import twokeys.indexer  # noqa: F401
     if system.startswith("bm25s"):
         import bm25s  # noqa: F401
+    if system == "bm25s-numba":
+        import numba  # noqa: F401
     if system == "rank_bm25":
         import rank_bm25  # noqa: F401
 
@@ -374,24 +385,30 @@ def run(collection: Path, rounds: int, *, pyserini: bool = True) -> dict[str, An
     def all_queries(search: Searcher) -> Callable[[], None]:
         return lambda: [search(q, K_SPEED) for q in queries] and None
 
-    times = interleaved({name: all_queries(searchers[name]) for name in SPEED_SYSTEMS}, rounds)
+    cpu: dict[str, list[float]] = {}
+    systems = {name: all_queries(searchers[name]) for name in SPEED_SYSTEMS}
+    times = interleaved(systems, rounds, cpu=cpu)
     single = {
         name: {
             "qps": len(queries) / median(t),
             "ms_per_query": 1000 * median(t) / len(queries),
+            "cpu_ms_per_query": 1000 * median(cpu[name]) / len(queries),
             "rounds_s": t,
         }
         for name, t in times.items()
     }
 
     log("batch mode: all queries at once, 1 and 2 threads")
+    # bm25s' numba batch on 2 threads is left out: numba's thread count is capped by
+    # NUMBA_NUM_THREADS=1 here (SINGLE_THREAD_ENV), and its pool would need it raised
 
     def batched(name: str, threads: int) -> Callable[[], None]:
         return lambda: searchers[name].batch(queries, K_SPEED, threads) and None  # type: ignore[attr-defined]
 
     batch_modes = {
-        "bm25s batch, 1 thread": batched("bm25s", 1),
-        "bm25s batch, 2 threads": batched("bm25s", 2),
+        "bm25s batch, default (sequential)": batched("bm25s", 0),
+        "bm25s batch, n_threads=2": batched("bm25s", 2),
+        "bm25s-numba batch, default": batched("bm25s-numba", 0),
         "twokeys-docs, sequential": all_queries(searchers["twokeys-docs"]),
         "twokeys-docs search_many, 1 thread": batched("twokeys-docs", 1),
         "twokeys-docs search_many, 2 threads": batched("twokeys-docs", 2),
@@ -402,6 +419,18 @@ def run(collection: Path, rounds: int, *, pyserini: bool = True) -> dict[str, An
     batch = {name: {"qps": len(queries) / median(t)} for name, t in batch_times.items()}
     for name, fn in batch_modes.items():
         batch[name]["cpu_per_wall"] = cpu_per_wall(fn, rounds)
+
+    log("peer check: the benchmark's bm25s calls against bm25s' README lines")
+    from benchmarks.peer_calls import BACKENDS, Bm25s, numba_available, readme_search, slowdown
+
+    texts = load_corpus(collection / "corpus.jsonl").texts
+    peer_check = {
+        backend: slowdown(
+            Bm25s(texts, backend=backend).search, readme_search(texts, backend=backend), queries
+        )
+        for backend in BACKENDS
+        if backend == "numpy" or numba_available()
+    }
 
     log("peak memory: one subprocess per system")
     memory: dict[str, dict[str, float]] = {}
@@ -425,10 +454,13 @@ def run(collection: Path, rounds: int, *, pyserini: bool = True) -> dict[str, An
         "queries": len(queries),
         "params": {"k1": K1, "b": B, "k_speed": K_SPEED, "rounds": rounds},
         "threads_env": SINGLE_THREAD_ENV,
-        "versions": {p: version(p) for p in ("twokeys", "bm25s", "rank-bm25", "numpy", "scipy")},
+        "versions": {
+            p: version(p) for p in ("twokeys", "bm25s", "numba", "rank-bm25", "numpy", "scipy")
+        },
         "build_s": build_s,
         "single_query": single,
         "batch": batch,
+        "peer_call_slowdown_vs_readme": peer_check,
         "memory": memory,
         "quality": quality,
         "pyserini": {k: v for k, v in pyserini_info.items() if k != "run"},

@@ -113,18 +113,28 @@ def peak_rss_mb() -> float:
 
 
 def interleaved(
-    systems: Mapping[str, Callable[[], object]], rounds: int, *, warmup: bool = True
+    systems: Mapping[str, Callable[[], object]],
+    rounds: int,
+    *,
+    warmup: bool = True,
+    cpu: dict[str, list[float]] | None = None,
 ) -> dict[str, list[float]]:
-    """Seconds per call of each system, called in interleaved rounds."""
+    """Seconds per call of each system, called in interleaved rounds; with ``cpu``, the
+    calling thread's CPU seconds per call go there too (steadier than wall-clock time on
+    a loaded machine, for single-threaded systems)."""
     if warmup:
         for fn in systems.values():
             fn()
     times: dict[str, list[float]] = {name: [] for name in systems}
+    for name in systems if cpu is not None else ():
+        cpu[name] = []
     for _ in range(rounds):
         for name, fn in systems.items():
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.thread_time()
             fn()
             times[name].append(time.perf_counter() - start)
+            if cpu is not None:
+                cpu[name].append(time.thread_time() - start_cpu)
     return times
 
 

@@ -25,6 +25,10 @@ mode (nothing excluded: analyzer, query embedding, BM25, vector search, fusion, 
 fetch, hits) interleaved with the same search through timing proxies (:class:`_Timed`)
 for a per-stage breakdown.
 
+``python -m benchmarks scale lexical --sizes 10000 100000 1000000``: BM25 alone, on
+indexes built without embeddings (minutes, not hours, at 1M): ``Index.search(mode=
+"bm25")`` against bm25s' default and numba backends (``results/scale-bm25.json``).
+
 Run: ``python -m benchmarks scale`` (10k and 100k; ``--sizes 1000000`` adds 1M, about
 two hours on this machine, mostly chunking and the HNSW graph; rows of earlier runs are
 kept). ``--query-only`` re-queries indexes built earlier. The pool's real vectors are
@@ -464,28 +468,19 @@ def build_child(size: int) -> dict[str, Any]:
     }
 
 
-def _bm25s(size: int) -> tuple[Callable[[str], object], dict[str, float]]:
-    import bm25s
-    import Stemmer
+def _bm25s(size: int, backend: str = "numpy") -> tuple[Callable[[str], object], dict[str, float]]:
+    """bm25s over the same texts, called as its README calls it (``peer_calls.Bm25s``)."""
+    from benchmarks.peer_calls import Bm25s
 
+    name = "bm25s" if backend == "numpy" else f"bm25s-{backend}"
     texts = corpus_texts(size)
-    stemmer = Stemmer.Stemmer("english")
     before = rss_mb()
     start = time.perf_counter()
-    tokens = bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False)
-    retriever = bm25s.BM25(k1=0.9, b=0.4, method="lucene", backend="numpy")
-    retriever.index(tokens, show_progress=False)
+    peer = Bm25s(texts, backend=backend)
     built = time.perf_counter() - start
-    del texts, tokens
-    info = {"bm25s_build_s": built, "bm25s_rss_delta_mb": rss_mb() - before}
-
-    def search(q: str) -> object:
-        qt = bm25s.tokenize(
-            [q], stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False
-        )
-        return retriever.retrieve(qt, k=K, show_progress=False, n_threads=1)
-
-    return search, info
+    del texts
+    info = {f"{name}_build_s": built, f"{name}_rss_delta_mb": rss_mb() - before}
+    return (lambda q: peer.search(q, K)), info
 
 
 def drop_page_cache() -> bool:
@@ -565,6 +560,7 @@ def query_child(size: int, with_bm25s: bool) -> dict[str, Any]:
         try:
             lexical["bm25s"], info = _bm25s(size)
             out.update(info)
+            out["bm25s_call"] = "readme"  # earlier rows timed retrieve(n_threads=1): issue 11
         except MemoryError as exc:
             out["bm25s_skipped"] = f"MemoryError: {exc}"
     hybrid: dict[str, Callable[[str], object]] = {
@@ -614,6 +610,98 @@ def query_child(size: int, with_bm25s: bool) -> dict[str, Any]:
     return out
 
 
+def lexical_child(size: int) -> dict[str, Any]:
+    """Child process: a BM25-only index of the synthetic corpus (``build_index`` with no
+    encoder: no embeddings, so 1M chunks build in minutes), then ``Index.search(mode=
+    "bm25")`` against bm25s' default and numba backends over the same texts, one query at
+    a time, interleaved per query in alternating order, median of LEXICAL_ROUNDS tries."""
+    from benchmarks.peer_calls import numba_available
+    from twokeys.engine import open_index
+    from twokeys.evaluation.beir import load_collection
+    from twokeys.indexer import IndexOptions, build_index
+
+    coll = load_collection(DATA / "scifact")
+    queries = [coll.queries[q] for q in sorted(coll.queries)]
+    corpus = make_corpus(size)
+    path = WORK / f"synth-{CORPUS_VERSION}-{size}-bm25.twokeys"
+    shutil.rmtree(path, ignore_errors=True)
+    reset_peak_rss()
+    baseline = rss_mb()
+    start = time.perf_counter()
+    report = build_index(corpus, path, IndexOptions(encoder=None))
+    out: dict[str, Any] = {
+        "size": size,
+        "chunks": report.chunks,
+        "build_s": time.perf_counter() - start,
+        "build_delta_mb": peak_rss_mb() - baseline,
+        "code": _code(),
+    }
+    index = open_index(path)
+    systems: dict[str, Callable[[str], object]] = {
+        "twokeys bm25": lambda q: index.search(q, mode="bm25", k=K)
+    }
+    for backend in ("numpy", "numba"):
+        if backend == "numba" and not numba_available():
+            continue
+        name = "bm25s" if backend == "numpy" else f"bm25s-{backend}"
+        systems[name], info = _bm25s(size, backend)
+        out.update(info)
+    for q in queries[:5]:
+        for fn in systems.values():
+            fn(q)
+    lat: dict[str, list[float]] = {name: [] for name in systems}
+    cpu: dict[str, list[float]] = {name: [] for name in systems}
+    for i, q in enumerate(queries):
+        tries: dict[str, list[float]] = {name: [] for name in systems}
+        cpu_tries: dict[str, list[float]] = {name: [] for name in systems}
+        for j in range(LEXICAL_ROUNDS):
+            order = list(systems.items())
+            for name, fn in order if (i + j) % 2 == 0 else reversed(order):
+                start, start_cpu = time.perf_counter(), time.thread_time()
+                fn(q)
+                tries[name].append(time.perf_counter() - start)
+                cpu_tries[name].append(time.thread_time() - start_cpu)
+        for name, times in tries.items():
+            lat[name].append(float(np.median(times)))
+            cpu[name].append(float(np.median(cpu_tries[name])))
+    out["latency_ms"] = {
+        name: {**{k: 1000 * v for k, v in percentiles(t).items()}, "mean": 1000 * np.mean(t)}
+        for name, t in lat.items()
+    }
+    out["cpu_ms"] = {
+        name: {**{k: 1000 * v for k, v in percentiles(t).items()}, "mean": 1000 * np.mean(t)}
+        for name, t in cpu.items()
+    }
+    out["qps"] = {name: len(t) / sum(t) for name, t in lat.items()}
+    out["load_average"] = os.getloadavg()
+    index.close()
+    shutil.rmtree(path, ignore_errors=True)
+    return out
+
+
+def run_lexical(sizes: Sequence[int]) -> dict[str, Any]:
+    """BM25 only, per size in a fresh subprocess (``lexical_child``); rows of sizes run
+    before are kept."""
+    previous = RESULTS / "scale-bm25.json"
+    old = (
+        json.loads(previous.read_text(encoding="utf-8")).get("rows", [])
+        if previous.exists()
+        else []
+    )
+    rows = []
+    for size in sizes:
+        log(f"size {size}: corpus")
+        make_corpus(size)
+        log(f"size {size}: BM25-only build and queries (subprocess)")
+        rows.append(run_child("scale", ["lexical-child", "--size", str(size)]))
+    done = {r["size"] for r in rows}
+    rows = sorted(rows + [r for r in old if r["size"] not in done], key=lambda r: r["size"])
+    return {
+        "rows": rows,
+        "versions": {p: version(p) for p in ("twokeys", "bm25s", "numba", "numpy")},
+    }
+
+
 # -- run, plot ----------------------------------------------------------------------------
 
 
@@ -653,7 +741,12 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path | None:
     for name, style in (("twokeys bm25", "o-"), ("bm25s", "s--")):
         ax.plot(
             sizes,
-            [r["latency_ms"].get(name, {}).get("p50") for r in rows],
+            [
+                r["latency_ms"].get(name, {}).get("p50")
+                if name != "bm25s" or r.get("bm25s_call") == "readme"  # not a handicapped call
+                else None
+                for r in rows
+            ],
             style,
             label=f"{name} p50",
         )
@@ -751,7 +844,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "action",
         nargs="?",
         default="all",
-        choices=("all", "make", "embed-pool", "build", "query", "cold"),
+        choices=("all", "make", "embed-pool", "build", "query", "cold", "lexical", "lexical-child"),
     )
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -775,6 +868,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(json.dumps(query_child(args.size, not args.no_bm25s)))
     elif args.action == "cold":
         print(json.dumps(cold_child(args.size)))
+    elif args.action == "lexical-child":
+        print(json.dumps(lexical_child(args.size)))
+    elif args.action == "lexical":
+        log(f"wrote {save_result('scale-bm25', run_lexical(args.sizes))}")
     else:
         log(f"wrote {save_result('scale', run(args.sizes, not args.no_bm25s, args.query_only))}")
 

@@ -11,6 +11,8 @@ import pytest
 from conftest import HashEncoder, write_docs
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.errors import ConfigError, EncoderMismatchError, IndexFormatError, TwokeysError
+from twokeys.lexical.index import ArrayLexicalIndex
+from twokeys.store.hittable import STRINGS, HitTable
 from twokeys.store.local import MANIFEST
 
 DOCS = {
@@ -199,15 +201,23 @@ def test_search_many_equals_one_query_at_a_time(
             kb.search_many(["ZX-4821", "  "], mode=mode)
 
 
-@pytest.mark.parametrize("per_query_from", [None, 0])  # the product path, the one-query path
+# the one-query path (compiled kernel, or the numpy path from PER_QUERY_FROM chunks up)
+# and the sparse-product path (numpy path below PER_QUERY_FROM)
+@pytest.mark.parametrize(("compiled", "per_query_from"), [(True, None), (False, None), (False, 0)])
 def test_lexical_batch_search_is_identical_on_every_thread_count(
-    built: tuple[Path, Path], per_query_from: int | None, monkeypatch: pytest.MonkeyPatch
+    built: tuple[Path, Path],
+    compiled: bool,
+    per_query_from: int | None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _, index = built
     if per_query_from is not None:
         monkeypatch.setattr("twokeys.lexical.index.PER_QUERY_FROM", per_query_from)
     with open_index(index) as kb:
         lexical = kb.backend.lexical
+        lexical = getattr(lexical, "inner", lexical)  # unwrapped from the bounds guard
+        assert isinstance(lexical, ArrayLexicalIndex)
+        lexical.compiled = compiled and lexical.compiled
         terms = [kb.analyzer.query_terms(q) for q in SEARCH_MANY_QUERIES * 20]
         one_by_one = [lexical.search(t, 4) for t in terms]
         for threads in (1, 2, 3):
@@ -224,3 +234,38 @@ def test_hits_come_with_their_document_title_and_path(built: tuple[Path, Path]) 
         docs = backend.documents([c.doc_id for c in chunks])
         assert joined == [(c, docs[c.doc_id].title, docs[c.doc_id].path) for c in chunks]
         assert type(backend._array("lexical.weights.npy")) is np.ndarray  # not np.memmap
+
+
+def test_hit_files_give_what_sqlite_gives(
+    built: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hits are read from the memory-mapped hit files; an index written before them
+    (simulated: the files not found) answers the same from SQLite."""
+    _, index = built
+    queries = [*SEARCH_MANY_QUERIES, "Cause", "Grub menu entry"]
+    with open_index(index) as kb:
+        assert kb.backend._hits() is not None
+        n = int(kb.manifest.counts["chunks"])
+        rows = [*range(n - 1, -1, -1), 0, 0]
+        from_files = kb.backend.chunks_with_source(rows)
+        hits = [kb.search(q, mode="bm25", k=5) for q in queries]
+        assert any(chunk.heading_path for chunk, _, _ in from_files)
+        assert any(chunk.text.strip() for chunk, _, _ in from_files)
+        with pytest.raises(IndexFormatError, match=r"chunk rows \[" + str(n)):
+            kb.backend.chunks_with_source([0, n])
+    monkeypatch.setattr(HitTable, "exists", staticmethod(lambda folder: False))
+    with open_index(index) as kb:
+        assert kb.backend._hits() is None
+        assert kb.backend.chunks_with_source(rows) == from_files
+        assert kb.backend.chunks(rows) == [c for c, _, _ in from_files]
+        assert [kb.search(q, mode="bm25", k=5) for q in queries] == hits
+
+
+def test_damaged_hit_files_are_a_clear_error(built: tuple[Path, Path]) -> None:
+    _, index = built
+    manifest = json.loads((index / MANIFEST).read_text())
+    strings = index / manifest["generation"] / STRINGS
+    with open(strings, "ab") as fh:
+        fh.write(b"tail")
+    with open_index(index) as kb, pytest.raises(IndexFormatError, match="hits.strings.utf8"):
+        kb.search("ZX-4821", mode="bm25")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain, pairwise
+from types import ModuleType
 
 import numpy as np
 import numpy.typing as npt
@@ -16,6 +18,12 @@ from twokeys.lexical import bm25
 from twokeys.store.base import LexicalIndex, RowMask
 from twokeys.topk import top_k, top_k_allowed, top_k_entries
 from twokeys.types import ScoredChunk
+
+_kernel: ModuleType | None
+try:  # the compiled top-k (``_kernel.c``); the numpy path gives the same results without it
+    from twokeys.lexical import _kernel
+except ImportError:  # pragma: no cover - where the extension could not be built
+    _kernel = None
 
 # A batch search multiplies a block of queries at a time; a block's postings (an upper
 # bound of its sparse scores) stay under this, 32 MB of scores and chunk rows at most.
@@ -46,6 +54,16 @@ class ArrayLexicalIndex(LexicalIndex):
         self._weights = weights
         self._n_docs = n_docs
         self._matrix: scipy.sparse.csr_array | None = None
+        self._scratch = threading.local()  # the kernel's zeroed scores, one set per thread
+        # the kernel reads these layouts (as written by build_term_matrix); anything else
+        # takes the numpy path
+        self.compiled = (
+            _kernel is not None
+            and indptr.dtype == np.int64
+            and indices.dtype == np.int32
+            and weights.dtype == np.float32
+            and all(a.flags.c_contiguous for a in (indptr, indices, weights))
+        )
 
     def _query_ids(self, terms: Sequence[str]) -> dict[int, float]:
         """{term id: count} of the known terms, in term order (the order scores are summed)."""
@@ -62,31 +80,58 @@ class ArrayLexicalIndex(LexicalIndex):
         ids = self._query_ids(terms)
         if not ids:
             return []
+        if allowed is None and self.compiled and _kernel is not None:  # filtered: numpy path
+            rows, values = _kernel.top_k(
+                self._indptr,
+                self._indices,
+                self._weights,
+                list(ids),
+                list(ids.values()),
+                k,
+                *self._buffers(),
+            )
+            return [
+                ScoredChunk(row=r, score=s, rank=i)
+                for i, (r, s) in enumerate(zip(rows, values, strict=True), 1)
+            ]
         scores = bm25.score(ids, self._indptr, self._indices, self._weights, self._n_docs)
         if allowed is not None:
             return _run(*top_k_allowed(scores, k, allowed, only_positive=True))
         return _run(*top_k(scores, k, only_positive=True))
+
+    def _buffers(self) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int32]]:
+        """This thread's scratch for the kernel: scores (all zero between calls) and rows."""
+        scratch = self._scratch
+        if not hasattr(scratch, "scores"):
+            scratch.scores = np.zeros(self._n_docs, np.float32)
+            scratch.touched = np.empty(self._n_docs + 1, np.int32)
+        return scratch.scores, scratch.touched
 
     def search_many(
         self, queries: Sequence[Sequence[str]], k: int, *, threads: int | None = None
     ) -> list[list[ScoredChunk]]:
         """:meth:`search` for many queries at once, on several threads.
 
-        A block of queries becomes a sparse (queries x terms) matrix multiplied by the
-        (terms x chunks) weight matrix; scipy adds the same float32 products in the same
-        term order as :func:`twokeys.lexical.bm25.score`, so scores and rankings are
-        identical to :meth:`search`. The products run on ``threads`` worker threads
-        (scipy releases the GIL in them) while this thread takes the top ``k`` of each
-        finished block: Python work stays on one thread, so threads don't queue for the
-        GIL, and it overlaps with the products. From :data:`PER_QUERY_FROM` chunks up,
-        the worker threads run :meth:`search` itself, one query each at a time.
+        With the compiled kernel (or from :data:`PER_QUERY_FROM` chunks up), each of
+        ``threads`` worker threads runs :meth:`search` over its share of the queries (the
+        kernel releases the GIL while it scores). Otherwise a block of queries becomes a
+        sparse (queries x terms) matrix multiplied by the (terms x chunks) weight matrix;
+        scipy adds the same float32 products in the same term order as
+        :func:`twokeys.lexical.bm25.score`, so scores and rankings are identical to
+        :meth:`search`. The products run on the worker threads (scipy releases the GIL in
+        them) while this thread takes the top ``k`` of each finished block: Python work
+        stays on one thread, so threads don't queue for the GIL, and it overlaps with the
+        products.
         """
-        if self._n_docs >= PER_QUERY_FROM:
+        if self.compiled or self._n_docs >= PER_QUERY_FROM:
             workers = min(len(queries), threads or _cores())
             if workers <= 1:
                 return [self.search(terms, k) for terms in queries]
+            step = -(-len(queries) // (4 * workers))  # a few shares per thread: even finish
+            shares = [queries[i : i + step] for i in range(0, len(queries), step)]
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                return list(pool.map(lambda terms: self.search(terms, k), queries))
+                parts = pool.map(lambda share: [self.search(t, k) for t in share], shares)
+                return [run for part in parts for run in part]
         matrices = [self._query_matrix(block) for block in self._blocks(queries)]
         weights = self._weight_matrix()
         workers = min(len(matrices), threads or _cores())

@@ -1,4 +1,5 @@
-"""The embedded index: a directory on disk. All of the local format's file I/O lives here.
+"""The embedded index: a directory on disk. The local format's file I/O lives here and,
+for the files a hit is read from, in :mod:`twokeys.store.hittable`.
 
 Layout::
 
@@ -13,6 +14,8 @@ Layout::
         lexical.weights.npy      float32, BM25 weights for the manifest's k1/b
         lexical.lengths.npy      float32, terms per chunk
         dense.embeddings.npy     float32 or float16, (chunks, dim), L2-normalised
+        hits.*                   chunk texts, headings, titles and paths by row, for hits
+                                 (memory-mapped; see twokeys.store.hittable)
         derived.<name>.<key>.*   rebuilt from the above on demand: LSI factors, HNSW graph
 
 A build writes a whole new generation into a temporary folder, renames it into place
@@ -45,6 +48,7 @@ import numpy.typing as npt
 from twokeys.errors import IndexFormatError, IndexWriteError, TwokeysError
 from twokeys.lexical.bm25 import TermMatrix, bm25_weights
 from twokeys.lexical.index import ArrayLexicalIndex
+from twokeys.store import hittable
 from twokeys.store.base import (
     DocumentInfo,
     IndexBackend,
@@ -190,7 +194,9 @@ class GuardedLexicalIndex(LexicalIndex):
     ) -> list[ScoredChunk]:
         try:
             return self.inner.search(terms, k, allowed=allowed)
-        except IndexError as exc:
+        except (IndexError, ValueError) as exc:  # numpy's, or the compiled kernel's check
+            if isinstance(exc, ValueError) and "out of range" not in str(exc):
+                raise
             raise self._damaged(exc) from exc
 
     def search_many(
@@ -204,7 +210,9 @@ class GuardedLexicalIndex(LexicalIndex):
             self._bounds_checked = True
         try:
             return self.inner.search_many(queries, k, threads=threads)
-        except IndexError as exc:
+        except (IndexError, ValueError) as exc:
+            if isinstance(exc, ValueError) and "out of range" not in str(exc):
+                raise
             raise self._damaged(exc) from exc
 
     def explain(self, terms: Sequence[str], row: int) -> tuple[tuple[str, float], ...]:
@@ -256,6 +264,21 @@ class LocalIndex(IndexBackend):
         self._lexical: LexicalIndex | None = None
         self._vectors: VectorIndex | None = None
         self._vectors_loaded = False
+        self._hit_table: hittable.HitTable | None = None
+        self._hit_table_checked = False
+
+    def _hits(self) -> hittable.HitTable | None:
+        """The generation's memory-mapped hit files (:mod:`twokeys.store.hittable`), or
+        None for an index written before them (hits then come from SQLite)."""
+        if not self._hit_table_checked:
+            with self._lock:  # one thread maps the files; the others wait and reuse them
+                if not self._hit_table_checked:
+                    if hittable.HitTable.exists(self.gen_dir):
+                        self._hit_table = hittable.HitTable(
+                            self.gen_dir, int(self.manifest.counts["chunks"])
+                        )
+                    self._hit_table_checked = True
+        return self._hit_table
 
     def _rows(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
         """All rows of one statement, run while no other thread uses the connection; a
@@ -366,6 +389,9 @@ class LocalIndex(IndexBackend):
     def chunks(self, rows: Sequence[int]) -> list[Chunk]:
         if not rows:
             return []
+        table = self._hits()
+        if table is not None:
+            return [chunk for chunk, _, _ in table.chunks_with_source(rows)]
         found: dict[int, Chunk] = {}
         for batch_start in range(0, len(rows), 500):
             batch = [int(r) for r in rows[batch_start : batch_start + 500]]
@@ -389,9 +415,13 @@ class LocalIndex(IndexBackend):
         return [found[int(r)] for r in rows]
 
     def chunks_with_source(self, rows: Sequence[int]) -> list[tuple[Chunk, str, str]]:
-        """Chunks with their document's title and path, in one joined query per 500 rows."""
+        """Chunks with their document's title and path: from the hit files, or from SQLite
+        in one joined query per 500 rows for an index written before them."""
         if not rows:
             return []
+        table = self._hits()
+        if table is not None:
+            return table.chunks_with_source(rows)
         found: dict[int, tuple[Chunk, str, str]] = {}
         for batch_start in range(0, len(rows), 500):
             batch = [int(r) for r in rows[batch_start : batch_start + 500]]
@@ -491,6 +521,8 @@ class LocalIndex(IndexBackend):
         is deleted now rather than at the next build (a read-only index keeps it).
         """
         with self._lock:
+            if self._hit_table is not None:
+                self._hit_table.close()
             self._db.close()
         if not self._lease.held:
             return
@@ -611,9 +643,12 @@ class GenerationWriter:
         self._db.executescript(_SCHEMA)
         self._files: dict[str, int] = {}
         self._hashes: dict[str, str] = {}
+        self._docs: list[DocumentInfo] | None = None
 
     @_write_errors
     def add_documents(self, docs: Iterable[DocumentInfo]) -> None:
+        """Record every document of the generation (call once, before :meth:`add_chunks`)."""
+        docs = self._docs = list(docs)
         self._db.executemany(
             "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?)",
             (
@@ -634,6 +669,12 @@ class GenerationWriter:
 
     @_write_errors
     def add_chunks(self, rows_and_chunks: Iterable[tuple[int, Chunk]]) -> None:
+        """Record every chunk of the generation, rows 0..n-1 in order (call once): in
+        SQLite and in the memory-mapped hit files."""
+        if self._docs is None:
+            raise ValueError("add_documents must be called before add_chunks")
+        rows_and_chunks = list(rows_and_chunks)
+        hittable.write_hit_table(self.tmp_dir, self._docs, rows_and_chunks)
         self._db.executemany(
             "INSERT INTO chunks VALUES (?,?,?,?,?,?,?)",
             (

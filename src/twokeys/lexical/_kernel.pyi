@@ -1,0 +1,16 @@
+# Types of the compiled BM25 top-k (_kernel.c).
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+def top_k(
+    indptr: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int32],
+    weights: npt.NDArray[np.float32],
+    terms: Sequence[int],
+    qtfs: Sequence[float],
+    k: int,
+    scores: npt.NDArray[np.float32],
+    touched: npt.NDArray[np.int32],
+) -> tuple[list[int], list[float]]: ...

@@ -1,0 +1,168 @@
+"""What a hit shows, by chunk row, in three memory-mapped files beside SQLite.
+
+A search answers rows; a user gets :class:`~twokeys.types.Hit` values with the chunk's
+text, heading path and its document's title and path. Fetching those from SQLite cost
+more than scoring the query (110-160 µs for ten rows on SciFact); these files give them
+for a few slices of memory-mapped arrays::
+
+    hits.strings.utf8         UTF-8 strings back to back: every chunk's text (row order),
+                              then each document's id, title and path, then each
+                              distinct heading path as JSON
+    hits.strings.offsets.npy  int64, start of every string and the end of the last
+    hits.rows.npy             int64 (chunks, 5): document number, position, start, end,
+                              heading string number (-1 when the chunk has none)
+
+SQLite stays the record of documents and chunks (metadata, mtime, sha256, listings);
+these files repeat what a hit needs and are written in the same generation. An index
+built before they existed has none, and its hits come from SQLite as before.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from twokeys.errors import IndexFormatError
+from twokeys.store.base import DocumentInfo
+from twokeys.types import Chunk
+
+STRINGS = "hits.strings.utf8"
+OFFSETS = "hits.strings.offsets.npy"
+ROWS = "hits.rows.npy"
+FILES = (STRINGS, OFFSETS, ROWS)
+_DOC_CACHE = 1 << 16  # decoded (id, title, path) kept per open index, then started afresh
+
+
+def write_hit_table(
+    folder: Path, docs: Sequence[DocumentInfo], rows_chunks: Sequence[tuple[int, Chunk]]
+) -> None:
+    """Write the three files for ``rows_chunks`` (rows 0..n-1 in order) of ``docs``."""
+    doc_number = {d.id: i for i, d in enumerate(docs)}
+    headings: dict[tuple[str, ...], int] = {}
+    meta = np.empty((len(rows_chunks), 5), np.int64)
+    lengths: list[int] = []
+    first_heading = len(rows_chunks) + 3 * len(docs)
+    with open(folder / STRINGS, "wb") as fh:
+
+        def put(text: str) -> None:
+            data = text.encode("utf-8")
+            fh.write(data)
+            lengths.append(len(data))
+
+        for expected, (row, chunk) in enumerate(rows_chunks):
+            if row != expected:
+                raise ValueError(f"hit table: row {row} where {expected} was expected")
+            heading = -1
+            if chunk.heading_path:
+                heading = first_heading + headings.setdefault(chunk.heading_path, len(headings))
+            meta[row] = (doc_number[chunk.doc_id], chunk.position, chunk.start, chunk.end, heading)
+            put(chunk.text)
+        for doc in docs:
+            put(doc.id)
+            put(doc.title)
+            put(doc.path)
+        for path in headings:
+            put(json.dumps(list(path), ensure_ascii=False))
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(np.asarray(lengths, np.int64), out=offsets[1:])
+    np.save(folder / OFFSETS, offsets, allow_pickle=False)
+    np.save(folder / ROWS, meta, allow_pickle=False)
+
+
+class HitTable:
+    """Chunks with their document's title and path, read from the hit files."""
+
+    def __init__(self, folder: Path, n_chunks: int) -> None:
+        self.folder = folder
+        try:
+            with open(folder / STRINGS, "rb") as fh:
+                size = fh.seek(0, 2)
+                self._strings: Any = (
+                    mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+                )
+            self._offsets: npt.NDArray[np.int64] = np.load(
+                folder / OFFSETS, mmap_mode="r", allow_pickle=False
+            ).view(np.ndarray)
+            self._rows: npt.NDArray[np.int64] = np.load(
+                folder / ROWS, mmap_mode="r", allow_pickle=False
+            ).view(np.ndarray)
+        except (OSError, ValueError) as exc:
+            raise IndexFormatError(f"{folder}: unreadable hit table ({exc})") from exc
+        if self._rows.shape != (n_chunks, 5) or self._offsets.size < n_chunks + 1:
+            raise IndexFormatError(
+                f"{folder / ROWS}: {self._rows.shape[0]} rows for {n_chunks} chunks"
+            )
+        if int(self._offsets[-1]) != size:
+            raise IndexFormatError(f"{folder / STRINGS}: {size} bytes, offsets say otherwise")
+        self._n = n_chunks
+        # the same arrays as flat memoryviews: indexing one gives a Python int directly,
+        # which for the ten rows of a hit list costs less than numpy's fancy indexing
+        self._offset_at = memoryview(self._offsets).cast("B").cast("q")
+        self._meta_at = memoryview(self._rows.reshape(-1)).cast("B").cast("q")
+        self._docs: dict[int, tuple[str, str, str]] = {}
+        self._headings: dict[int, tuple[str, ...]] = {}
+
+    @staticmethod
+    def exists(folder: Path) -> bool:
+        return all((folder / name).is_file() for name in FILES)
+
+    def _string(self, i: int) -> str:
+        start, end = int(self._offsets[i]), int(self._offsets[i + 1])
+        return bytes(self._strings[start:end]).decode("utf-8")
+
+    def _doc(self, number: int) -> tuple[str, str, str]:
+        doc = self._docs.get(number)
+        if doc is None:
+            first = self._n + 3 * number
+            ends = self._offsets[first : first + 4].tolist()
+            strings = self._strings
+            doc = (
+                strings[ends[0] : ends[1]].decode("utf-8"),
+                strings[ends[1] : ends[2]].decode("utf-8"),
+                strings[ends[2] : ends[3]].decode("utf-8"),
+            )
+            if len(self._docs) >= _DOC_CACHE:
+                self._docs.clear()
+            self._docs[number] = doc
+        return doc
+
+    def _heading(self, number: int) -> tuple[str, ...]:
+        heading = self._headings.get(number)
+        if heading is None:
+            heading = self._headings[number] = tuple(json.loads(self._string(number)))
+        return heading
+
+    def chunks_with_source(self, rows: Sequence[int]) -> list[tuple[Chunk, str, str]]:
+        """Each row's chunk, document title and path, in the order of ``rows``."""
+        if not rows:
+            return []
+        if min(rows) < 0 or max(rows) >= self._n:
+            bad = [int(r) for r in rows if not 0 <= r < self._n]
+            raise IndexFormatError(f"{self.folder}: chunk rows {bad[:5]} missing from hit table")
+        strings, offset_at, meta_at = self._strings, self._offset_at, self._meta_at
+        out = []
+        for row in rows:
+            at = 5 * row
+            doc = meta_at[at]
+            doc_id, title, path = self._docs.get(doc) or self._doc(doc)
+            heading = meta_at[at + 4]
+            chunk = Chunk(
+                doc_id,
+                meta_at[at + 1],
+                strings[offset_at[row] : offset_at[row + 1]].decode("utf-8"),
+                meta_at[at + 2],
+                meta_at[at + 3],
+                self._heading(heading) if heading >= 0 else (),
+            )
+            out.append((chunk, title, path))
+        return out
+
+    def close(self) -> None:
+        if isinstance(self._strings, mmap.mmap):
+            self._strings.close()
