@@ -18,8 +18,13 @@ Layout::
 A build writes a whole new generation into a temporary folder, renames it into place
 and only then replaces ``manifest.json`` (write, fsync, atomic rename). A crash or
 Ctrl-C at any point leaves the previous manifest pointing at the previous, intact
-generation; stale folders are removed by the next build. Arrays are loaded
-memory-mapped and without pickle.
+generation. A reader leases its generation (:mod:`twokeys.store.leases`), so a build
+never deletes a generation being searched: the last reader to close a replaced
+generation deletes it, and the next build removes what killed builds left. Arrays are
+loaded memory-mapped and without pickle; opening checks each file's size against the
+manifest and each array's shape against its counts (a stat and a header, no data), and
+a damaged file is named in the error (:mod:`twokeys.store.check` checks everything).
+A failed write (disk full, read-only) is one :class:`~twokeys.errors.IndexWriteError`.
 """
 
 from __future__ import annotations
