@@ -276,12 +276,13 @@ class LocalIndex(IndexBackend):
         array: npt.NDArray[Any] = mapped.view(np.ndarray)
         return array
 
-    def _vocabulary(self) -> list[str]:
+    def _vocabulary(self) -> dict[str, int]:
+        """{term: term id}, one line of the vocabulary file per term."""
         vocab_file = self.gen_dir / VOCABULARY
         _check_size(self.manifest, self.gen_dir, VOCABULARY)
         try:
             with open(vocab_file, encoding="utf-8") as fh:
-                vocabulary = [line.rstrip("\n") for line in fh]
+                vocabulary = {line.rstrip("\n"): i for i, line in enumerate(fh)}
         except (OSError, UnicodeDecodeError) as exc:
             raise IndexFormatError(f"{vocab_file}: unreadable ({exc}){_advice(self.path)}") from exc
         terms = int(self.manifest.counts.get("terms", len(vocabulary)))
@@ -303,7 +304,7 @@ class LocalIndex(IndexBackend):
                     f"lexical.indices.npy{_advice(self.path)}"
                 )
             arrays = ArrayLexicalIndex(
-                {term: i for i, term in enumerate(self._vocabulary())},
+                self._vocabulary(),
                 indptr,
                 indices,
                 self._array("lexical.weights.npy"),
@@ -328,7 +329,7 @@ class LocalIndex(IndexBackend):
 
     def term_matrix(self) -> TermMatrix:
         return TermMatrix(
-            vocabulary=self._vocabulary(),
+            vocabulary=list(self._vocabulary()),
             indptr=self._array("lexical.indptr.npy"),
             indices=self._array("lexical.indices.npy"),
             tf=self._array("lexical.tf.npy"),
