@@ -18,6 +18,7 @@ from twokeys import IndexOptions, build_index, open_index
 from twokeys.cli import main
 from twokeys.errors import IndexFormatError, TwokeysError
 from twokeys.repair import repair_index
+from twokeys.store import local
 from twokeys.store.check import check_index
 from twokeys.store.local import MANIFEST
 
@@ -113,13 +114,31 @@ def test_nan_vectors_are_named_and_not_copied_forward(copy: tuple[Path, Path, Pa
         kb.search("hub power", mode="dense")
     deep = check_index(index, deep=True)
     assert any("4 vector(s) not finite" in p.message for p in deep.problems)
-    # re-indexing with nothing changed repairs instead of keeping the damage
+    # re-indexing with nothing changed repairs instead of keeping the damage; the file
+    # fails its recorded sha256, so every vector is embedded again
     report = build_index(src, index, OPTIONS, encoder=(enc := HashEncoder()))
     assert report.committed and report.repaired
-    assert enc.encoded == report.embedded_chunks == 4
+    assert enc.encoded == report.embedded_chunks == len(DOCS)
     assert check_index(index, deep=True).ok
     with open_index(index, encoder=HashEncoder()) as kb:
         assert len(kb.search("hub power", mode="dense", k=5)) == 5
+
+
+def test_index_re_embeds_only_bad_rows_of_a_large_vector_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file too large to hash: the rows that fail the check are embedded again, alone."""
+    monkeypatch.setattr(local, "HASHED_UP_TO", 0)
+    src = write_docs(tmp_path / "docs", DOCS)
+    index = tmp_path / "kb.twokeys"
+    build_index(src, index, OPTIONS)
+    generation = json.loads((index / MANIFEST).read_text())["generation"]
+    _rewrite(index / generation / "dense.embeddings.npy", _nan_rows)
+    (src / "doc20.md").write_text("# Changed\n\nA new text for one page.\n")
+    report = build_index(src, index, OPTIONS, encoder=(enc := HashEncoder()))
+    assert [p.rows_only for p in report.repaired] == [True]
+    assert enc.encoded == report.embedded_chunks == 1 + 4  # the changed page and 4 bad rows
+    assert check_index(index, deep=True).ok
 
 
 def test_out_of_range_lexical_arrays_are_named(copy: tuple[Path, Path, Path]) -> None:
@@ -188,7 +207,7 @@ def test_unrecorded_size_change_is_named(copy: tuple[Path, Path, Path]) -> None:
     [
         ("lexical.vocab.txt", lambda f: f.write_text("a\nb\n"), 0),
         ("lexical.weights.npy", lambda f: _rewrite(f, lambda a: a * np.float32(np.nan)), 0),
-        ("dense.embeddings.npy", lambda f: _rewrite(f, _nan_rows), 4),
+        ("dense.embeddings.npy", lambda f: _rewrite(f, _nan_rows), len(DOCS)),  # sha256 fails
         ("dense.embeddings.npy", lambda f: f.write_bytes(b""), len(DOCS)),
     ],
 )

@@ -53,6 +53,7 @@ class Problem:
 
     file: Path
     message: str
+    rows_only: bool = False  # some vectors are bad, the rest of the file is sound
 
     def __str__(self) -> str:
         return f"{self.file}: {self.message}"
@@ -179,6 +180,7 @@ def _check_array(
         message = _check_indices(view, chunks, indptr)
     elif name == EMBEDDINGS:
         message = _check_vectors(view)
+        return [Problem(file, message, rows_only=True)] if message else []
     else:  # tf, weights, lengths
         message = _check_values(view, positive=name == "lexical.tf.npy")
     return [Problem(file, message)] if message else []
