@@ -154,7 +154,7 @@ def _check_size(manifest: Manifest, gen_dir: Path, name: str) -> None:
         )
 
 
-def _lease_current(path: Path) -> tuple[Manifest, Lease]:
+def lease_current(path: Path) -> tuple[Manifest, Lease]:
     """The current manifest and a lease on its generation, which a build cannot delete.
 
     A build that commits between reading the manifest and taking the lease may remove
@@ -232,7 +232,7 @@ class LocalIndex(IndexBackend):
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.manifest, self._lease = _lease_current(path)
+        self.manifest, self._lease = lease_current(path)
         self.gen_dir = path / self.manifest.generation
         db_file = self.gen_dir / DATABASE
         try:
