@@ -84,7 +84,7 @@ def test_truncated_vocabulary_is_named_not_no_results(copy: tuple[Path, Path, Pa
 
 
 def test_embeddings_with_missing_rows_are_named(copy: tuple[Path, Path, Path]) -> None:
-    _, index, gen = copy
+    src, index, gen = copy
     _rewrite(gen / "dense.embeddings.npy", lambda a: a[:10])
     with open_index(index, encoder=HashEncoder()) as kb:
         with pytest.raises(IndexFormatError, match=r"dense\.embeddings\.npy"):
@@ -92,6 +92,9 @@ def test_embeddings_with_missing_rows_are_named(copy: tuple[Path, Path, Path]) -
         assert kb.search("hub power", mode="bm25")  # the rest of the index still works
     report = check_index(index, deep=False)
     assert [p.file.name for p in report.problems] == ["dense.embeddings.npy"] * 3
+    rebuilt = build_index(src, index, OPTIONS, encoder=(enc := HashEncoder()))  # not copied
+    assert rebuilt.embedded_chunks == enc.encoded == len(DOCS)
+    assert check_index(index).ok
 
 
 def test_zero_length_embeddings_give_one_line_not_aborted(copy: tuple[Path, Path, Path]) -> None:
