@@ -1,17 +1,17 @@
 """Property-based tests of the pure kernels: analyzer, Boolean parser, fusion, chunker, packer.
 
 The normal suite runs a few dozen derandomised cases each; ``make fuzz`` runs 10,000 per
-property (``TWOKEYS_HYPOTHESIS=fuzz``) and prints hypothesis' statistics.
+property (``TWOKEYS_HYPOTHESIS=fuzz``, profiles in ``tests/conftest.py``) and prints
+hypothesis' statistics.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 
 import numpy as np
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from twokeys.analysis import Analyzer, AnalyzerSpec
@@ -23,21 +23,6 @@ from twokeys.fusion.rrf import rrf
 from twokeys.lexical import boolean
 from twokeys.rag.packing import SEPARATOR, Budget, SubQueryHits, pack
 from twokeys.types import Chunk, Document, Hit, ScoredChunk
-
-_SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
-settings.register_profile(
-    "twokeys-quick", max_examples=40, deadline=None, derandomize=True, database=None
-)
-settings.register_profile(
-    "twokeys-fuzz",
-    max_examples=10_000,
-    deadline=None,
-    database=None,
-    suppress_health_check=_SLOW,
-)
-settings.load_profile(
-    "twokeys-fuzz" if os.environ.get("TWOKEYS_HYPOTHESIS") == "fuzz" else "twokeys-quick"
-)
 
 # -- text that looks like what gets indexed ----------------------------------------------
 
