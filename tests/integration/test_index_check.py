@@ -246,3 +246,14 @@ def test_check_of_a_missing_index_is_one_line(tmp_path: Path) -> None:
     assert not report.ok and "no index at" in str(report.problems[0])
     with pytest.raises(TwokeysError, match="no index at"):
         repair_index(tmp_path / "none")
+
+
+def test_check_repair_on_the_command_line(copy: tuple[Path, Path, Path]) -> None:
+    _, index, gen = copy
+    _rewrite(gen / "lexical.indices.npy", lambda a: np.minimum(a + 1000, 10**6).astype(a.dtype))
+    code, out, err = run("check", "--repair", "-q", "--index", str(index))
+    assert code == 0, err
+    assert "damaged:" in err and "lexical.indices.npy" in err
+    assert "repaired: rebuilt 40 documents" in out and "ok (full check)" in out
+    code, out, _ = run("search", "ZX-4817", "--index", str(index), "--mode", "bm25", "-k", "1")
+    assert code == 0 and out.startswith("1. doc17.md")
