@@ -30,9 +30,7 @@ A failed write (disk full, read-only) is one :class:`~twokeys.errors.IndexWriteE
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
-import functools
 import hashlib
 import json
 import os
@@ -41,12 +39,12 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from twokeys.errors import IndexFormatError, IndexWriteError, TwokeysError
+from twokeys.errors import IndexFormatError, TwokeysError
 from twokeys.lexical.bm25 import TermMatrix, bm25_weights
 from twokeys.lexical.index import ArrayLexicalIndex
 from twokeys.store.base import (
@@ -56,6 +54,7 @@ from twokeys.store.base import (
     Manifest,
     VectorIndex,
 )
+from twokeys.store.guarded import GuardedLexicalIndex
 from twokeys.store.leases import (
     TRASH_PREFIX,
     GenerationGone,
@@ -64,7 +63,8 @@ from twokeys.store.leases import (
     remove_trash,
     remove_unleased,
 )
-from twokeys.types import Chunk, ScoredChunk
+from twokeys.store.writes import write_errors, writing
+from twokeys.types import Chunk
 
 MANIFEST = "manifest.json"
 VOCABULARY = "lexical.vocab.txt"
@@ -170,60 +170,6 @@ def lease_current(path: Path) -> tuple[Manifest, Lease]:
     raise IndexFormatError(f"{path}: generation {manifest.generation} is missing")
 
 
-class GuardedLexicalIndex(LexicalIndex):
-    """The array index with out-of-range arrays reported as a damaged file, not IndexError.
-
-    Bounds are not scanned at open (that would read every posting); an index read past
-    its end raises here, and ``twokeys check`` finds values that stay in range but wrong.
-    """
-
-    def __init__(self, inner: ArrayLexicalIndex, gen_dir: Path, index_path: Path) -> None:
-        self.inner = inner
-        self._where = f"{gen_dir}/lexical.*.npy"
-        self._index_path = index_path
-        self._bounds_checked = False
-
-    def _damaged(self, exc: Exception) -> IndexFormatError:
-        return IndexFormatError(
-            f"{self._where}: arrays out of range ({exc}){_advice(self._index_path)}"
-        )
-
-    def search(self, terms: Sequence[str], k: int) -> list[ScoredChunk]:
-        try:
-            return self.inner.search(terms, k)
-        except IndexError as exc:
-            raise self._damaged(exc) from exc
-
-    def search_many(
-        self, queries: Sequence[Sequence[str]], k: int, *, threads: int | None = None
-    ) -> list[list[ScoredChunk]]:
-        if not self._bounds_checked:  # a sparse product would not check its indices
-            indices = self.inner._indices
-            n = self.inner._n_docs
-            if indices.size and (int(indices.min()) < 0 or int(indices.max()) >= n):
-                raise self._damaged(IndexError(f"chunk rows outside 0..{n - 1}"))
-            self._bounds_checked = True
-        try:
-            return self.inner.search_many(queries, k, threads=threads)
-        except IndexError as exc:
-            raise self._damaged(exc) from exc
-
-    def explain(self, terms: Sequence[str], row: int) -> tuple[tuple[str, float], ...]:
-        try:
-            return self.inner.explain(terms, row)
-        except IndexError as exc:
-            raise self._damaged(exc) from exc
-
-    def has_term(self, term: str) -> bool:
-        return self.inner.has_term(term)
-
-    def idf(self, terms: Sequence[str]) -> list[float]:
-        try:
-            return self.inner.idf(terms)
-        except IndexError as exc:
-            raise self._damaged(exc) from exc
-
-
 # -- reading -------------------------------------------------------------------------
 
 
@@ -310,7 +256,8 @@ class LocalIndex(IndexBackend):
                 self._array("lexical.weights.npy"),
                 int(self.manifest.counts["chunks"]),
             )
-            self._lexical = GuardedLexicalIndex(arrays, self.gen_dir, self.path)
+            where = f"{self.gen_dir}/lexical.*.npy"
+            self._lexical = GuardedLexicalIndex(arrays, where, _advice(self.path))
         return self._lexical
 
     @property
@@ -471,54 +418,6 @@ class LocalIndex(IndexBackend):
 
 
 @contextlib.contextmanager
-def writing(index_path: Path) -> Iterator[None]:
-    """Turn a failed write into one line naming the path and the cause.
-
-    Disk full (``ENOSPC``, SQLite's "database or disk is full"), a read-only file
-    system, an immutable folder: the build stops, its temporary folder is removed by
-    the caller, and the previous generation is untouched.
-    """
-    try:
-        yield
-    except OSError as exc:
-        where = exc.filename if exc.filename is not None else index_path
-        cause = _CAUSES.get(exc.errno or 0, exc.strerror or str(exc))
-        raise IndexWriteError(
-            f"cannot write the index {index_path}: {where}: {cause}; any previous index "
-            "is unchanged"
-        ) from exc
-    except sqlite3.OperationalError as exc:
-        full = "full" in str(exc)
-        cause = _CAUSES[errno.ENOSPC] if full else f"database error ({exc})"
-        raise IndexWriteError(
-            f"cannot write the index {index_path}: its database ({DATABASE}): {cause}; any "
-            "previous index is unchanged"
-        ) from exc
-
-
-_CAUSES = {
-    errno.ENOSPC: "no space left on device",
-    errno.EDQUOT: "disk quota exceeded",
-    errno.EROFS: "read-only file system",
-    errno.EACCES: "permission denied",
-    errno.EPERM: "operation not permitted (an immutable or protected folder?)",
-}
-
-_Method = TypeVar("_Method", bound=Callable[..., Any])
-
-
-def _write_errors(method: _Method) -> _Method:
-    """:func:`writing` around a :class:`GenerationWriter` method."""
-
-    @functools.wraps(method)
-    def wrapper(self: GenerationWriter, *args: Any, **kwargs: Any) -> Any:
-        with writing(self.index_path):
-            return method(self, *args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
-
-
-@contextlib.contextmanager
 def write_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on the index folder for the duration of a build."""
     with writing(path):
@@ -579,7 +478,7 @@ class GenerationWriter:
         self._files: dict[str, int] = {}
         self._hashes: dict[str, str] = {}
 
-    @_write_errors
+    @write_errors
     def add_documents(self, docs: Iterable[DocumentInfo]) -> None:
         self._db.executemany(
             "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?)",
@@ -599,7 +498,7 @@ class GenerationWriter:
             ),
         )
 
-    @_write_errors
+    @write_errors
     def add_chunks(self, rows_and_chunks: Iterable[tuple[int, Chunk]]) -> None:
         self._db.executemany(
             "INSERT INTO chunks VALUES (?,?,?,?,?,?,?)",
@@ -617,7 +516,7 @@ class GenerationWriter:
             ),
         )
 
-    @_write_errors
+    @write_errors
     def write_lexical(self, matrix: TermMatrix, manifest_bm25: Any) -> None:
         vocab_file = self.tmp_dir / "lexical.vocab.txt"
         with open(vocab_file, "w", encoding="utf-8") as fh:
@@ -630,14 +529,14 @@ class GenerationWriter:
         self._save("lexical.lengths.npy", matrix.lengths)
         self._save("lexical.weights.npy", bm25_weights(matrix, manifest_bm25))
 
-    @_write_errors
+    @write_errors
     def write_embeddings(self, embeddings: npt.NDArray[np.floating]) -> None:
         self._save("dense.embeddings.npy", embeddings)
 
     def _save(self, name: str, array: npt.NDArray[Any]) -> None:
         np.save(self.tmp_dir / name, np.ascontiguousarray(array), allow_pickle=False)
 
-    @_write_errors
+    @write_errors
     def commit(self, manifest: Manifest) -> Manifest:
         """Durably publish this generation.
 
