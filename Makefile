@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.twokeys-installed
 DEMO_INDEX ?= .demo/support-kb.twokeys
 
-.PHONY: venv demo test test-full lint typecheck unit clean
+.PHONY: venv demo test test-full lint typecheck unit fuzz clean
 
 venv: $(STAMP)
 
@@ -48,6 +48,11 @@ test: lint typecheck
 
 test-full: lint typecheck
 	$(BIN)/pytest -q -m ""
+
+# Property tests of the analyzer, Boolean parser, fusion, chunker and packer at 10,000 cases
+# each (the normal suite runs 40); hypothesis prints each property's case count.
+fuzz: venv
+	TWOKEYS_HYPOTHESIS=fuzz nice -n 10 $(BIN)/pytest tests/unit/test_properties.py -q -p no:cacheprovider --hypothesis-show-statistics
 
 clean:
 	rm -rf .demo .pytest_cache .mypy_cache .ruff_cache

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -47,6 +48,28 @@ class HashEncoder(Encoder):
 
 
 register_encoder("test-hash", HashEncoder)
+
+try:  # property tests: a few dozen derandomised cases in the suite, 10,000 in `make fuzz`
+    from hypothesis import HealthCheck, settings
+except ImportError:  # pragma: no cover - hypothesis is in the test extra
+    pass
+else:
+    settings.register_profile(
+        "twokeys-quick", max_examples=40, deadline=None, derandomize=True, database=None
+    )
+    settings.register_profile(
+        "twokeys-fuzz",
+        max_examples=10_000,
+        deadline=None,
+        database=None,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.filter_too_much,
+        ],
+    )
+    fuzz = os.environ.get("TWOKEYS_HYPOTHESIS") == "fuzz"
+    settings.load_profile("twokeys-fuzz" if fuzz else "twokeys-quick")
 
 
 @pytest.fixture

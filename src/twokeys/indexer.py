@@ -32,6 +32,7 @@ from twokeys.store.base import DocumentInfo, EncoderInfo, Manifest
 from twokeys.store.check import Problem, check_generation
 from twokeys.store.local import (
     DATABASE,
+    EMBEDDINGS,
     GenerationWriter,
     LocalIndex,
     check_writable_target,
@@ -367,8 +368,11 @@ def _write(
 
     encoder_info: EncoderInfo | None = None
     if encoder is not None:
+        # vectors that fail their recorded size or hash are all embedded again; where only
+        # some rows are bad (NaN, not unit length), :func:`_embed` redoes just those
+        damaged = any(p.file.name == EMBEDDINGS and not p.rows_only for p in report.repaired)
         embeddings, report.embedded_chunks = _embed(
-            encoder, texts, new_rows, reused, previous, options, stage
+            encoder, texts, new_rows, reused, None if damaged else previous, options, stage
         )
         writer.write_embeddings(embeddings)
         encoder_info = EncoderInfo(

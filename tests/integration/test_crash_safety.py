@@ -36,7 +36,7 @@ def _kill_midway(index: Path, delay: float) -> None:
 
 
 @pytest.mark.skipif(not SCIFACT.is_file(), reason="shared data not available")
-@pytest.mark.parametrize("delay", [0.5, 3.0])
+@pytest.mark.parametrize("delay", [0.3, 1.2])  # the build takes about 3 s on an idle machine
 def test_sigkill_during_index_keeps_previous_index(tmp_path: Path, delay: float) -> None:
     index = tmp_path / "kb.twokeys"
     build_index(ADI, index, IndexOptions(encoder=None))

@@ -3,7 +3,9 @@ nothing; what killed builds leave is cleaned safely."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import pytest
 
 from conftest import HashEncoder, write_docs
 from twokeys import IndexOptions, build_index, open_index
-from twokeys.store.leases import lease, remove_unleased
+from twokeys.store.leases import GenerationGone, lease, remove_unleased
 from twokeys.store.local import MANIFEST, remove_stale
 
 DOCS = {
@@ -149,3 +151,29 @@ def test_searches_never_fail_while_index_reruns(built: tuple[Path, Path]) -> Non
     assert not errors, errors[:3]
     assert answers > 0
     assert _generations(index) == [_current(index)]
+
+
+def test_a_reader_waiting_on_a_removal_finds_the_folder_gone(tmp_path: Path) -> None:
+    """The race a removal's rename closes: the lease waits, then sees another folder."""
+    folder = tmp_path / "gen-a"
+    folder.mkdir()
+    fd = os.open(folder, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a remover holds the folder
+    outcome: list[object] = []
+    reader = threading.Thread(target=lambda: outcome.append(_try_lease(folder)))
+    reader.start()
+    reader.join(timeout=0.2)
+    assert reader.is_alive()  # waiting for the remover
+    os.replace(folder, tmp_path / ".del-gen-a")
+    folder.mkdir()  # even a new folder under the old name is not the one locked
+    os.close(fd)
+    reader.join(timeout=5)
+    assert outcome == [GenerationGone]
+
+
+def _try_lease(folder: Path) -> object:
+    try:
+        lease(folder).release()
+    except GenerationGone:
+        return GenerationGone
+    return "leased"

@@ -18,6 +18,7 @@ from twokeys import IndexOptions, build_index, open_index
 from twokeys.cli import main
 from twokeys.errors import IndexFormatError, TwokeysError
 from twokeys.repair import repair_index
+from twokeys.store import local
 from twokeys.store.check import check_index
 from twokeys.store.local import MANIFEST
 
@@ -83,7 +84,7 @@ def test_truncated_vocabulary_is_named_not_no_results(copy: tuple[Path, Path, Pa
 
 
 def test_embeddings_with_missing_rows_are_named(copy: tuple[Path, Path, Path]) -> None:
-    _, index, gen = copy
+    src, index, gen = copy
     _rewrite(gen / "dense.embeddings.npy", lambda a: a[:10])
     with open_index(index, encoder=HashEncoder()) as kb:
         with pytest.raises(IndexFormatError, match=r"dense\.embeddings\.npy"):
@@ -91,6 +92,9 @@ def test_embeddings_with_missing_rows_are_named(copy: tuple[Path, Path, Path]) -
         assert kb.search("hub power", mode="bm25")  # the rest of the index still works
     report = check_index(index, deep=False)
     assert [p.file.name for p in report.problems] == ["dense.embeddings.npy"] * 3
+    rebuilt = build_index(src, index, OPTIONS, encoder=(enc := HashEncoder()))  # not copied
+    assert rebuilt.embedded_chunks == enc.encoded == len(DOCS)
+    assert check_index(index).ok
 
 
 def test_zero_length_embeddings_give_one_line_not_aborted(copy: tuple[Path, Path, Path]) -> None:
@@ -113,13 +117,31 @@ def test_nan_vectors_are_named_and_not_copied_forward(copy: tuple[Path, Path, Pa
         kb.search("hub power", mode="dense")
     deep = check_index(index, deep=True)
     assert any("4 vector(s) not finite" in p.message for p in deep.problems)
-    # re-indexing with nothing changed repairs instead of keeping the damage
+    # re-indexing with nothing changed repairs instead of keeping the damage; the file
+    # fails its recorded sha256, so every vector is embedded again
     report = build_index(src, index, OPTIONS, encoder=(enc := HashEncoder()))
     assert report.committed and report.repaired
-    assert enc.encoded == report.embedded_chunks == 4
+    assert enc.encoded == report.embedded_chunks == len(DOCS)
     assert check_index(index, deep=True).ok
     with open_index(index, encoder=HashEncoder()) as kb:
         assert len(kb.search("hub power", mode="dense", k=5)) == 5
+
+
+def test_index_re_embeds_only_bad_rows_of_a_large_vector_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file too large to hash: the rows that fail the check are embedded again, alone."""
+    monkeypatch.setattr(local, "HASHED_UP_TO", 0)
+    src = write_docs(tmp_path / "docs", DOCS)
+    index = tmp_path / "kb.twokeys"
+    build_index(src, index, OPTIONS)
+    generation = json.loads((index / MANIFEST).read_text())["generation"]
+    _rewrite(index / generation / "dense.embeddings.npy", _nan_rows)
+    (src / "doc20.md").write_text("# Changed\n\nA new text for one page.\n")
+    report = build_index(src, index, OPTIONS, encoder=(enc := HashEncoder()))
+    assert [p.rows_only for p in report.repaired] == [True]
+    assert enc.encoded == report.embedded_chunks == 1 + 4  # the changed page and 4 bad rows
+    assert check_index(index, deep=True).ok
 
 
 def test_out_of_range_lexical_arrays_are_named(copy: tuple[Path, Path, Path]) -> None:
@@ -189,7 +211,7 @@ def test_unrecorded_size_change_is_named(copy: tuple[Path, Path, Path]) -> None:
     [
         ("lexical.vocab.txt", lambda f: f.write_text("a\nb\n"), 0),
         ("lexical.weights.npy", lambda f: _rewrite(f, lambda a: a * np.float32(np.nan)), 0),
-        ("dense.embeddings.npy", lambda f: _rewrite(f, _nan_rows), 4),
+        ("dense.embeddings.npy", lambda f: _rewrite(f, _nan_rows), len(DOCS)),  # sha256 fails
         ("dense.embeddings.npy", lambda f: f.write_bytes(b""), len(DOCS)),
     ],
 )
@@ -225,3 +247,14 @@ def test_check_of_a_missing_index_is_one_line(tmp_path: Path) -> None:
     assert not report.ok and "no index at" in str(report.problems[0])
     with pytest.raises(TwokeysError, match="no index at"):
         repair_index(tmp_path / "none")
+
+
+def test_check_repair_on_the_command_line(copy: tuple[Path, Path, Path]) -> None:
+    _, index, gen = copy
+    _rewrite(gen / "lexical.indices.npy", lambda a: np.minimum(a + 1000, 10**6).astype(a.dtype))
+    code, out, err = run("check", "--repair", "-q", "--index", str(index))
+    assert code == 0, err
+    assert "damaged:" in err and "lexical.indices.npy" in err
+    assert "repaired: rebuilt 40 documents" in out and "ok (full check)" in out
+    code, out, _ = run("search", "ZX-4817", "--index", str(index), "--mode", "bm25", "-k", "1")
+    assert code == 0 and out.startswith("1. doc17.md")

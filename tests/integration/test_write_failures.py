@@ -83,7 +83,7 @@ def test_disk_full_in_the_database_is_named(
         return Full(db) if ".tmp-gen-" in str(path) else db
 
     monkeypatch.setattr(sqlite3, "connect", fake_connect)
-    with pytest.raises(IndexWriteError, match=r"database .*: no space left on device"):
+    with pytest.raises(IndexWriteError, match=r"its database: no space left on device"):
         build_index(src, index, OPTIONS)
     _unchanged(index, generation)
 

@@ -30,7 +30,8 @@ def convex_combination(
     if total <= 0:
         raise ConfigError("convex: weights must be >= 0 and not all zero")
     fused: dict[int, float] = {}
-    for name, run in runs.items():
+    for name in sorted(runs):  # a fixed order of float additions: the same sums for any order
+        run = runs[name]
         w = weights[name] / total
         for hit in normalize(run):
             fused[hit.row] = fused.get(hit.row, 0.0) + w * hit.score

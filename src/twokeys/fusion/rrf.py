@@ -49,7 +49,8 @@ def rrf(
     """Fuse named runs (each ranked, ranks 1-based) into one ranked run."""
     k = check_k(k)
     fused: dict[int, float] = {}
-    for name, run in runs.items():
+    for name in sorted(runs):  # a fixed order of float additions: the same sums for any order
+        run = runs[name]
         weight = 1.0 if weights is None else check_weight(name, weights.get(name, 1.0))
         for hit in run:
             fused[hit.row] = fused.get(hit.row, 0.0) + weight * rrf_term(hit.rank, k)

@@ -32,7 +32,6 @@ import numpy.typing as npt
 
 from twokeys.errors import IndexFormatError
 from twokeys.store.base import Manifest
-from twokeys.store.leases import GenerationGone, lease
 from twokeys.store.local import (
     DATABASE,
     EMBEDDINGS,
@@ -40,6 +39,7 @@ from twokeys.store.local import (
     VOCABULARY,
     expected_arrays,
     file_sha256,
+    lease_current,
     read_manifest,
 )
 
@@ -53,6 +53,7 @@ class Problem:
 
     file: Path
     message: str
+    rows_only: bool = False  # some vectors are bad, the rest of the file is sound
 
     def __str__(self) -> str:
         return f"{self.file}: {self.message}"
@@ -89,12 +90,13 @@ def check_index(path: Path, *, deep: bool = True) -> CheckReport:
         manifest = read_manifest(path)
     except IndexFormatError as exc:
         return CheckReport(path, "", deep, (Problem(path / MANIFEST, _strip(exc, path)),))
-    gen_dir = path / manifest.generation
     try:
-        held = lease(gen_dir)
-    except GenerationGone:
+        manifest, held = lease_current(path)  # again: a build may have committed since
+    except IndexFormatError:
+        gen_dir = path / manifest.generation
         problem = Problem(gen_dir, "generation folder named by the manifest is missing")
         return CheckReport(path, manifest.generation, deep, (problem,))
+    gen_dir = path / manifest.generation
     try:
         problems = check_generation(manifest, gen_dir, deep=deep)
     finally:
@@ -179,6 +181,7 @@ def _check_array(
         message = _check_indices(view, chunks, indptr)
     elif name == EMBEDDINGS:
         message = _check_vectors(view)
+        return [Problem(file, message, rows_only=True)] if message else []
     else:  # tf, weights, lengths
         message = _check_values(view, positive=name == "lexical.tf.npy")
     return [Problem(file, message)] if message else []

@@ -40,6 +40,9 @@ class Lease:
             os.close(self._fd)  # closing the descriptor drops its lock
             self._fd = None
 
+    def __del__(self) -> None:  # a reader that is never closed still ends its lease
+        self.release()
+
     @property
     def held(self) -> bool:
         return self._fd is not None

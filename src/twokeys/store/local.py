@@ -21,16 +21,19 @@ Layout::
 A build writes a whole new generation into a temporary folder, renames it into place
 and only then replaces ``manifest.json`` (write, fsync, atomic rename). A crash or
 Ctrl-C at any point leaves the previous manifest pointing at the previous, intact
-generation; stale folders are removed by the next build. Arrays are loaded
-memory-mapped and without pickle.
+generation. A reader leases its generation (:mod:`twokeys.store.leases`), so a build
+never deletes a generation being searched: the last reader to close a replaced
+generation deletes it, and the next build removes what killed builds left. Arrays are
+loaded memory-mapped and without pickle; opening checks each file's size against the
+manifest and each array's shape against its counts (a stat and a header, no data), and
+a damaged file is named in the error (:mod:`twokeys.store.check` checks everything).
+A failed write (disk full, read-only) is one :class:`~twokeys.errors.IndexWriteError`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
-import functools
 import hashlib
 import json
 import os
@@ -40,12 +43,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from twokeys.errors import IndexFormatError, IndexWriteError, TwokeysError
+from twokeys.errors import IndexFormatError, TwokeysError
 from twokeys.lexical.bm25 import TermMatrix, bm25_weights
 from twokeys.lexical.index import ArrayLexicalIndex
 from twokeys.store import hittable
@@ -54,9 +57,9 @@ from twokeys.store.base import (
     IndexBackend,
     LexicalIndex,
     Manifest,
-    RowMask,
     VectorIndex,
 )
+from twokeys.store.guarded import GuardedLexicalIndex
 from twokeys.store.leases import (
     TRASH_PREFIX,
     GenerationGone,
@@ -65,7 +68,8 @@ from twokeys.store.leases import (
     remove_trash,
     remove_unleased,
 )
-from twokeys.types import Chunk, ScoredChunk
+from twokeys.store.writes import write_errors, writing
+from twokeys.types import Chunk
 
 MANIFEST = "manifest.json"
 VOCABULARY = "lexical.vocab.txt"
@@ -155,7 +159,7 @@ def _check_size(manifest: Manifest, gen_dir: Path, name: str) -> None:
         )
 
 
-def _lease_current(path: Path) -> tuple[Manifest, Lease]:
+def lease_current(path: Path) -> tuple[Manifest, Lease]:
     """The current manifest and a lease on its generation, which a build cannot delete.
 
     A build that commits between reading the manifest and taking the lease may remove
@@ -171,66 +175,6 @@ def _lease_current(path: Path) -> tuple[Manifest, Lease]:
     raise IndexFormatError(f"{path}: generation {manifest.generation} is missing")
 
 
-class GuardedLexicalIndex(LexicalIndex):
-    """The array index with out-of-range arrays reported as a damaged file, not IndexError.
-
-    Bounds are not scanned at open (that would read every posting); an index read past
-    its end raises here, and ``twokeys check`` finds values that stay in range but wrong.
-    """
-
-    def __init__(self, inner: ArrayLexicalIndex, gen_dir: Path, index_path: Path) -> None:
-        self.inner = inner
-        self._where = f"{gen_dir}/lexical.*.npy"
-        self._index_path = index_path
-        self._bounds_checked = False
-
-    def _damaged(self, exc: Exception) -> IndexFormatError:
-        return IndexFormatError(
-            f"{self._where}: arrays out of range ({exc}){_advice(self._index_path)}"
-        )
-
-    def search(
-        self, terms: Sequence[str], k: int, *, allowed: RowMask | None = None
-    ) -> list[ScoredChunk]:
-        try:
-            return self.inner.search(terms, k, allowed=allowed)
-        except (IndexError, ValueError) as exc:  # numpy's, or the compiled kernel's check
-            if isinstance(exc, ValueError) and "out of range" not in str(exc):
-                raise
-            raise self._damaged(exc) from exc
-
-    def search_many(
-        self, queries: Sequence[Sequence[str]], k: int, *, threads: int | None = None
-    ) -> list[list[ScoredChunk]]:
-        if not self._bounds_checked:  # a sparse product would not check its indices
-            indices = self.inner._indices
-            n = self.inner._n_docs
-            if indices.size and (int(indices.min()) < 0 or int(indices.max()) >= n):
-                raise self._damaged(IndexError(f"chunk rows outside 0..{n - 1}"))
-            self._bounds_checked = True
-        try:
-            return self.inner.search_many(queries, k, threads=threads)
-        except (IndexError, ValueError) as exc:
-            if isinstance(exc, ValueError) and "out of range" not in str(exc):
-                raise
-            raise self._damaged(exc) from exc
-
-    def explain(self, terms: Sequence[str], row: int) -> tuple[tuple[str, float], ...]:
-        try:
-            return self.inner.explain(terms, row)
-        except IndexError as exc:
-            raise self._damaged(exc) from exc
-
-    def has_term(self, term: str) -> bool:
-        return self.inner.has_term(term)
-
-    def idf(self, terms: Sequence[str]) -> list[float]:
-        try:
-            return self.inner.idf(terms)
-        except IndexError as exc:
-            raise self._damaged(exc) from exc
-
-
 # -- reading -------------------------------------------------------------------------
 
 
@@ -239,7 +183,7 @@ class LocalIndex(IndexBackend):
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.manifest, self._lease = _lease_current(path)
+        self.manifest, self._lease = lease_current(path)
         self.gen_dir = path / self.manifest.generation
         db_file = self.gen_dir / DATABASE
         try:
@@ -318,12 +262,13 @@ class LocalIndex(IndexBackend):
         array: npt.NDArray[Any] = mapped.view(np.ndarray)
         return array
 
-    def _vocabulary(self) -> list[str]:
+    def _vocabulary(self) -> dict[str, int]:
+        """{term: term id}, one line of the vocabulary file per term."""
         vocab_file = self.gen_dir / VOCABULARY
         _check_size(self.manifest, self.gen_dir, VOCABULARY)
         try:
             with open(vocab_file, encoding="utf-8") as fh:
-                vocabulary = [line.rstrip("\n") for line in fh]
+                vocabulary = {line.rstrip("\n"): i for i, line in enumerate(fh)}
         except (OSError, UnicodeDecodeError) as exc:
             raise IndexFormatError(f"{vocab_file}: unreadable ({exc}){_advice(self.path)}") from exc
         terms = int(self.manifest.counts.get("terms", len(vocabulary)))
@@ -351,13 +296,14 @@ class LocalIndex(IndexBackend):
                     f"lexical.indices.npy{_advice(self.path)}"
                 )
             arrays = ArrayLexicalIndex(
-                {term: i for i, term in enumerate(self._vocabulary())},
+                self._vocabulary(),
                 indptr,
                 indices,
                 self._array("lexical.weights.npy"),
                 int(self.manifest.counts["chunks"]),
             )
-            self._lexical = GuardedLexicalIndex(arrays, self.gen_dir, self.path)
+            where = f"{self.gen_dir}/lexical.*.npy"
+            self._lexical = GuardedLexicalIndex(arrays, where, _advice(self.path))
         return self._lexical
 
     @property
@@ -379,7 +325,7 @@ class LocalIndex(IndexBackend):
 
     def term_matrix(self) -> TermMatrix:
         return TermMatrix(
-            vocabulary=self._vocabulary(),
+            vocabulary=list(self._vocabulary()),
             indptr=self._array("lexical.indptr.npy"),
             indices=self._array("lexical.indices.npy"),
             tf=self._array("lexical.tf.npy"),
@@ -536,54 +482,6 @@ class LocalIndex(IndexBackend):
 
 
 @contextlib.contextmanager
-def writing(index_path: Path) -> Iterator[None]:
-    """Turn a failed write into one line naming the path and the cause.
-
-    Disk full (``ENOSPC``, SQLite's "database or disk is full"), a read-only file
-    system, an immutable folder: the build stops, its temporary folder is removed by
-    the caller, and the previous generation is untouched.
-    """
-    try:
-        yield
-    except OSError as exc:
-        where = exc.filename if exc.filename is not None else index_path
-        cause = _CAUSES.get(exc.errno or 0, exc.strerror or str(exc))
-        raise IndexWriteError(
-            f"cannot write the index {index_path}: {where}: {cause}; any previous index "
-            "is unchanged"
-        ) from exc
-    except sqlite3.OperationalError as exc:
-        full = "full" in str(exc)
-        cause = _CAUSES[errno.ENOSPC] if full else f"database error ({exc})"
-        raise IndexWriteError(
-            f"cannot write the index {index_path}: its database ({DATABASE}): {cause}; any "
-            "previous index is unchanged"
-        ) from exc
-
-
-_CAUSES = {
-    errno.ENOSPC: "no space left on device",
-    errno.EDQUOT: "disk quota exceeded",
-    errno.EROFS: "read-only file system",
-    errno.EACCES: "permission denied",
-    errno.EPERM: "operation not permitted (an immutable or protected folder?)",
-}
-
-_Method = TypeVar("_Method", bound=Callable[..., Any])
-
-
-def _write_errors(method: _Method) -> _Method:
-    """:func:`writing` around a :class:`GenerationWriter` method."""
-
-    @functools.wraps(method)
-    def wrapper(self: GenerationWriter, *args: Any, **kwargs: Any) -> Any:
-        with writing(self.index_path):
-            return method(self, *args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
-
-
-@contextlib.contextmanager
 def write_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on the index folder for the duration of a build."""
     with writing(path):
@@ -645,7 +543,7 @@ class GenerationWriter:
         self._hashes: dict[str, str] = {}
         self._docs: list[DocumentInfo] | None = None
 
-    @_write_errors
+    @write_errors
     def add_documents(self, docs: Iterable[DocumentInfo]) -> None:
         """Record every document of the generation (call once, before :meth:`add_chunks`)."""
         docs = self._docs = list(docs)
@@ -667,7 +565,7 @@ class GenerationWriter:
             ),
         )
 
-    @_write_errors
+    @write_errors
     def add_chunks(self, rows_and_chunks: Iterable[tuple[int, Chunk]]) -> None:
         """Record every chunk of the generation, rows 0..n-1 in order (call once): in
         SQLite and in the memory-mapped hit files."""
@@ -691,7 +589,7 @@ class GenerationWriter:
             ),
         )
 
-    @_write_errors
+    @write_errors
     def write_lexical(self, matrix: TermMatrix, manifest_bm25: Any) -> None:
         vocab_file = self.tmp_dir / "lexical.vocab.txt"
         with open(vocab_file, "w", encoding="utf-8") as fh:
@@ -704,14 +602,14 @@ class GenerationWriter:
         self._save("lexical.lengths.npy", matrix.lengths)
         self._save("lexical.weights.npy", bm25_weights(matrix, manifest_bm25))
 
-    @_write_errors
+    @write_errors
     def write_embeddings(self, embeddings: npt.NDArray[np.floating]) -> None:
         self._save("dense.embeddings.npy", embeddings)
 
     def _save(self, name: str, array: npt.NDArray[Any]) -> None:
         np.save(self.tmp_dir / name, np.ascontiguousarray(array), allow_pickle=False)
 
-    @_write_errors
+    @write_errors
     def commit(self, manifest: Manifest) -> Manifest:
         """Durably publish this generation.
 
