@@ -46,13 +46,21 @@ class SearchSettings:
 
 
 def open_index(path: str | Path, *, encoder: Encoder | None = None) -> Index:
-    """Open an index directory for searching.
+    """Open an index for searching: a directory, or a ``postgresql://...`` location
+    (:mod:`twokeys.store.postgres`, the ``postgres`` extra).
 
     The encoder that built the index is loaded lazily, on the first dense or hybrid
     search. Passing ``encoder`` uses that instance instead; it must have the same id
     and weights fingerprint as the one recorded in the index.
     """
-    return Index(LocalIndex(Path(path)), encoder=encoder)
+    backend: IndexBackend
+    if isinstance(path, str) and path.startswith(("postgresql://", "postgres://")):
+        from twokeys.store.postgres.backend import PostgresIndex
+
+        backend = PostgresIndex(path)
+    else:
+        backend = LocalIndex(Path(path))
+    return Index(backend, encoder=encoder)
 
 
 class Index:

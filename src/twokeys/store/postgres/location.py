@@ -1,0 +1,42 @@
+"""Where a PostgreSQL index lives: ``postgresql://user@host:port/db[#schema]``.
+
+The part before ``#`` is a libpq connection URI, passed as it is (so every libpq
+parameter works: ``?sslmode=require``, ``?application_name=...``); the optional
+``#schema`` names the PostgreSQL schema holding the index (default ``twokeys``), so
+one database can hold several indexes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from twokeys.store.postgres.schema import check_name
+
+SCHEMES = ("postgresql://", "postgres://")
+DEFAULT_SCHEMA = "twokeys"
+
+
+def is_postgres_location(location: str | Path) -> bool:
+    """Whether ``location`` names a PostgreSQL index rather than a directory."""
+    return isinstance(location, str) and location.startswith(SCHEMES)
+
+
+@dataclass(frozen=True)
+class PostgresLocation:
+    conninfo: str
+    schema: str = DEFAULT_SCHEMA
+
+    @classmethod
+    def parse(cls, location: str) -> PostgresLocation:
+        conninfo, _, schema = location.partition("#")
+        return cls(conninfo, check_name(schema or DEFAULT_SCHEMA))
+
+    def display(self) -> str:
+        """The location without a password, for messages."""
+        head, at, tail = self.conninfo.partition("@")
+        if at and ":" in head.split("//", 1)[-1]:
+            scheme, _, user = head.partition("//")
+            head = f"{scheme}//{user.split(':', 1)[0]}:***"
+        shown = f"{head}{at}{tail}"
+        return shown if self.schema == DEFAULT_SCHEMA else f"{shown}#{self.schema}"
