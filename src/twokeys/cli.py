@@ -58,8 +58,15 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("source", type=click.Path(path_type=Path))
+@click.argument("source", type=click.Path(path_type=Path), required=False)
 @index_option
+@click.option(
+    "--from",
+    "from_index",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Copy this embedded index into a postgresql:// --index (nothing is re-embedded).",
+)
 @encoder_option
 @click.option("--no-dense", is_flag=True, help="Build a lexical-only index (no embeddings).")
 @click.option("--float16", is_flag=True, help="Store vectors as float16 (half the size).")
@@ -81,8 +88,9 @@ def main() -> None:
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 def index(
-    source: Path,
-    index_path: Path,
+    source: Path | None,
+    index_path: Path | str,
+    from_index: Path | None,
     encoder: str,
     no_dense: bool,
     float16: bool,
@@ -115,8 +123,15 @@ def index(
     def warn(item: SkippedFile) -> None:
         err.print(f"[yellow]warning:[/yellow] {item}")
 
-    with progress_bars(quiet) as stage:
-        report = build_index(source, index_path, options, progress=stage, on_skip=warn)
+    if from_index is not None or isinstance(index_path, str):
+        from twokeys.store.postgres.cli import index_postgres
+
+        report = index_postgres(source, index_path, from_index, options, quiet, warn)
+    elif source is None:
+        raise click.UsageError("Missing argument 'SOURCE'.")
+    else:
+        with progress_bars(quiet) as stage:
+            report = build_index(source, index_path, options, progress=stage, on_skip=warn)
     if report.full_rebuild_reason:
         err.print(f"full rebuild: {report.full_rebuild_reason}")
     out.print(
@@ -166,7 +181,7 @@ def index(
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def search(
     query: str,
-    index_path: Path,
+    index_path: Path | str,
     mode: str,
     k: int,
     candidates: int,
@@ -257,7 +272,7 @@ def _print_hit(hit: Hit, explain: bool, rrf_k: float | None) -> None:
 @main.command()
 @index_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def info(index_path: Path, as_json: bool) -> None:
+def info(index_path: Path | str, as_json: bool) -> None:
     """Show an index's counts, sizes and parameters."""
     with open_index(index_path) as kb:
         data = kb.info()

@@ -26,6 +26,7 @@ from twokeys.retrievers.hybrid import DEFAULT_FUSION
 from twokeys.retrievers.reranking import DEFAULT_TOP_N, RerankingRetriever
 from twokeys.store.base import IndexBackend
 from twokeys.store.local import LocalIndex
+from twokeys.store.postgres.location import is_postgres_location
 from twokeys.store.vectors import describe as describe_vectors
 from twokeys.types import Hit
 
@@ -54,10 +55,10 @@ def open_index(path: str | Path, *, encoder: Encoder | None = None) -> Index:
     and weights fingerprint as the one recorded in the index.
     """
     backend: IndexBackend
-    if isinstance(path, str) and path.startswith(("postgresql://", "postgres://")):
+    if is_postgres_location(path):
         from twokeys.store.postgres.backend import PostgresIndex
 
-        backend = PostgresIndex(path)
+        backend = PostgresIndex(str(path))
     else:
         backend = LocalIndex(Path(path))
     return Index(backend, encoder=encoder)

@@ -134,7 +134,7 @@ def default_index_path(dataset_dir: Path, env: Mapping[str, str] | None = None) 
 class PreparedIndex:
     """Where the index is, and whether this call (re)built it and why."""
 
-    path: Path
+    path: Path | str  # a str: a postgresql:// location
     built: bool
     reason: str  # why it was built; "" when an existing index was reused
     report: IndexReport | None = None
@@ -159,7 +159,7 @@ def stale_reason(index_path: Path, encoder: str | None) -> str:
 
 def ensure_index(
     collection: Collection,
-    index_path: Path,
+    index_path: Path | str,
     *,
     encoder: str | None = "minilm",
     rebuild: bool = False,
@@ -168,6 +168,13 @@ def ensure_index(
     """Reuse the index at ``index_path`` when it is one built with ``encoder``, else build it
     from the collection's corpus (an existing index is updated: unchanged documents keep
     their embeddings)."""
+    if isinstance(index_path, str):  # postgresql://
+        from twokeys.store.postgres.indexer import ensure_postgres_index
+
+        built, reason, report = ensure_postgres_index(
+            collection.corpus, index_path, encoder=encoder, rebuild=rebuild, progress=progress
+        )
+        return PreparedIndex(index_path, built=built, reason=reason, report=report)
     reason = "rebuild asked for" if rebuild else stale_reason(index_path, encoder)
     if not reason:
         return PreparedIndex(index_path, built=False, reason="")

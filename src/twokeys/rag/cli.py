@@ -77,7 +77,7 @@ from twokeys.rag.prompt import render_prompt
 )
 def ask(
     question: str,
-    index_path: Path,
+    index_path: Path | str,
     mode: str,
     k: int,
     budget: int,

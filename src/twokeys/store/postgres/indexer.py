@@ -26,6 +26,7 @@ from twokeys import __version__
 from twokeys.analysis import analyzer_for
 from twokeys.chunking import TokenCounter, approx_token_counter, chunk_document, indexed_text
 from twokeys.dense.encoder import Encoder, get_encoder
+from twokeys.errors import IndexFormatError
 from twokeys.indexer import IndexOptions, IndexReport, ProgressFactory, _info, _noop_progress
 from twokeys.ingest import SkippedFile, load_documents
 from twokeys.store.base import EncoderInfo, Manifest
@@ -199,3 +200,35 @@ def copy_into_postgres(
         local.close()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def ensure_postgres_index(
+    corpus: Path,
+    location: str,
+    *,
+    encoder: str | None,
+    rebuild: bool,
+    progress: ProgressFactory | None = None,
+) -> tuple[bool, str, IndexReport | None]:
+    """``twokeys eval``'s reuse rule for a PostgreSQL index: (built, why, report).
+
+    Reused when it exists and was built with ``encoder`` (any index serves BM25 only).
+    """
+    from twokeys.store.postgres.backend import PostgresIndex
+
+    reason = "rebuild asked for" if rebuild else ""
+    if not reason:
+        try:
+            backend = PostgresIndex(location)
+        except IndexFormatError:
+            reason = "no index yet"
+        else:
+            info = backend.manifest.encoder
+            backend.close()
+            built_with = info.name if info is not None else None
+            if encoder is not None and built_with != encoder:
+                reason = f"index built with encoder {built_with or 'none'}, asked for {encoder}"
+    if not reason:
+        return False, "", None
+    report = index_into_postgres(corpus, location, IndexOptions(encoder=encoder), progress=progress)
+    return True, reason, report

@@ -25,19 +25,17 @@ when the index is first configured with an encoder.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import psycopg
 
 from twokeys.errors import IndexFormatError
+from twokeys.store.postgres.location import check_name
 
 #: The newest schema this twokeys writes; migrations[i] upgrades version i to i + 1.
 SCHEMA_VERSION = 1
 #: The oldest schema version this twokeys can upgrade (older ones are refused).
 OLDEST_UPGRADABLE = 0
-
-_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 # Version 0 -> 1: the first layout. "{s}" is the schema's quoted name.
 _V1 = """
@@ -96,15 +94,6 @@ CREATE INDEX ON {s}.postings (row_id);
 """
 
 MIGRATIONS: tuple[str, ...] = (_V1,)
-
-
-def check_name(name: str) -> str:
-    if not _NAME.fullmatch(name):
-        raise IndexFormatError(
-            f"postgres schema name {name!r}: use lower-case letters, digits and _ "
-            "(at most 63, not starting with a digit)"
-        )
-    return name
 
 
 def qualified(schema: str) -> str:
