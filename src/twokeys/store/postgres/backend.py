@@ -10,8 +10,8 @@ embedded order (by chunk row).
 
 Dense search orders by pgvector's inner product over unit vectors (the cosine), with
 the HNSW index when the index's vector-index choice (:mod:`twokeys.dense.selection`)
-says ``hnsw``, and exactly (a scan, index scans off for that transaction) when it
-says ``exact``, as the embedded engine would. The HNSW candidate list
+says ``hnsw``, and exactly (ordered by the score, an expression no index matches, so
+a scan) when it says ``exact``, as the embedded engine would. The HNSW candidate list
 (``hnsw.ef_search``) is the index's ``ef_search`` or ``k``, whichever is larger.
 """
 
@@ -72,6 +72,7 @@ def connect_pool(location: PostgresLocation, max_size: int = 4) -> ConnectionPoo
             min_size=1,
             max_size=max_size,
             configure=configure_connection,
+            kwargs={"autocommit": True},  # one statement a read: no BEGIN/COMMIT round trips
             open=False,
             name=f"twokeys:{location.schema}",
         )
@@ -93,7 +94,7 @@ s AS (
     FROM {s}.stats
 ),
 w AS (
-    SELECT q.term, q.qtf * ln(1.0 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS qidf, s.avgdl
+    SELECT q.term, q.qtf * ln(1.0 + (s.n - t.df + 0.5) / (t.df + 0.5::float8)) AS qidf, s.avgdl
     FROM q JOIN {s}.terms t ON t.term = q.term CROSS JOIN s
 )
 SELECT p.row_id, sum(w.qidf * p.tf / (p.tf + %(k1)s * (1.0 - %(b)s + %(b)s * p.dl / w.avgdl)))
@@ -113,7 +114,7 @@ s AS (
                 THEN total_length::float8 / n_chunks ELSE 1.0 END AS avgdl
     FROM {s}.stats
 )
-SELECT q.term, q.qtf * ln(1.0 + (s.n - t.df + 0.5) / (t.df + 0.5))
+SELECT q.term, q.qtf * ln(1.0 + (s.n - t.df + 0.5) / (t.df + 0.5::float8))
        * p.tf / (p.tf + %(k1)s * (1.0 - %(b)s + %(b)s * p.dl / s.avgdl))
 FROM q JOIN {s}.terms t ON t.term = q.term
 JOIN {s}.postings p ON p.term = q.term AND p.row_id = %(row)s
@@ -199,19 +200,22 @@ class PgVectorIndex(VectorIndex):
         self, query: npt.NDArray[np.float32], k: int, where: str = "", params: Sequence[Any] = ()
     ) -> list[ScoredChunk]:
         q = np.asarray(query, np.float32)
-        sql = (
-            f"SELECT row_id, -(embedding <#> %s::{self._type}) FROM {self._s}.chunks "
-            f"WHERE embedding IS NOT NULL {where} "
-            f"ORDER BY embedding <#> %s::{self._type} LIMIT %s"
-        )
-        with self._pool.connection() as conn, conn.transaction():
-            if self._kind == "hnsw":
+        distance = f"embedding <#> %s::{self._type}"
+        head = f"SELECT row_id, -({distance}) AS score FROM {self._s}.chunks "
+        head += f"WHERE embedding IS NOT NULL {where} "
+        with self._pool.connection() as conn:
+            if self._kind == "hnsw":  # the operator expression itself: the HNSW index
                 ef = str(min(1000, max(self._ef_search, k)))
-                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (ef,))
-                conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-            else:
-                conn.execute("SELECT set_config('enable_indexscan', 'off', true)")
-            rows = conn.execute(sql, (q, *params, q, k)).fetchall()
+                with conn.pipeline():  # the settings and the search in one round trip
+                    conn.execute(
+                        "SELECT set_config('hnsw.ef_search', %s, false), "
+                        "set_config('hnsw.iterative_scan', 'relaxed_order', false)",
+                        (ef,),
+                    )
+                    cur = conn.execute(head + f"ORDER BY {distance} LIMIT %s", (q, *params, q, k))
+            else:  # ordered by the score, which no index matches: an exact scan
+                cur = conn.execute(head + "ORDER BY score DESC, row_id LIMIT %s", (q, *params, k))
+            rows = cur.fetchall()
         return _ranked(rows, k)
 
     def similarity(self, query: npt.NDArray[np.float32], row: int) -> float:
