@@ -76,6 +76,10 @@ def test_reindex_replaces_changed_removes_gone_and_keeps_counts_exact(
     build_index(src, tmp_path / "fresh.twokeys", OPTIONS)
     with PostgresWriter(pg_url) as writer:
         assert writer.verify() == []
+    with open_index(pg_url) as kb:  # stable ids: kept ones resolve, gone ones are absent
+        found = kb.backend.passages(["errors/zx-4821.md#0", "page.html#0", "new.md#0", "x"])  # type: ignore[attr-defined]
+        assert sorted(found) == ["errors/zx-4821.md#0", "new.md#0"]
+        assert found["new.md#0"].id == "new.md#0" and "zx-9999" in found["new.md#0"].text
     with open_index(str(tmp_path / "fresh.twokeys")) as a, open_index(pg_url) as b:
         for q in [*QUERIES, "twenty red", "zx-9999"]:
             ra, rb = _run(a, q, "bm25"), _run(b, q, "bm25")

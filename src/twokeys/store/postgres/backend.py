@@ -348,6 +348,18 @@ class PostgresIndex(IndexBackend):
             raise IndexFormatError(f"{self.path}: no chunk with row {missing[0]} (deleted since?)")
         return [by_row[r] for r in rows]
 
+    def passages(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        """Chunks by stable id (``<document id>#<position>``, the ``chunk_id`` column);
+        ids the index no longer has are absent."""
+        if not chunk_ids:
+            return {}
+        with self._pool.connection() as conn:
+            found = conn.execute(
+                f"SELECT {_CHUNK_COLUMNS}, chunk_id FROM {self._s}.chunks WHERE chunk_id = ANY(%s)",
+                (list(chunk_ids),),
+            ).fetchall()
+        return {str(r[7]): _chunk(r) for r in found}
+
     def documents(self, ids: Sequence[str]) -> dict[str, DocumentInfo]:
         if not ids:
             return {}
