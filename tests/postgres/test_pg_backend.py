@@ -53,6 +53,15 @@ def test_index_from_source_matches_embedded(tmp_path: Path, pg_url: str) -> None
     report = index_into_postgres(src, pg_url, OPTIONS)
     assert (report.documents, report.added, report.embedded_chunks) == (5, 5, report.chunks)
     _same(pg_url, tmp_path / "kb.twokeys")
+    with open_index(str(tmp_path / "kb.twokeys")) as a, open_index(pg_url) as b:
+        terms = ["hub", "zx-4821", "absent-term", "hub"]
+        assert b.backend.lexical.idf(terms) == pytest.approx(a.backend.lexical.idf(terms))
+        assert [b.backend.lexical.has_term(t) for t in terms] == [True, True, False, True]
+        ta = a.analyzer.query_terms("hub menu entry hub")
+        for row in range(a.manifest.counts["chunks"]):
+            ea, eb = a.backend.lexical.explain(ta, row), b.backend.lexical.explain(ta, row)
+            assert [t for t, _ in ea] == [t for t, _ in eb]
+            assert [w for _, w in ea] == pytest.approx([w for _, w in eb], abs=1e-5)
     with open_index(pg_url) as kb:
         hit = kb.search("ZX-4821", mode="bm25", k=3, explain=True)[0]
         assert hit.chunk.doc_id == "errors/zx-4821.md"

@@ -174,14 +174,15 @@ class PgLexicalIndex(LexicalIndex):
     def idf(self, terms: Sequence[str]) -> list[float]:
         if not terms:
             return []
-        with self._pool.connection() as conn:
-            n_row = conn.execute(f"SELECT n_chunks FROM {self._s}.stats").fetchone()
+        with self._pool.connection() as conn:  # N and every df in one statement
             found = conn.execute(
-                f"SELECT term, df FROM {self._s}.terms WHERE term = ANY(%s)", (list(terms),)
+                f"SELECT (SELECT n_chunks FROM {self._s}.stats), q.term, coalesce(t.df, 0) "
+                f"FROM unnest(%s::text[]) AS q (term) LEFT JOIN {self._s}.terms t USING (term)",
+                (list(terms),),
             ).fetchall()
-        n = float(n_row[0]) if n_row else 0.0
-        df: dict[str, int] = {str(t): int(n) for t, n in found}
-        return [float(np.log1p((n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5))) for t in terms]
+        n = float(found[0][0]) if found else 0.0
+        df: dict[str, int] = {str(t): int(d) for _, t, d in found}
+        return [float(np.log1p((n - df[t] + 0.5) / (df[t] + 0.5))) for t in terms]
 
 
 class PgVectorIndex(VectorIndex):
