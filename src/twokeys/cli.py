@@ -20,13 +20,18 @@ from twokeys.analysis import STEMMERS, STOPWORD_SETS, AnalyzerSpec
 from twokeys.chunking import ChunkerConfig
 from twokeys.cliutil import encoder_option, err, index_option, out, progress_bars
 from twokeys.dense.selection import DEFAULT_THRESHOLD, KINDS, VectorIndexOptions
-from twokeys.engine import MODES, open_index
+from twokeys.engine import open_index
 from twokeys.errors import TwokeysError
 from twokeys.indexer import IndexOptions, build_index
 from twokeys.ingest import SkippedFile
 from twokeys.lexical.bm25 import BM25Params
-from twokeys.retrievers.hybrid import DEFAULT_FUSION, FUSIONS
+from twokeys.optimize import DERIVED
+from twokeys.optimize import optimize as build_optimized
+from twokeys.request import DEFAULTS, MODES, RRF_FUSIONS, SearchRequest
+from twokeys.retrievers.hybrid import FUSIONS
 from twokeys.types import Hit
+
+SEARCH_K = 5  # a terminal shows fewer hits than the library returns (DEFAULTS["k"])
 
 
 class _Group(click.Group):
@@ -47,7 +52,7 @@ class _Group(click.Group):
 
 
 def _show_warning(message: Warning | str, *_: object, **__: object) -> None:
-    """A library warning (a graph rebuilt on open, ...) as one ``warning: ...`` line."""
+    """A library warning (a missing HNSW graph, ...) as one ``warning: ...`` line."""
     err.print(f"[yellow]warning:[/yellow] {message}", highlight=False)
 
 
@@ -70,21 +75,45 @@ def main() -> None:
 @encoder_option
 @click.option("--no-dense", is_flag=True, help="Build a lexical-only index (no embeddings).")
 @click.option("--float16", is_flag=True, help="Store vectors as float16 (half the size).")
-@click.option("--k1", type=float, default=0.9, show_default=True, help="BM25 k1.")
-@click.option("--b", "b", type=float, default=0.4, show_default=True, help="BM25 b.")
-@click.option("--chunk-tokens", type=int, default=250, show_default=True, help="Chunk cap.")
-@click.option("--chunk-overlap", type=int, default=32, show_default=True, help="Overlap.")
-@click.option("--stemmer", type=click.Choice(STEMMERS), default="english", show_default=True)
+@click.option("--k1", type=float, default=BM25Params().k1, show_default=True, help="BM25 k1.")
+@click.option("--b", "b", type=float, default=BM25Params().b, show_default=True, help="BM25 b.")
 @click.option(
-    "--stopwords", type=click.Choice(list(STOPWORD_SETS)), default="snowball", show_default=True
+    "--chunk-tokens",
+    type=int,
+    default=ChunkerConfig().max_tokens,
+    show_default=True,
+    help="Chunk cap.",
+)
+@click.option(
+    "--chunk-overlap",
+    type=int,
+    default=ChunkerConfig().overlap_tokens,
+    show_default=True,
+    help="Overlap.",
+)
+@click.option(
+    "--stemmer", type=click.Choice(STEMMERS), default=AnalyzerSpec().stemmer, show_default=True
+)
+@click.option(
+    "--stopwords",
+    type=click.Choice(list(STOPWORD_SETS)),
+    default=AnalyzerSpec().stopwords,
+    show_default=True,
 )
 @click.option(
     "--vector-index",
     type=click.Choice(KINDS),
-    default="auto",
+    default=VectorIndexOptions().kind,
     show_default=True,
     help=f"Dense search: exact, an HNSW graph (needs twokeys[ann]), or auto "
     f"(HNSW from {DEFAULT_THRESHOLD:,} chunks).",
+)
+@click.option(
+    "--derive",
+    type=click.Choice(DERIVED[1:]),
+    multiple=True,
+    help="Also build this derived structure (repeatable); the HNSW graph is built "
+    "whenever the vector index is HNSW.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 def index(
@@ -101,6 +130,7 @@ def index(
     stemmer: str,
     stopwords: str,
     vector_index: str,
+    derive: tuple[str, ...],
     quiet: bool,
 ) -> None:
     """Index SOURCE (a folder, or a .jsonl / BEIR corpus file) into --index.
@@ -118,6 +148,7 @@ def index(
         encoder=None if no_dense else encoder,
         dtype="float16" if float16 else "float32",
         vector_index=VectorIndexOptions(kind=vector_index),
+        derived=derive,
     )
 
     def warn(item: SkippedFile) -> None:
@@ -146,22 +177,40 @@ def index(
 @main.command()
 @click.argument("query")
 @index_option
-@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
-@click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default=None,
+    help=f"A retriever, or a shorthand such as hybrid-rrf or hybrid+e5 "
+    f"[default: {DEFAULTS['retriever']}].",
+)
+@click.option(
+    "-k", "k", type=click.IntRange(min=1), default=SEARCH_K, show_default=True, help="Hits shown."
+)
 @click.option(
     "--candidates",
     type=click.IntRange(min=1),
-    default=100,
-    show_default=True,
-    help="Per-retriever depth fused in hybrid mode.",
+    default=None,
+    help=f"Per-retriever depth fused in hybrid mode [default: {DEFAULTS['candidates']}].",
 )
-@click.option("--rrf-k", type=float, default=60.0, show_default=True, help="RRF constant k.")
 @click.option(
     "--fusion",
     type=click.Choice(FUSIONS),
-    default=DEFAULT_FUSION,
-    show_default=True,
-    help="How hybrid mode fuses BM25 and dense rankings.",
+    default=None,
+    help=f"How hybrid mode fuses BM25 and dense rankings [default: {DEFAULTS['fusion']}].",
+)
+@click.option(
+    "--rrf-k",
+    type=float,
+    default=None,
+    help=f"RRF constant k, for the rrf fusions [default: {DEFAULTS['rrf_k']:g}].",
+)
+@click.option(
+    "--lexical-weight",
+    type=float,
+    default=None,
+    help="BM25's weight in the minmax, zscore and dbsf fusions "
+    f"[default: {DEFAULTS['lexical_weight']:g}].",
 )
 @click.option(
     "--rerank",
@@ -173,73 +222,58 @@ def index(
 @click.option(
     "--rerank-top",
     type=click.IntRange(min=1),
-    default=20,
-    show_default=True,
-    help="How many of the top hits --rerank re-scores.",
+    default=None,
+    help=f"How many of the top hits --rerank re-scores [default: {DEFAULTS['rerank_top']}].",
+)
+@click.option(
+    "--filter",
+    "filters",
+    multiple=True,
+    metavar="FILTER",
+    help="Only documents that match, e.g. 'path:policies/*', 'kind:markdown', 'id:a.md', "
+    "'lang=en', 'version>=2', 'updated<2024-06-01' (repeatable; all must match).",
 )
 @click.option("--explain", is_flag=True, help="Show why each hit ranked where it did.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def search(
     query: str,
     index_path: Path | str,
-    mode: str,
+    mode: str | None,
     k: int,
-    candidates: int,
-    rrf_k: float,
-    fusion: str,
+    candidates: int | None,
+    fusion: str | None,
+    rrf_k: float | None,
+    lexical_weight: float | None,
     rerank: str | None,
-    rerank_top: int,
+    rerank_top: int | None,
+    filters: tuple[str, ...],
     explain: bool,
     as_json: bool,
 ) -> None:
     """Search the index for QUERY."""
+    request = SearchRequest.parse(
+        query,
+        mode,
+        k=k,
+        candidates=candidates,
+        fusion=fusion,
+        rrf_k=rrf_k,
+        lexical_weight=lexical_weight,
+        reranker=rerank,
+        rerank_top=rerank_top,
+        filters=filters,
+        explain=explain or as_json,
+    )
     with open_index(index_path) as kb:
-        hits = kb.search(
-            query,
-            mode=mode,
-            k=k,
-            candidates=candidates,
-            rrf_k=rrf_k,
-            fusion=fusion,
-            explain=explain or as_json,
-            rerank=rerank,
-            rerank_top=rerank_top,
-        )
+        hits = kb.search(request)
     if as_json:
-        out.print_json(json.dumps([hit_to_dict(h) for h in hits], ensure_ascii=False))
+        out.print_json(json.dumps([h.to_dict() for h in hits], ensure_ascii=False))
         return
     if not hits:
         out.print("no results")
         return
     for hit in hits:
-        _print_hit(hit, explain, rrf_k if fusion.startswith("rrf") else None)
-
-
-def hit_to_dict(hit: Hit) -> dict[str, Any]:
-    """A hit as plain JSON-ready data."""
-    return {
-        "rank": hit.rank,
-        "score": hit.score,
-        "doc_id": hit.doc_id,
-        "chunk_id": hit.chunk.id,
-        "path": hit.path,
-        "title": hit.title,
-        "heading": hit.chunk.heading,
-        "start": hit.chunk.start,
-        "end": hit.chunk.end,
-        "text": hit.text,
-        "evidence": [
-            {
-                "retriever": e.retriever,
-                "rank": e.rank,
-                "score": e.score,
-                "fused": e.fused,
-                "weight": e.weight,
-                "matched_terms": [[t, w] for t, w in e.matched_terms],
-            }
-            for e in hit.evidence
-        ],
-    }
+        _print_hit(hit, explain, request.rrf_k if request.fusion in RRF_FUSIONS else None)
 
 
 def _print_hit(hit: Hit, explain: bool, rrf_k: float | None) -> None:
@@ -267,6 +301,24 @@ def _print_hit(hit: Hit, explain: bool, rrf_k: float | None) -> None:
     if hit.evidence and len(hit.evidence) < 2 and any(e.fused for e in hit.evidence):
         missing = {"bm25", "dense"} - {e.retriever for e in hit.evidence}
         out.print(f"   · {', '.join(sorted(missing))}: not in its top candidates", markup=False)
+
+
+@main.command()
+@index_option
+@click.option(
+    "--derive",
+    type=click.Choice(DERIVED),
+    multiple=True,
+    default=("hnsw",),
+    show_default=True,
+    help="Build this derived structure if the index lacks it (repeatable).",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+def optimize(index_path: Path, derive: tuple[str, ...], quiet: bool) -> None:
+    """Build an index's derived structures (HNSW graph, LSI factors); searches never do."""
+    with progress_bars(quiet) as stage:
+        built = build_optimized(index_path, derive, progress=stage)
+    out.print(f"built {', '.join(built)}" if built else "nothing to build")
 
 
 @main.command()

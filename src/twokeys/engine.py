@@ -4,12 +4,35 @@ import twokeys
 kb = twokeys.open_index("kb.twokeys")
 for hit in kb.search("What does error code ZX-4821 mean?", k=5):
     print(hit.rank, hit.path, hit.chunk.heading)
+
+Concurrency contract. One :class:`Index` may answer searches from any number of threads
+at once, and every answer is the one a serial search would give (tested with 8 threads
+x 500 mixed-mode queries). What makes it so:
+
+* Reading never writes (:mod:`twokeys.optimize`): the index files a search reads never
+  change under it, so there is nothing to lock on disk. A local index is a committed
+  generation that a new ``twokeys index`` does not touch (it writes the next one).
+* Immutable values between stages: requests, runs and hits are frozen; retrievers hold
+  no per-query state.
+* Everything loaded lazily is loaded once, under a lock: the encoder and rerankers
+  (here), the backend's lexical and vector indexes, the classic models' weights.
+* Shared caches only ever gain entries equal to what any thread would compute (the
+  analyzer's term caches). What cannot be shared is per thread (each thread stems with
+  its own stemmer object) or taken in turn (the local backend's SQLite connection runs
+  one statement at a time, under a lock, and fetches its rows before letting go).
+
+A search that overlaps a re-index sees the generation that was current when the
+:class:`Index` was opened, whole (its files stay open after a build removes the
+folder); reopen the index to see the new one. Never a mix of the two. Encoders and rerankers must be
+thread-safe for this to hold (the built-in ones are: ONNX Runtime sessions and
+Hugging Face tokenizers run concurrently; HTTP encoders share nothing per call).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -17,33 +40,22 @@ from typing import Any
 from twokeys.analysis import analyzer_for
 from twokeys.dense.encoder import Encoder, get_encoder
 from twokeys.errors import ConfigError, EncoderMismatchError
-from twokeys.fusion.rrf import DEFAULT_K
+from twokeys.filters import Filter
+from twokeys.request import MODES, SearchRequest
 from twokeys.rerank.base import Reranker, get_reranker
 from twokeys.retrievers import BM25Retriever, DenseRetriever, HybridRetriever, Retriever
 from twokeys.retrievers.base import RetrieverResult
-from twokeys.retrievers.catalog import EXTRA_MODES
-from twokeys.retrievers.hybrid import DEFAULT_FUSION
-from twokeys.retrievers.reranking import DEFAULT_TOP_N, RerankingRetriever
-from twokeys.store.base import IndexBackend
+from twokeys.retrievers.catalog import EXTRA_RETRIEVERS
+from twokeys.retrievers.reranking import RerankingRetriever
+from twokeys.store.base import IndexBackend, RowMask
 from twokeys.store.local import LocalIndex
 from twokeys.store.postgres.location import is_postgres_location
 from twokeys.store.vectors import describe as describe_vectors
-from twokeys.types import Hit
+from twokeys.types import Chunk, Hit
 
-BUILTIN_MODES: tuple[str, ...] = ("bm25", "dense", "hybrid")
-MODES: tuple[str, ...] = (*BUILTIN_MODES, *EXTRA_MODES)
+__all__ = ["MODES", "Filter", "Index", "SearchRequest", "open_index"]
 
-
-@dataclass(frozen=True)
-class SearchSettings:
-    """Knobs shared by the retrieval modes."""
-
-    candidates: int = 100  # per-retriever depth fused in hybrid modes
-    fusion: str = DEFAULT_FUSION
-    rrf_k: float = DEFAULT_K
-    lexical_weight: float = 0.45  # for the fixed-weight convex fusions
-    rerank: str | None = None  # a reranker name (twokeys.rerank) applied to the top rerank_top
-    rerank_top: int = DEFAULT_TOP_N
+_MASKS_KEPT = 64  # filter masks kept per open index (one bool per chunk each)
 
 
 def open_index(path: str | Path, *, encoder: Encoder | None = None) -> Index:
@@ -73,6 +85,8 @@ class Index:
         self.analyzer = analyzer_for(self.manifest.analyzer)
         self._encoder = encoder
         self._rerankers: dict[str, Reranker] = {}
+        self._masks: dict[tuple[Filter, ...], RowMask] = {}  # filters -> allowed rows
+        self._lock = threading.Lock()  # guards the lazy encoder, rerankers and masks
         if encoder is not None:
             self._check_encoder(encoder)
 
@@ -95,8 +109,11 @@ class Index:
                 "this index has no dense vectors (built with --no-dense); use --mode bm25"
             )
         if self._encoder is None:
-            self._encoder = get_encoder(info.name)
-            self._check_encoder(self._encoder)
+            with self._lock:
+                if self._encoder is None:
+                    encoder = get_encoder(info.name)
+                    self._check_encoder(encoder)
+                    self._encoder = encoder
         return self._encoder
 
     def _check_encoder(self, encoder: Encoder) -> None:
@@ -110,92 +127,91 @@ class Index:
                 "'twokeys index' or search with the original encoder"
             )
 
-    def retriever(self, mode: str = "hybrid", settings: SearchSettings | None = None) -> Retriever:
-        """The retriever for ``mode`` (one of :data:`MODES`)."""
-        settings = settings or SearchSettings()
-        if settings.rerank:
-            if settings.rerank not in self._rerankers:
-                self._rerankers[settings.rerank] = get_reranker(settings.rerank).for_index(self)
-            inner = self.retriever(mode, replace(settings, rerank=None))
-            reranker = self._rerankers[settings.rerank]
-            return RerankingRetriever(inner, reranker, self.backend, top_n=settings.rerank_top)
-        if mode in EXTRA_MODES:
-            module, _, function = EXTRA_MODES[mode].partition(":")
-            factory = getattr(import_module(module), function)
-            retriever: Retriever = factory(self, settings)
-            return retriever
-        if mode == "bm25":
-            return BM25Retriever(self.analyzer, self.backend.lexical)
-        if mode in ("dense", "hybrid"):
-            vectors = self.backend.vectors
-            dense = DenseRetriever(self.encoder, vectors) if vectors is not None else None
-            if dense is None:
-                raise ConfigError("this index has no dense vectors; use --mode bm25")
-            if mode == "dense":
-                return dense
-            lexical = BM25Retriever(self.analyzer, self.backend.lexical)
-            return HybridRetriever(
-                lexical,
-                dense,
-                candidates=settings.candidates,
-                fusion=settings.fusion,
-                k=settings.rrf_k,
-                lexical_weight=settings.lexical_weight,
+    def retriever(self, request: SearchRequest) -> Retriever:
+        """The retriever stack that answers ``request`` (its query, k and explain aside)."""
+        if request.reranker is not None:
+            inner = self.retriever(replace(request, reranker=None))
+            return RerankingRetriever(
+                inner, self._reranker(request.reranker), self.backend, top_n=request.rerank_top
             )
-        raise ConfigError(f"mode: {mode!r} is not one of {', '.join(MODES)}")
+        if request.retriever in EXTRA_RETRIEVERS:
+            module, _, function = EXTRA_RETRIEVERS[request.retriever].partition(":")
+            factory = getattr(import_module(module), function)
+            retriever: Retriever = factory(self, request)
+            return retriever
+        allowed = self.allowed_rows(request.filters)
+        lexical = BM25Retriever(self.analyzer, self.backend.lexical, allowed=allowed)
+        if request.retriever == "bm25":
+            return lexical
+        vectors = self.backend.vectors
+        if vectors is None:
+            raise ConfigError("this index has no dense vectors; use --mode bm25")
+        dense = DenseRetriever(self.encoder, vectors, allowed=allowed)
+        if request.retriever == "dense":
+            return dense
+        return HybridRetriever(
+            lexical,
+            dense,
+            candidates=request.candidates,
+            fusion=request.fusion,
+            k=request.rrf_k,
+            lexical_weight=request.lexical_weight,
+        )
+
+    def allowed_rows(self, filters: Sequence[Filter]) -> RowMask | None:
+        """The chunk rows ``filters`` allow (None without filters), kept for reuse
+        (asked of the backend every time when its rows can change while open)."""
+        if not filters:
+            return None
+        key = tuple(filters)
+        if self.backend.rows_change:
+            return self.backend.allowed_rows(key)
+        mask = self._masks.get(key)
+        if mask is None:
+            mask = self.backend.allowed_rows(key)
+            with self._lock:
+                if len(self._masks) >= _MASKS_KEPT:
+                    self._masks.pop(next(iter(self._masks)))
+                self._masks[key] = mask
+        return mask
+
+    def _reranker(self, name: str) -> Reranker:
+        reranker = self._rerankers.get(name)
+        if reranker is None:
+            with self._lock:
+                if name not in self._rerankers:
+                    self._rerankers[name] = get_reranker(name).for_index(self)
+                reranker = self._rerankers[name]
+        return reranker
 
     # -- search ---------------------------------------------------------------------
 
-    def search(
-        self,
-        query: str,
-        *,
-        mode: str = "hybrid",
-        k: int = 10,
-        candidates: int = 100,
-        fusion: str = DEFAULT_FUSION,
-        rrf_k: float = DEFAULT_K,
-        explain: bool = False,
-        rerank: str | None = None,
-        rerank_top: int = DEFAULT_TOP_N,
-    ) -> list[Hit]:
-        """The top ``k`` chunks for ``query``; with ``explain``, each hit's evidence.
+    def search(self, query: str | SearchRequest, /, **options: Any) -> list[Hit]:
+        """The top ``k`` chunks for a :class:`~twokeys.request.SearchRequest`.
 
-        ``rerank`` names a reranker (:mod:`twokeys.rerank`) that re-orders the top
-        ``rerank_top`` chunks of the mode's run; none by default.
+        ``kb.search("text", mode="hybrid-rrf", k=5, ...)`` is a shorthand that builds the
+        request with :meth:`SearchRequest.parse` (options as its fields, plus ``mode``);
+        with ``explain``, each hit carries its evidence.
         """
-        _check_query(query, k)
-        settings = SearchSettings(
-            candidates=candidates, fusion=fusion, rrf_k=rrf_k, rerank=rerank, rerank_top=rerank_top
-        )
-        result = self.retriever(mode, settings).retrieve(query, k, explain=explain)
+        request = _request(query, options)
+        result = self.retriever(request).retrieve(request.query, request.k, explain=request.explain)
         return self._hits([result])[0]
 
-    def search_many(
-        self,
-        queries: Sequence[str],
-        *,
-        mode: str = "hybrid",
-        k: int = 10,
-        candidates: int = 100,
-        fusion: str = DEFAULT_FUSION,
-        rrf_k: float = DEFAULT_K,
-        explain: bool = False,
-        rerank: str | None = None,
-        rerank_top: int = DEFAULT_TOP_N,
-    ) -> list[list[Hit]]:
-        """:meth:`search` for each of ``queries``: the same hits, in the same order.
+    def search_many(self, queries: Sequence[str], /, **options: Any) -> list[list[Hit]]:
+        """:meth:`search` for each of ``queries`` with the same options: the same hits.
 
-        ``mode="bm25"`` (without ``explain`` or ``rerank``) scores all queries as one
+        ``mode="bm25"`` (without ``explain`` or ``reranker``) scores all queries as one
         batch spread over every core; the other modes search one query after another.
         Hits of all queries are fetched from the index together.
         """
-        for query in queries:
-            _check_query(query, k)
-        settings = SearchSettings(
-            candidates=candidates, fusion=fusion, rrf_k=rrf_k, rerank=rerank, rerank_top=rerank_top
+        if not queries:
+            return []
+        requests = [_request(query, options) for query in queries]
+        first = requests[0]
+        retriever = self.retriever(first)
+        results = retriever.retrieve_many(
+            [r.query for r in requests], first.k, explain=first.explain
         )
-        results = self.retriever(mode, settings).retrieve_many(queries, k, explain=explain)
         return self._hits(results)
 
     def _hits(self, results: Sequence[RetrieverResult]) -> list[list[Hit]]:
@@ -217,6 +233,11 @@ class Index:
             for result in results
         ]
 
+    def passages(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        """Chunks by stable id (``hit.chunk_id``), e.g. kept from an earlier search; ids
+        whose document or position the index no longer has are absent."""
+        return self.backend.passages(chunk_ids)
+
     def info(self) -> dict[str, Any]:
         """Counts, parameters and on-disk sizes, as recorded in the manifest."""
         data = self.manifest.to_dict()
@@ -226,8 +247,16 @@ class Index:
         return data
 
 
-def _check_query(query: str, k: int) -> None:
-    if k < 1:
-        raise ConfigError(f"k: must be >= 1, got {k}")
-    if not query.strip():
-        raise ConfigError("query: is empty")
+def _request(query: str | SearchRequest, options: dict[str, Any]) -> SearchRequest:
+    if isinstance(query, SearchRequest):
+        if options:
+            raise ConfigError(
+                f"search: options ({', '.join(sorted(options))}) given with a SearchRequest; "
+                "set them on the request"
+            )
+        return query
+    options = dict(options)
+    mode = options.pop("mode", None)
+    if "rerank" in options:  # the keyword's name before SearchRequest
+        options["reranker"] = options.pop("rerank")
+    return SearchRequest.parse(query, mode, **options)

@@ -37,6 +37,10 @@ class Chunk:
     ``start``/``end`` are character offsets into ``Document.text`` and
     ``text == document.text[start:end]``. ``heading_path`` is the chain of headings
     above the chunk, e.g. ``("Troubleshooting", "Power", "ZX-4821")``.
+
+    Its :attr:`id`, ``<document id>#<position>``, is stable: re-indexing other documents
+    leaves it (and what it names) unchanged, unlike the chunk's row in an index, which
+    every build may renumber.
     """
 
     doc_id: str
@@ -75,6 +79,17 @@ class Evidence:
     weight: float = 1.0  # the run's fusion weight (weighted RRF)
     matched_terms: tuple[tuple[str, float], ...] = ()  # lexical: (term, contribution)
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``matched_terms`` as ``[[term, contribution], ...]``."""
+        return {
+            "retriever": self.retriever,
+            "rank": self.rank,
+            "score": self.score,
+            "fused": self.fused,
+            "weight": self.weight,
+            "matched_terms": [[t, w] for t, w in self.matched_terms],
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Hit:
@@ -89,8 +104,30 @@ class Hit:
 
     @property
     def doc_id(self) -> str:
+        """The document's stable id (its path, or its record id)."""
         return self.chunk.doc_id
+
+    @property
+    def chunk_id(self) -> str:
+        """The chunk's stable id, ``<document id>#<position>`` (see :class:`Chunk`)."""
+        return self.chunk.id
 
     @property
     def text(self) -> str:
         return self.chunk.text
+
+    def to_dict(self) -> dict[str, Any]:
+        """The hit as JSON-ready data (what ``twokeys search --json`` prints)."""
+        return {
+            "rank": self.rank,
+            "score": self.score,
+            "doc_id": self.doc_id,
+            "chunk_id": self.chunk_id,
+            "path": self.path,
+            "title": self.title,
+            "heading": self.chunk.heading,
+            "start": self.chunk.start,
+            "end": self.chunk.end,
+            "text": self.text,
+            "evidence": [e.to_dict() for e in self.evidence],
+        }

@@ -14,8 +14,8 @@ import pytest
 from conftest import write_docs
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.chunking import indexed_text
-from twokeys.engine import SearchSettings
 from twokeys.errors import ConfigError
+from twokeys.request import SearchRequest
 from twokeys.rerank import get_reranker
 from twokeys.rerank.cross_encoder import CrossEncoderReranker
 
@@ -122,7 +122,7 @@ def test_reranking_retriever_orders_by_cross_encoder(
     with open_index(path) as kb:
         plain = kb.search(query, mode="hybrid", k=5)
         hits = kb.search(query, mode="hybrid", k=5, rerank=name, rerank_top=5, explain=True)
-        reranker = kb.retriever("hybrid", SearchSettings(rerank=name)).reranker  # type: ignore[attr-defined]
+        reranker = kb.retriever(SearchRequest("q", reranker=name)).reranker  # type: ignore[attr-defined]
     assert sorted(h.chunk.id for h in hits) == sorted(h.chunk.id for h in plain)
     expected = reranker.score(query, [indexed_text(h.chunk, h.title) for h in plain])
     order = sorted(range(len(plain)), key=lambda i: (-expected[i], i))

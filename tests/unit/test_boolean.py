@@ -28,6 +28,7 @@ from twokeys.lexical.boolean import (
     parse,
     positive_terms,
 )
+from twokeys.request import SearchRequest
 
 
 def show(node: Node | Query | None) -> str:
@@ -202,7 +203,9 @@ def test_identifiers_match_whole(kb: Index) -> None:
 
 
 def test_matches_ranked_by_bm25_with_evidence(kb: Index) -> None:
-    result = kb.retriever("boolean").retrieve("power OR firmware", 10, explain=True)
+    result = kb.retriever(SearchRequest.parse("q", "boolean")).retrieve(
+        "power OR firmware", 10, explain=True
+    )
     bm25 = {h.row: h.score for h in kb.backend.lexical.search(["power", "firmwar"], 100)}
     assert sorted(bm25) == sorted(h.row for h in result.run)
     assert [h.score for h in result.run] == pytest.approx([bm25[h.row] for h in result.run])

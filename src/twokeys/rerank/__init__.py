@@ -9,7 +9,7 @@
 
 None is on by default (proximity barely helps; e5 helps a little for seconds a query;
 their modules give the figures): ``search --rerank NAME``, ``--mode hybrid+e5`` or
-``SearchSettings(rerank=NAME)`` turns one on, reranking the top 20. Backends load
+``SearchRequest(reranker=NAME)`` turns one on, reranking the top 20. Backends load
 lazily, on first use.
 """
 

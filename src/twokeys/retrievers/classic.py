@@ -5,16 +5,20 @@ settings)`` factory registered in :mod:`twokeys.retrievers.catalog`, so all of t
 under ``twokeys search --mode`` and in evaluations. They share the index's analyzer and
 its term-frequency matrix (:meth:`twokeys.store.local.LocalIndex.term_matrix`, embedded
 backend only). Weights are computed on first use and kept per backend object, so the
-next query (and the next retriever over the same open index) reuses them; LSI's
-factors are also saved in the index's generation folder.
+next query (and the next retriever over the same open index) reuses them. LSI's
+factors are read from the index's generation folder, where ``twokeys index --derive
+lsi`` or ``twokeys optimize --derive lsi`` saves them; without them they are fitted in
+memory, never written by a reader.
 
 The maths lives in :mod:`twokeys.lexical` (``boolean``, ``tfidf``, ``variants``, ``lsi``).
 """
 
 from __future__ import annotations
 
-import contextlib
+import copy
 import os
+import threading
+import warnings
 import weakref
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -30,13 +34,14 @@ from twokeys.errors import ConfigError
 from twokeys.lexical import boolean, lsi, tfidf, variants
 from twokeys.lexical.bm25 import TermMatrix, score, term_weight
 from twokeys.retrievers.base import Retriever, RetrieverResult
-from twokeys.store.base import IndexBackend
+from twokeys.store.base import IndexBackend, RowMask
 from twokeys.store.local import LocalIndex, load_derived, save_derived
-from twokeys.topk import top_k
+from twokeys.topk import top_k, top_k_allowed
 from twokeys.types import Evidence, ScoredChunk
 
 if TYPE_CHECKING:
-    from twokeys.engine import Index, SearchSettings
+    from twokeys.engine import Index
+    from twokeys.request import SearchRequest
 
 LSI_RANK_ENV = "TWOKEYS_LSI_RANK"
 _LSI_CACHE_VERSION = 1  # bump when the weighting or the factor layout changes
@@ -45,11 +50,17 @@ T = TypeVar("T")
 _CACHE: weakref.WeakKeyDictionary[IndexBackend, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
+_CACHE_LOCK = threading.RLock()  # computes run under it: each value is computed once
+
+
 def _cached(backend: IndexBackend, key: str, compute: Callable[[], T]) -> T:
-    """``compute()`` once per backend object and key."""
-    store = _CACHE.setdefault(backend, {})
-    if key not in store:
-        store[key] = compute()
+    """``compute()`` once per backend object and key, whichever threads ask."""
+    store = _CACHE.get(backend)
+    if store is None or key not in store:
+        with _CACHE_LOCK:
+            store = _CACHE.setdefault(backend, {})
+            if key not in store:
+                store[key] = compute()
     value: T = store[key]
     return value
 
@@ -103,7 +114,24 @@ def _run(rows: npt.NDArray[np.int64], values: npt.NDArray[np.float32]) -> list[S
 # -- sparse weighted models: tf-idf, BM25+, BM25L --------------------------------------
 
 
-class SparseRetriever(Retriever):
+class _Restrictable(Retriever):
+    """A classic retriever ranks all rows, or, restricted by a filter, the rows allowed.
+
+    The retrievers are kept per open index (their weights are costly), so a filtered
+    search ranks with a shallow copy that holds the filter's mask.
+    """
+
+    allowed: RowMask | None = None
+
+    def restricted(self, allowed: RowMask | None) -> Retriever:
+        if allowed is None:
+            return self
+        copy_ = copy.copy(self)
+        copy_.allowed = allowed
+        return copy_
+
+
+class SparseRetriever(_Restrictable):
     """Scores a query as ``sum_t qw(t) * w(t, d)`` over precomputed posting weights."""
 
     def __init__(
@@ -124,7 +152,7 @@ class SparseRetriever(Retriever):
             return RetrieverResult([])
         m = self.lexicon.matrix
         scores = score(qw, m.indptr, m.indices, self.weights, m.n_docs)
-        run = _run(*top_k(scores, k, only_positive=True))
+        run = _run(*top_k_allowed(scores, k, self.allowed, only_positive=True))
         evidence = {}
         if explain:
             for hit in run:
@@ -178,7 +206,7 @@ class BM25VariantRetriever(SparseRetriever):
 # -- boolean -------------------------------------------------------------------------
 
 
-class BooleanRetriever(Retriever):
+class BooleanRetriever(_Restrictable):
     """Exact-match boolean queries (:mod:`twokeys.lexical.boolean`), matches ranked by BM25."""
 
     name = "boolean"
@@ -192,6 +220,8 @@ class BooleanRetriever(Retriever):
         tree = boolean.compile_query(query, self.analyzer.query_terms)
         n_docs = self.lexicon.matrix.n_docs
         rows = boolean.evaluate(tree, self.lexicon.postings, n_docs, self.verify_phrase)
+        if self.allowed is not None:
+            rows = rows[self.allowed[rows]]
         if not rows.size:
             return RetrieverResult([])
         terms = list(boolean.positive_terms(tree))
@@ -227,7 +257,7 @@ class BooleanRetriever(Retriever):
 # -- LSI -----------------------------------------------------------------------------
 
 
-class LsiRetriever(Retriever):
+class LsiRetriever(_Restrictable):
     """Latent semantic indexing with query folding (:mod:`twokeys.lexical.lsi`)."""
 
     name = "lsi"
@@ -243,38 +273,70 @@ class LsiRetriever(Retriever):
         if not qw or self.model.rank == 0:
             return RetrieverResult([])
         scores = lsi.cosine_scores(self.model, lsi.fold_query(self.model, qw))
-        run = _run(*top_k(scores, k))
+        run = _run(*top_k_allowed(scores, k, self.allowed))
         evidence = {}
         if explain:
             evidence = {hit.row: (Evidence(self.name, hit.rank, hit.score),) for hit in run}
         return RetrieverResult(run, evidence)
 
 
+class LsiNotBuiltWarning(UserWarning):
+    """The index has no saved LSI factors, so they are fitted in memory (slow, not kept)."""
+
+
+def lsi_name(params: lsi.LsiParams) -> str:
+    """The derived-array name of the LSI factors fitted with ``params``."""
+    return f"lsi-v{_LSI_CACHE_VERSION}-r{params.rank}-s{params.seed}"
+
+
+_LSI_KEYS = ("u", "s", "chunks")
+
+
+def load_lsi(backend: LocalIndex, matrix: TermMatrix, params: lsi.LsiParams) -> lsi.LsiModel | None:
+    """The factors saved in the generation folder, if they fit ``matrix``."""
+    arrays = load_derived(backend, lsi_name(params), _LSI_KEYS)
+    if arrays is None:
+        return None
+    try:
+        model = lsi.LsiModel.from_arrays(arrays)
+    except (KeyError, ValueError):
+        return None
+    return model if _fits(model, matrix) else None
+
+
+def save_lsi_factors(backend: LocalIndex, params: lsi.LsiParams) -> bool:
+    """Fit and save the LSI factors unless valid ones are saved; whether it fitted.
+
+    A writer's step (``twokeys index --derive lsi``, ``twokeys optimize --derive lsi``):
+    raises :class:`OSError` if the generation folder is not writable.
+    """
+    matrix = backend.term_matrix()
+    if load_lsi(backend, matrix, params) is not None:
+        return False
+    save_derived(backend, lsi_name(params), lsi.fit(matrix, params).to_arrays())
+    return True
+
+
 def lsi_model(index: Index, lex: Lexicon, params: lsi.LsiParams) -> lsi.LsiModel:
-    """The fitted model: from memory, else from the generation folder, else fitted (and
-    saved there when the folder is writable)."""
+    """The fitted model: from memory, else from the generation folder, else fitted in
+    memory only (reading never writes), with a :class:`LsiNotBuiltWarning`."""
     backend = index.backend
-    name = f"lsi-v{_LSI_CACHE_VERSION}-r{params.rank}-s{params.seed}"
-    keys = ("u", "s", "chunks")
 
     def load_or_fit() -> lsi.LsiModel:
         if isinstance(backend, LocalIndex):
-            arrays = load_derived(backend, name, keys)
-            if arrays is not None:
-                try:
-                    model = lsi.LsiModel.from_arrays(arrays)
-                except (KeyError, ValueError):
-                    model = None
-                if model is not None and _fits(model, lex.matrix):
-                    return model
-        model = lsi.fit(lex.matrix, params)
-        if isinstance(backend, LocalIndex):
-            # a read-only index keeps the model in memory only
-            with contextlib.suppress(OSError):
-                save_derived(backend, name, model.to_arrays())
-        return model
+            model = load_lsi(backend, lex.matrix, params)
+            if model is not None:
+                return model
+            warnings.warn(
+                f"{backend.path}: no LSI factors of rank {params.rank} are saved; fitting "
+                "them in memory for this session (build them once with 'twokeys optimize "
+                f"--index {backend.path} --derive lsi')",
+                LsiNotBuiltWarning,
+                stacklevel=2,
+            )
+        return lsi.fit(lex.matrix, params)
 
-    return _cached(backend, name, load_or_fit)
+    return _cached(backend, lsi_name(params), load_or_fit)
 
 
 def _fits(model: lsi.LsiModel, matrix: TermMatrix) -> bool:
@@ -285,16 +347,18 @@ def _fits(model: lsi.LsiModel, matrix: TermMatrix) -> bool:
 # -- factories (see twokeys.retrievers.catalog) ----------------------------------------
 
 
-def build_boolean(index: Index, settings: SearchSettings) -> Retriever:
-    return BooleanRetriever(index.analyzer, index.backend, lexicon(index, "boolean"))
+def build_boolean(index: Index, request: SearchRequest) -> Retriever:
+    retriever = BooleanRetriever(index.analyzer, index.backend, lexicon(index, "boolean"))
+    return retriever.restricted(index.allowed_rows(request.filters))
 
 
-def build_tfidf(index: Index, settings: SearchSettings) -> Retriever:
+def build_tfidf(index: Index, request: SearchRequest) -> Retriever:
     lex = lexicon(index, "tfidf")
-    return _cached(index.backend, "tfidf", lambda: TfidfRetriever(index.analyzer, lex))
+    retriever = _cached(index.backend, "tfidf", lambda: TfidfRetriever(index.analyzer, lex))
+    return retriever.restricted(index.allowed_rows(request.filters))
 
 
-def build_bm25plus(index: Index, settings: SearchSettings) -> Retriever:
+def build_bm25plus(index: Index, request: SearchRequest) -> Retriever:
     lex = lexicon(index, "bm25+")
     bm25 = index.manifest.bm25
     params = variants.BM25PlusParams(k1=bm25.k1, b=bm25.b)
@@ -302,10 +366,10 @@ def build_bm25plus(index: Index, settings: SearchSettings) -> Retriever:
         index.backend,
         f"bm25+:{params}",
         lambda: BM25VariantRetriever("bm25+", index.analyzer, lex, params),
-    )
+    ).restricted(index.allowed_rows(request.filters))
 
 
-def build_bm25l(index: Index, settings: SearchSettings) -> Retriever:
+def build_bm25l(index: Index, request: SearchRequest) -> Retriever:
     lex = lexicon(index, "bm25l")
     bm25 = index.manifest.bm25
     params = variants.BM25LParams(k1=bm25.k1, b=bm25.b)
@@ -313,15 +377,21 @@ def build_bm25l(index: Index, settings: SearchSettings) -> Retriever:
         index.backend,
         f"bm25l:{params}",
         lambda: BM25VariantRetriever("bm25l", index.analyzer, lex, params),
-    )
+    ).restricted(index.allowed_rows(request.filters))
 
 
-def build_lsi(index: Index, settings: SearchSettings, *, rank: int | None = None) -> Retriever:
+def build_lsi(index: Index, request: SearchRequest, *, rank: int | None = None) -> Retriever:
     """LSI at ``rank`` (default: ``$TWOKEYS_LSI_RANK``, else 200)."""
     if rank is None:
         rank = _env_rank()
     lex = lexicon(index, "lsi")
-    return LsiRetriever(index.analyzer, lex, lsi_model(index, lex, lsi.LsiParams(rank=rank)))
+    model = lsi_model(index, lex, lsi.LsiParams(rank=rank))
+    return LsiRetriever(index.analyzer, lex, model).restricted(index.allowed_rows(request.filters))
+
+
+def lsi_params() -> lsi.LsiParams:
+    """The LSI parameters searches use: rank from ``$TWOKEYS_LSI_RANK``, else 200."""
+    return lsi.LsiParams(rank=_env_rank())
 
 
 def _env_rank() -> int:

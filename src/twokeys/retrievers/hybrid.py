@@ -35,6 +35,8 @@ from twokeys.types import Evidence, ScoredChunk
 
 FUSIONS = ("adaptive", "rrf", "rrf-confidence", *NORMALIZERS)
 DEFAULT_FUSION = "adaptive"
+DEFAULT_CANDIDATES = 100  # per-retriever depth fused
+DEFAULT_LEXICAL_WEIGHT = 0.45  # BM25's weight in the fixed-weight convex fusions
 
 
 class HybridRetriever(Retriever):
@@ -45,10 +47,10 @@ class HybridRetriever(Retriever):
         lexical: BM25Retriever,
         dense: DenseRetriever,
         *,
-        candidates: int = 100,
+        candidates: int = DEFAULT_CANDIDATES,
         fusion: str = DEFAULT_FUSION,
         k: float = DEFAULT_K,
-        lexical_weight: float = 0.45,
+        lexical_weight: float = DEFAULT_LEXICAL_WEIGHT,
         adaptive: AdaptiveParams | None = None,
     ) -> None:
         if candidates < 1:

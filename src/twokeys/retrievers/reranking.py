@@ -6,13 +6,11 @@ line or title, then the body), re-scores them and re-orders them; the rest follo
 its original order. Each re-scored row gets an extra :class:`~twokeys.types.Evidence`
 ``rerank`` entry: its rank and raw score by the reranker alone.
 
-The ``hybrid+<reranker>`` modes (``hybrid+e5``, ``hybrid+proximity``) are built here.
+The ``hybrid+<reranker>`` mode shorthands (``hybrid+e5``, ``hybrid+proximity``) are a
+request's ``reranker`` field (:mod:`twokeys.request`).
 """
 
 from __future__ import annotations
-
-from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from twokeys.chunking import indexed_text
 from twokeys.errors import ConfigError
@@ -20,9 +18,6 @@ from twokeys.rerank.base import Reranker, reorder
 from twokeys.retrievers.base import Retriever, RetrieverResult
 from twokeys.store.base import IndexBackend
 from twokeys.types import Evidence
-
-if TYPE_CHECKING:
-    from twokeys.engine import Index, SearchSettings
 
 DEFAULT_TOP_N = 20  # what the rerankers were measured with (twokeys.rerank.e5, .proximity)
 
@@ -67,15 +62,3 @@ class RerankingRetriever(Retriever):
             for s in run
         }
         return RetrieverResult(run, evidence)
-
-
-def _hybrid_with(index: Index, settings: SearchSettings, reranker: str) -> Retriever:
-    return index.retriever("hybrid", replace(settings, rerank=reranker))
-
-
-def build_hybrid_e5(index: Index, settings: SearchSettings) -> Retriever:
-    return _hybrid_with(index, settings, "e5")
-
-
-def build_hybrid_proximity(index: Index, settings: SearchSettings) -> Retriever:
-    return _hybrid_with(index, settings, "proximity")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +21,12 @@ from twokeys.dense.selection import VectorIndexOptions
 from twokeys.errors import ConfigError, IndexFormatError
 from twokeys.lexical.bm25 import BM25Params
 from twokeys.types import Chunk, ScoredChunk
+
+if TYPE_CHECKING:
+    from twokeys.filters import Filter
+
+#: which chunk rows a filtered search may return (True: allowed), one entry per row
+RowMask = npt.NDArray[np.bool_]
 
 FORMAT_NAME = "twokeys-index"
 FORMAT_VERSION = 1
@@ -135,8 +141,11 @@ class LexicalIndex(ABC):
     """Ranks chunks by analysed query terms (BM25 in the embedded backend)."""
 
     @abstractmethod
-    def search(self, terms: Sequence[str], k: int) -> list[ScoredChunk]:
-        """The top ``k`` chunks with a positive score, ordered by (-score, row)."""
+    def search(
+        self, terms: Sequence[str], k: int, *, allowed: RowMask | None = None
+    ) -> list[ScoredChunk]:
+        """The top ``k`` chunks with a positive score, ordered by (-score, row); with
+        ``allowed`` (a mask over rows, see :mod:`twokeys.filters`), among those only."""
 
     def search_many(
         self, queries: Sequence[Sequence[str]], k: int, *, threads: int | None = None
@@ -165,8 +174,11 @@ class VectorIndex(ABC):
     """Ranks chunks by cosine similarity to a query vector."""
 
     @abstractmethod
-    def search(self, query: npt.NDArray[np.float32], k: int) -> list[ScoredChunk]:
-        """The top ``k`` chunks, ordered by (-cosine, row)."""
+    def search(
+        self, query: npt.NDArray[np.float32], k: int, *, allowed: RowMask | None = None
+    ) -> list[ScoredChunk]:
+        """The top ``k`` chunks, ordered by (-cosine, row); with ``allowed`` (a mask over
+        rows), among those only."""
 
     @abstractmethod
     def similarity(self, query: npt.NDArray[np.float32], row: int) -> float:
@@ -177,6 +189,9 @@ class IndexBackend(ABC):
     """A readable index."""
 
     manifest: Manifest
+    #: Whether other processes can change the index while it is open (a database): the
+    #: engine then asks :meth:`allowed_rows` on every filtered search instead of keeping it.
+    rows_change: bool = False
 
     @property
     @abstractmethod
@@ -214,6 +229,35 @@ class IndexBackend(ABC):
     @abstractmethod
     def all_documents(self) -> list[DocumentInfo]:
         """Every document, in id order."""
+
+    def allowed_rows(self, filters: Sequence[Filter]) -> RowMask:
+        """A mask over chunk rows: the rows of the documents every filter allows. This
+        default reads every document record (rows are contiguous per document)."""
+        from twokeys.filters import allowed_rows
+
+        n_rows = int(self.manifest.counts.get("chunks", 0))
+        return allowed_rows(self.all_documents(), filters, n_rows)
+
+    def passages(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        """Chunks by their stable id (:attr:`Chunk.id`, ``<document id>#<position>``).
+
+        An id names a document and a position in it, so it survives re-indexing of other
+        documents (which renumbers rows); an id whose document or position no longer
+        exists is absent from the result. This default reads the documents' first rows.
+        """
+        wanted: dict[str, tuple[str, int]] = {}
+        for chunk_id in chunk_ids:
+            doc_id, sep, position = chunk_id.rpartition("#")
+            if sep and doc_id and position.isdigit():
+                wanted[chunk_id] = (doc_id, int(position))
+        docs = self.documents(sorted({doc_id for doc_id, _ in wanted.values()}))
+        rows = {
+            chunk_id: docs[doc_id].first_row + position
+            for chunk_id, (doc_id, position) in wanted.items()
+            if doc_id in docs and position < docs[doc_id].n_chunks
+        }
+        found = self.chunks(list(rows.values()))
+        return {chunk_id: chunk for chunk_id, chunk in zip(rows, found, strict=True)}
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release files and connections."""

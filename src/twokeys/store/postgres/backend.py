@@ -18,6 +18,7 @@ a scan) when it says ``exact``, as the embedded engine would. The HNSW candidate
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from twokeys.errors import IndexFormatError, MissingExtraError
+from twokeys.filters import Filter
 from twokeys.lexical.bm25 import BM25Params
 from twokeys.store.base import (
     FORMAT_NAME,
@@ -35,6 +37,7 @@ from twokeys.store.base import (
     IndexBackend,
     LexicalIndex,
     Manifest,
+    RowMask,
     VectorIndex,
 )
 from twokeys.store.postgres.location import PostgresLocation
@@ -99,7 +102,7 @@ w AS (
 )
 SELECT p.row_id, sum(w.qidf * p.tf / (p.tf + %(k1)s * (1.0 - %(b)s + %(b)s * p.dl / w.avgdl)))
        AS score
-FROM w JOIN {s}.postings p ON p.term = w.term
+FROM w JOIN {s}.postings p ON p.term = w.term {where}
 GROUP BY p.row_id
 ORDER BY score DESC, p.row_id
 LIMIT %(k)s
@@ -128,6 +131,11 @@ def _query_counts(terms: Sequence[str]) -> tuple[list[str], list[float]]:
     return ordered, [float(counts[t]) for t in ordered]
 
 
+def _rows(allowed: RowMask) -> list[int]:
+    """The rows a mask allows, as a list for ``= ANY(...)``."""
+    return [int(r) for r in np.flatnonzero(allowed)]
+
+
 def _ranked(rows: Sequence[tuple[int, float]], k: int) -> list[ScoredChunk]:
     """Scores as float32 (the embedded engine's precision), ordered by (-score, row)."""
     scored = sorted(
@@ -148,13 +156,21 @@ class PgLexicalIndex(LexicalIndex):
         ordered, qtf = _query_counts(terms)
         return {"terms": ordered, "qtf": qtf, "k1": self._params.k1, "b": self._params.b}
 
-    def search(self, terms: Sequence[str], k: int) -> list[ScoredChunk]:
+    def search(
+        self, terms: Sequence[str], k: int, *, allowed: RowMask | None = None
+    ) -> list[ScoredChunk]:
         if not terms:
             return []
         # a few rows beyond k: float32 rounding may reorder scores within 1 ulp of the cut
         args = {**self._args(terms), "k": k + 8}
+        where = ""
+        if allowed is not None:  # a filter, pushed into the SQL: only these rows rank
+            args["rows"] = _rows(allowed)
+            if not args["rows"]:
+                return []
+            where = "WHERE p.row_id = ANY(%(rows)s::bigint[])"
         with self._pool.connection() as conn:
-            rows = conn.execute(_BM25.format(s=self._s), args).fetchall()
+            rows = conn.execute(_BM25.format(s=self._s, where=where), args).fetchall()
         return _ranked([(r, s) for r, s in rows if s > 0], k)
 
     def explain(self, terms: Sequence[str], row: int) -> tuple[tuple[str, float], ...]:
@@ -198,9 +214,15 @@ class PgVectorIndex(VectorIndex):
         self._type = column_type  # vector or halfvec
 
     def search(
-        self, query: npt.NDArray[np.float32], k: int, where: str = "", params: Sequence[Any] = ()
+        self, query: npt.NDArray[np.float32], k: int, *, allowed: RowMask | None = None
     ) -> list[ScoredChunk]:
         q = np.asarray(query, np.float32)
+        where, params = "", []
+        if allowed is not None:  # a filter, pushed into the SQL (HNSW scans on until k)
+            params = [_rows(allowed)]
+            if not params[0]:
+                return []
+            where = "AND row_id = ANY(%s::bigint[])"
         distance = f"embedding <#> %s::{self._type}"
         head = f"SELECT row_id, -({distance}) AS score FROM {self._s}.chunks "
         head += f"WHERE embedding IS NOT NULL {where} "
@@ -284,6 +306,8 @@ def _chunk(row: Sequence[Any]) -> Chunk:
 class PostgresIndex(IndexBackend):
     """An index in a PostgreSQL schema (``postgresql://...[#schema]``), read-only."""
 
+    rows_change = True  # other processes write to it while it is open
+
     def __init__(self, location: str | PostgresLocation, *, pool_size: int = 4) -> None:
         self.location = (
             location if isinstance(location, PostgresLocation) else PostgresLocation.parse(location)
@@ -316,6 +340,8 @@ class PostgresIndex(IndexBackend):
                 column_type="halfvec" if encoder.dtype == "float16" else "vector",
             )
         self._s = qualified(schema)
+        self._masks: dict[tuple[Filter, ...], tuple[int, RowMask]] = {}
+        self._lock = threading.Lock()
 
     @property
     def lexical(self) -> LexicalIndex:
@@ -348,6 +374,34 @@ class PostgresIndex(IndexBackend):
         if missing:
             raise IndexFormatError(f"{self.path}: no chunk with row {missing[0]} (deleted since?)")
         return [by_row[r] for r in rows]
+
+    def allowed_rows(self, filters: Sequence[Filter]) -> RowMask:
+        """The rows of the documents ``filters`` allow, as of the last committed write.
+
+        Documents are matched by the filters themselves (the embedded engine's rules, to
+        the letter), and the mask is kept until a write changes the index's generation.
+        """
+        key = tuple(filters)
+        with self._pool.connection() as conn:
+            row = conn.execute(f"SELECT generation FROM {self._s}.stats").fetchone()
+        generation = int(row[0]) if row else 0
+        kept = self._masks.get(key)
+        if kept is not None and kept[0] == generation:
+            return kept[1]
+        ids = [d.id for d in self.all_documents() if all(f.matches(d) for f in filters)]
+        with self._pool.connection() as conn:
+            found = conn.execute(
+                f"SELECT row_id FROM {self._s}.chunks WHERE doc_id = ANY(%s)", (ids,)
+            ).fetchall()
+            top = conn.execute(f"SELECT coalesce(max(row_id), -1) FROM {self._s}.chunks")
+            size = int(top.fetchone()[0]) + 1  # type: ignore[index]
+        mask = np.zeros(size, np.bool_)
+        mask[[int(r) for (r,) in found]] = True
+        with self._lock:
+            if len(self._masks) >= 64:
+                self._masks.pop(next(iter(self._masks)))
+            self._masks[key] = (generation, mask)
+        return mask
 
     def passages(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         """Chunks by stable id (``<document id>#<position>``, the ``chunk_id`` column);

@@ -1,0 +1,67 @@
+"""Filters on a PostgreSQL index: pushed into the SQL, the embedded engine's results."""
+
+# ruff: noqa: F811 - the server fixtures are imported by name
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import write_docs
+from pg_fixtures import pg_server, pg_url  # noqa: F401 - fixtures
+from twokeys import IndexOptions, build_index, open_index
+from twokeys.store.postgres.indexer import index_into_postgres
+
+pytestmark = pytest.mark.postgres
+OPTIONS = IndexOptions(encoder="test-hash")
+FILTERS = (
+    ["path:policies/*"],
+    ["path:guides/", "lang=en"],
+    ["version>=5", "kind:markdown"],
+    ["updated<2024-04-01"],
+    ["id:notes/other.txt,misc/page-1.md"],
+    ["lang=fr"],
+)
+
+
+def _docs() -> dict[str, str]:
+    docs = {}
+    for i in range(12):
+        lang = "en" if i % 3 else "de"
+        folder = "policies" if i % 2 else "guides"
+        docs[f"{folder}/doc-{i:02d}.md"] = (
+            f"---\nlang: {lang}\nversion: {i}\nupdated: 2024-0{1 + i % 9}-15\n---\n"
+            f"# Power page {i}\n\npower supply fuse number {i}. The power fuse rating.\n"
+        )
+    docs["notes/other.txt"] = "power power power fuse fuse supply\n"
+    for i in range(8):
+        docs[f"misc/page-{i}.md"] = f"# Misc {i}\n\nrefund parcel delivery screen update {i}\n"
+    return docs
+
+
+def test_filtered_searches_equal_the_embedded_engine(tmp_path: Path, pg_url: str) -> None:
+    src = write_docs(tmp_path / "docs", _docs())
+    build_index(src, tmp_path / "kb.twokeys", OPTIONS)
+    index_into_postgres(src, pg_url, OPTIONS)
+    with open_index(str(tmp_path / "kb.twokeys")) as a, open_index(pg_url) as b:
+        for filters in FILTERS:
+            for mode in ("bm25", "dense", "hybrid"):
+                ra = a.search("power fuse supply", mode=mode, k=5, filters=filters)
+                rb = b.search("power fuse supply", mode=mode, k=5, filters=filters)
+                assert [h.chunk.id for h in ra] == [h.chunk.id for h in rb], (mode, filters)
+                assert [h.score for h in ra] == pytest.approx([h.score for h in rb], abs=1e-5)
+
+
+def test_a_filter_sees_documents_written_after_the_index_was_opened(
+    tmp_path: Path, pg_url: str
+) -> None:
+    src = write_docs(tmp_path / "docs", _docs())
+    index_into_postgres(src, pg_url, OPTIONS)
+    with open_index(pg_url) as kb:
+        before = kb.search("power fuse", mode="bm25", k=50, filters=["lang=fr"])
+        assert before == []
+        write_docs(src, {"policies/fr.md": "---\nlang: fr\n---\n# Fusible\n\npower fuse.\n"})
+        index_into_postgres(src, pg_url, OPTIONS)
+        after = kb.search("power fuse", mode="hybrid", k=50, filters=["lang=fr"])
+        assert [h.path for h in after] == ["policies/fr.md"]
