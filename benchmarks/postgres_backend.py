@@ -120,8 +120,8 @@ def main() -> int:
     parser.add_argument(
         "--corpus",
         type=Path,
-        help="instead of --index: a BEIR corpus indexed here for BM25 only (latency only: "
-        "the collection's queries have no judgments for it)",
+        help="instead of --index: a BEIR corpus indexed here for BM25 only (nDCG@10 only "
+        "when it is the collection's own corpus)",
     )
     parser.add_argument("--name", default="postgres", help="results/<name>.json")
     parser.add_argument("--collection", default="scifact")
@@ -129,9 +129,10 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=0, help="at most this many (0: all)")
     args = parser.parse_args()
     collection = load_collection(DATA / args.collection, args.split)
-    judged = args.corpus is None
+    own_corpus = (DATA / args.collection / "corpus.jsonl").resolve()
+    judged = args.corpus is None or args.corpus.resolve() == own_corpus
     if args.corpus is not None:
-        args.index = WORK / f"pg-{args.corpus.parent.name}.twokeys"
+        args.index = WORK / f"pg-{args.corpus.parent.name}-bm25.twokeys"
         if not args.index.exists():
             started = time.perf_counter()
             build_index(args.corpus, args.index, IndexOptions(encoder=None))
