@@ -45,6 +45,23 @@ def test_scifact_bm25_top10_and_scores_equal_embedded(tmp_path: Path, pg_url: st
     assert worst <= 1e-4, worst
 
 
+def test_adi_with_the_real_encoder_ranks_as_the_embedded_engine(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """bm25, dense and the adaptive hybrid, default encoder: the same top 10 per query."""
+    local = tmp_path / "adi.twokeys"
+    build_index(SHARED_DATA / "adi" / "corpus.jsonl", local)
+    copy_into_postgres(local, pg_url)
+    queries = load_collection(SHARED_DATA / "adi", "test").queries
+    with open_index(str(local)) as a, open_index(pg_url, encoder=a.encoder) as b:
+        for mode in ("bm25", "dense", "hybrid"):
+            for qid, query in queries.items():
+                ra = a.search(query, mode=mode, k=10)
+                rb = b.search(query, mode=mode, k=10)
+                assert [h.chunk.id for h in ra] == [h.chunk.id for h in rb], (mode, qid)
+                assert [h.score for h in ra] == pytest.approx([h.score for h in rb], abs=1e-4)
+
+
 @pytest.mark.full
 def test_scifact_copied_index_gives_the_same_ndcg(tmp_path: Path, pg_url: str) -> None:
     local = tmp_path / "scifact.twokeys"
