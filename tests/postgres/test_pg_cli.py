@@ -43,6 +43,7 @@ def test_index_search_info_ask_on_postgres_like_on_disk(tmp_path: Path, pg_url: 
     _, out_l, _ = run("info", "--index", local, "--json")
     assert data["counts"] == json.loads(out_l)["counts"]
     assert data["path"].startswith("postgresql://") and data["encoder"]["id"] == "test:hash-64"
+    assert data["size_bytes"] > 100_000  # the tables' size in the database
     question = "What does error code ZX-4821 mean?"
     code, out, err = run("ask", question, "--index", pg_url, "--mode", "bm25")
     assert code == 0, err

@@ -254,8 +254,11 @@ class PgVectorIndex(VectorIndex):
         return float(found[0]) if found and found[0] is not None else 0.0
 
 
-def manifest_from(spec: dict[str, Any], stats: dict[str, Any], where: str) -> Manifest:
-    """The manifest the engine reads: the settings row plus live counts."""
+def manifest_from(
+    spec: dict[str, Any], stats: dict[str, Any], where: str, size: int = 0
+) -> Manifest:
+    """The manifest the engine reads: the settings row plus live counts; ``files`` holds
+    the tables' size in the database (with their indexes and TOAST)."""
     data = {
         **spec,
         "format": FORMAT_NAME,
@@ -268,7 +271,7 @@ def manifest_from(spec: dict[str, Any], stats: dict[str, Any], where: str) -> Ma
             "terms": int(stats["n_terms"]),
             "postings": int(stats["n_postings"]),
         },
-        "files": {},
+        "files": {"postgres tables": int(size)},
     }
     return Manifest.from_dict(data, where)
 
@@ -323,13 +326,19 @@ class PostgresIndex(IndexBackend):
                 check_readable(conn, schema, self.path)
                 spec = read_spec(conn, schema)
                 stats = read_stats(conn, schema)
+                size_row = conn.execute(
+                    "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = %s AND c.relkind = 'r'",
+                    (schema,),
+                ).fetchone()
         except BaseException:
             self._pool.close()
             raise
         if spec is None:
             self._pool.close()
             raise IndexFormatError(f"{self.path}: the index has no settings yet (never indexed)")
-        self.manifest = manifest_from(spec, stats, self.path)
+        self.manifest = manifest_from(spec, stats, self.path, int(size_row[0]) if size_row else 0)
         self._lexical = PgLexicalIndex(self._pool, schema, self.manifest.bm25)
         self._vectors: PgVectorIndex | None = None
         encoder = self.manifest.encoder
