@@ -24,24 +24,32 @@ parity (identical top 10, largest score difference) and writes
 
 from __future__ import annotations
 
-import argparse
-import sys
-import time
-from collections import Counter
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+import os
 
-import psycopg
+from benchmarks.common import DATA, SINGLE_THREAD_ENV, WORK, log, percentiles, save_result
 
-from benchmarks.common import DATA, WORK, log, percentiles, save_result
-from twokeys import IndexOptions, build_index, open_index
-from twokeys.dense.encoder import get_encoder
-from twokeys.evaluation.beir import load_collection
-from twokeys.evaluation.runs import evaluate
-from twokeys.store.postgres.embedded import EmbeddedPostgres
-from twokeys.store.postgres.indexer import copy_into_postgres
-from twokeys.store.postgres.location import PostgresLocation
+# one BLAS thread, as every benchmark part runs (set before numpy loads): on a small,
+# shared machine a multi-threaded matrix-vector product waits for busy cores
+for _var, _value in SINGLE_THREAD_ENV.items():
+    os.environ.setdefault(_var, _value)
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections import Counter  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import psycopg  # noqa: E402
+
+from twokeys import IndexOptions, build_index, open_index  # noqa: E402
+from twokeys.dense.encoder import get_encoder  # noqa: E402
+from twokeys.evaluation.beir import load_collection  # noqa: E402
+from twokeys.evaluation.runs import evaluate  # noqa: E402
+from twokeys.store.postgres.embedded import EmbeddedPostgres  # noqa: E402
+from twokeys.store.postgres.indexer import copy_into_postgres  # noqa: E402
+from twokeys.store.postgres.location import PostgresLocation  # noqa: E402
 
 K = 100
 
