@@ -55,6 +55,7 @@ from twokeys.types import Chunk, Hit
 __all__ = ["MODES", "Filter", "Index", "SearchRequest", "open_index"]
 
 _MASKS_KEPT = 64  # filter masks kept per open index (one bool per chunk each)
+_TEMPLATES_KEPT = 256  # parsed keyword options kept per open index
 
 
 def open_index(path: str | Path, *, encoder: Encoder | None = None) -> Index:
@@ -77,6 +78,7 @@ class Index:
         self._encoder = encoder
         self._rerankers: dict[str, Reranker] = {}
         self._masks: dict[tuple[Filter, ...], RowMask] = {}  # filters -> allowed rows
+        self._templates: dict[tuple[Any, ...], SearchRequest] = {}  # options -> request
         self._lock = threading.Lock()  # guards the lazy encoder, rerankers and masks
         if encoder is not None:
             self._check_encoder(encoder)
@@ -164,6 +166,25 @@ class Index:
                 self._masks[key] = mask
         return mask
 
+    def _request(self, query: str | SearchRequest, options: dict[str, Any]) -> SearchRequest:
+        """The request for ``query`` and keyword ``options``: parsed once per distinct
+        options, then only the query changes (a loop of searches pays no parsing)."""
+        if isinstance(query, SearchRequest) or not isinstance(query, str):
+            return _request(query, options)
+        try:
+            key = tuple(sorted(options.items()))
+            template = self._templates.get(key)
+        except TypeError:  # an unhashable option value (a list of filters): parse it
+            return _request(query, options)
+        if template is None:
+            request = _request(query, options)
+            with self._lock:
+                if len(self._templates) >= _TEMPLATES_KEPT:
+                    self._templates.pop(next(iter(self._templates)))
+                self._templates[key] = request
+            return request
+        return template.with_query(query)
+
     def _reranker(self, name: str) -> Reranker:
         reranker = self._rerankers.get(name)
         if reranker is None:
@@ -182,7 +203,7 @@ class Index:
         request with :meth:`SearchRequest.parse` (options as its fields, plus ``mode``);
         with ``explain``, each hit carries its evidence.
         """
-        request = _request(query, options)
+        request = self._request(query, options)
         result = self.retriever(request).retrieve(request.query, request.k, explain=request.explain)
         return self._hits([result])[0]
 
@@ -195,7 +216,7 @@ class Index:
         """
         if not queries:
             return []
-        requests = [_request(query, options) for query in queries]
+        requests = [self._request(query, options) for query in queries]
         first = requests[0]
         retriever = self.retriever(first)
         results = retriever.retrieve_many(
