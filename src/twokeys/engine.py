@@ -48,7 +48,7 @@ from twokeys.retrievers.base import RetrieverResult
 from twokeys.retrievers.catalog import EXTRA_RETRIEVERS
 from twokeys.retrievers.reranking import RerankingRetriever
 from twokeys.store.base import IndexBackend, RowMask
-from twokeys.store.local import LocalIndex
+from twokeys.store.contract import open_reader
 from twokeys.store.vectors import describe as describe_vectors
 from twokeys.types import Chunk, Hit
 
@@ -58,14 +58,15 @@ _MASKS_KEPT = 64  # filter masks kept per open index (one bool per chunk each)
 _TEMPLATES_KEPT = 256  # parsed keyword options kept per open index
 
 
-def open_index(path: str | Path, *, encoder: Encoder | None = None) -> Index:
-    """Open an index directory for searching.
+def open_index(location: str | Path, *, encoder: Encoder | None = None) -> Index:
+    """Open the index at ``location`` for searching: a directory path, or a URL whose
+    scheme names a registered backend (:mod:`twokeys.store.contract`).
 
     The encoder that built the index is loaded lazily, on the first dense or hybrid
     search. Passing ``encoder`` uses that instance instead; it must have the same id
     and weights fingerprint as the one recorded in the index.
     """
-    return Index(LocalIndex(Path(path)), encoder=encoder)
+    return Index(open_reader(location), encoder=encoder)
 
 
 class Index:
