@@ -114,11 +114,10 @@ class Index:
         info = self.manifest.encoder
         if info is None:
             return
-        if encoder.id != info.id or encoder.fingerprint() != info.fingerprint:
+        reason = info.mismatch(encoder.id, encoder.fingerprint(), encoder.tokenizer_fingerprint())
+        if reason:
             raise EncoderMismatchError(
-                f"index was built with encoder {info.id} ({info.fingerprint[:19]}), "
-                f"not {encoder.id} ({encoder.fingerprint()[:19]}); rebuild it with "
-                "'twokeys index' or search with the original encoder"
+                f"{reason}; rebuild it with 'twokeys index' or search with the original encoder"
             )
 
     def retriever(self, request: SearchRequest) -> Retriever:
