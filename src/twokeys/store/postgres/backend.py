@@ -27,19 +27,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from twokeys.errors import IndexFormatError, MissingExtraError
+from twokeys.errors import ConfigError, IndexFormatError, MissingExtraError
 from twokeys.filters import Filter
-from twokeys.lexical.bm25 import BM25Params
+from twokeys.lexical.bm25 import BM25Params, TermMatrix
 from twokeys.store.base import (
     FORMAT_NAME,
     FORMAT_VERSION,
     DocumentInfo,
-    IndexBackend,
     LexicalIndex,
     Manifest,
     RowMask,
     VectorIndex,
 )
+from twokeys.store.contract import IndexReader
 from twokeys.store.postgres.location import PostgresLocation
 from twokeys.store.postgres.schema import check_readable, qualified
 from twokeys.types import Chunk, ScoredChunk
@@ -309,7 +309,7 @@ def _chunk(row: Sequence[Any]) -> Chunk:
     )
 
 
-class PostgresIndex(IndexBackend):
+class PostgresIndex(IndexReader):
     """An index in a PostgreSQL schema (``postgresql://...[#schema]``), read-only."""
 
     rows_change = True  # other processes write to it while it is open
@@ -414,6 +414,39 @@ class PostgresIndex(IndexBackend):
                 self._masks.pop(next(iter(self._masks)))
             self._masks[key] = (generation, mask)
         return mask
+
+    def term_matrix(self) -> TermMatrix:
+        """The term-frequency matrix the classic modes read (tfidf, bm25+, bm25l, boolean,
+        lsi), built from the postings as they are now and kept by those modes while the
+        index is open. Its columns are chunk rows, so it needs rows 0 .. n-1: an index
+        whose documents were replaced or deleted has gaps, and is refused."""
+        with self._pool.connection() as conn:
+            n, top = conn.execute(
+                f"SELECT count(*), coalesce(max(row_id), -1) FROM {self._s}.chunks"
+            ).fetchone() or (0, -1)
+            if int(top) + 1 != int(n):
+                raise ConfigError(
+                    f"{self.path}: the classic modes need chunk rows 0..{int(n) - 1}, and "
+                    "documents replaced or deleted left gaps; use bm25, dense or hybrid, or "
+                    "re-index into a new schema"
+                )
+            lengths = conn.execute(
+                f"SELECT length FROM {self._s}.chunks ORDER BY row_id"
+            ).fetchall()
+            postings = conn.execute(
+                f'SELECT term, row_id, tf FROM {self._s}.postings ORDER BY term COLLATE "C", row_id'
+            ).fetchall()
+        counts = Counter(term for term, _, _ in postings)
+        vocabulary = list(counts)  # in the postings' order: code-point order, as sorted()
+        bounds = np.zeros(len(vocabulary) + 1, np.int64)
+        np.cumsum([counts[t] for t in vocabulary], out=bounds[1:])
+        return TermMatrix(
+            vocabulary=vocabulary,
+            indptr=bounds,
+            indices=np.fromiter((r for _, r, _ in postings), np.int32, len(postings)),
+            tf=np.fromiter((tf for _, _, tf in postings), np.float32, len(postings)),
+            lengths=np.fromiter((ln for (ln,) in lengths), np.float32, len(lengths)),
+        )
 
     def passages(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         """Chunks by stable id (``<document id>#<position>``, the ``chunk_id`` column);
