@@ -50,6 +50,7 @@ def _spec(
             fingerprint=encoder.fingerprint(),
             dim=encoder.dim,
             dtype=options.dtype,
+            tokenizer=encoder.tokenizer_fingerprint(),
         )
     manifest = Manifest(
         analyzer=options.analyzer,
