@@ -130,7 +130,9 @@ def test_other_settings_are_refused_but_bm25_parameters_may_change(
         assert kb.manifest.bm25 == BM25Params(1.2, 0.75)
 
 
-def test_schema_versions_missing_newer_and_older(pg_url: str) -> None:
+def test_schema_versions_missing_newer_and_older(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with pytest.raises(IndexFormatError, match="no twokeys index in schema"):
         open_index(pg_url)
     loc = PostgresLocation.parse(pg_url)
@@ -148,3 +150,12 @@ def test_schema_versions_missing_newer_and_older(pg_url: str) -> None:
         assert before == SCHEMA_VERSION
         version = conn.execute(f'SELECT max(version) FROM "{loc.schema}".schema_version')
         assert version.fetchone() == (SCHEMA_VERSION + 1,)
+    # a reader never migrates: an index older than this twokeys' schema is refused
+    from twokeys.store.postgres import schema
+
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", SCHEMA_VERSION + 2)
+    with (
+        psycopg.connect(loc.conninfo, autocommit=True) as conn,
+        pytest.raises(IndexFormatError, match="older than this twokeys"),
+    ):
+        schema.check_readable(conn, loc.schema, "x")
