@@ -116,6 +116,22 @@ def test_copy_from_embedded_index_keeps_rows_and_vectors(
         assert writer.verify() == []
 
 
+def test_float16_vectors_are_stored_as_halfvec(tmp_path: Path, pg_url: str) -> None:
+    src = write_docs(tmp_path / "docs", DOCS)
+    options = IndexOptions(encoder="test-hash", dtype="float16")
+    build_index(src, tmp_path / "kb.twokeys", options)
+    copy_into_postgres(tmp_path / "kb.twokeys", pg_url)
+    _same(pg_url, tmp_path / "kb.twokeys")
+    loc = PostgresLocation.parse(pg_url)
+    with psycopg.connect(loc.conninfo) as conn:
+        kind = conn.execute(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid = %s::regclass AND attname = 'embedding'",
+            (f'"{loc.schema}".chunks',),
+        ).fetchone()
+    assert kind == ("halfvec(64)",)
+
+
 def test_other_settings_are_refused_but_bm25_parameters_may_change(
     tmp_path: Path, pg_url: str
 ) -> None:

@@ -226,8 +226,9 @@ class PgVectorIndex(VectorIndex):
             if not params[0]:
                 return []
             where = "AND row_id = ANY(%s::bigint[])"
-        distance = f"embedding <#> %s::{self._type}"
-        head = f"SELECT row_id, -({distance}) AS score FROM {self._s}.chunks "
+        distance = f"embedding <#> %s::{self._type}"  # the HNSW index's expression
+        # the score in float32, whatever the storage (a halfvec query would be rounded)
+        head = f"SELECT row_id, -(embedding::vector <#> %s::vector) AS score FROM {self._s}.chunks "
         head += f"WHERE embedding IS NOT NULL {where} "
         with self._pool.connection() as conn:
             if self._kind == "hnsw":  # the operator expression itself: the HNSW index
@@ -248,7 +249,8 @@ class PgVectorIndex(VectorIndex):
         q = np.asarray(query, np.float32)
         with self._pool.connection() as conn:
             found = conn.execute(
-                f"SELECT -(embedding <#> %s::{self._type}) FROM {self._s}.chunks WHERE row_id = %s",
+                f"SELECT -(embedding::vector <#> %s::vector) FROM {self._s}.chunks "
+                "WHERE row_id = %s",
                 (q, row),
             ).fetchone()
         return float(found[0]) if found and found[0] is not None else 0.0
