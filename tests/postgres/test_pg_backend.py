@@ -62,6 +62,10 @@ def test_index_from_source_matches_embedded(tmp_path: Path, pg_url: str) -> None
             ea, eb = a.backend.lexical.explain(ta, row), b.backend.lexical.explain(ta, row)
             assert [t for t, _ in ea] == [t for t, _ in eb]
             assert [w for _, w in ea] == pytest.approx([w for _, w in eb], abs=1e-5)
+        rows = list(range(a.manifest.counts["chunks"]))
+        assert b.backend.lexical.explain_many(ta, rows) == [  # one statement, same answers
+            b.backend.lexical.explain(ta, r) for r in rows
+        ]
     with open_index(pg_url) as kb:
         hit = kb.search("ZX-4821", mode="bm25", k=3, explain=True)[0]
         assert hit.chunk.doc_id == "errors/zx-4821.md"

@@ -128,10 +128,33 @@ CROSS JOIN s
 """
 
 
+# Each matched term's contribution to each of several chunks' scores.
+_EXPLAIN_MANY = """
+WITH q AS (SELECT term, qtf FROM unnest(%(terms)s::text[], %(qtf)s::float8[]) AS q (term, qtf)),
+s AS (
+    SELECT n_chunks::float8 AS n,
+           CASE WHEN n_chunks > 0 AND total_length > 0
+                THEN total_length::float8 / n_chunks ELSE 1.0 END AS avgdl
+    FROM {s}.stats
+)
+SELECT p.row_id, q.term, q.qtf * ln(1.0 + (s.n - t.df + 0.5) / (t.df + 0.5::float8))
+       * p.tf / (p.tf + %(k1)s * (1.0 - %(b)s + %(b)s * p.dl / s.avgdl))
+FROM q JOIN {s}.terms t ON t.term = q.term
+JOIN {s}.postings p ON p.term = q.term AND p.row_id = ANY(%(rows)s::bigint[])
+CROSS JOIN s
+"""
+
+
 def _query_counts(terms: Sequence[str]) -> tuple[list[str], list[float]]:
     counts = Counter(terms)
     ordered = sorted(counts)
     return ordered, [float(counts[t]) for t in ordered]
+
+
+def _explained(names: Sequence[str], parts: Sequence[float]) -> tuple[tuple[str, float], ...]:
+    """(term, share) of the matched terms, as float32, largest first (as the embedded)."""
+    out = [(str(t), float(np.float32(w))) for t, w in zip(names, parts, strict=True) if w > 0]
+    return tuple(sorted(out, key=lambda tw: (-tw[1], tw[0])))
 
 
 def _rows(allowed: RowMask) -> list[int]:
@@ -182,8 +205,24 @@ class PgLexicalIndex(LexicalIndex):
         args = {**self._args(terms), "row": row}
         with self._pool.connection() as conn:
             rows = conn.execute(_EXPLAIN.format(s=self._s), args).fetchall()
-        out = [(str(t), float(np.float32(w))) for t, w in rows if w > 0]
-        return tuple(sorted(out, key=lambda tw: (-tw[1], tw[0])))
+        return _explained([t for t, _ in rows], [w for _, w in rows])
+
+    def explain_many(
+        self, terms: Sequence[str], rows: Sequence[int]
+    ) -> list[tuple[tuple[str, float], ...]]:
+        """:meth:`explain` for each row, in one statement."""
+        if not terms or not rows:
+            return [() for _ in rows]
+        args = {**self._args(terms), "rows": [int(r) for r in rows]}
+        with self._pool.connection() as conn:
+            found = conn.execute(_EXPLAIN_MANY.format(s=self._s), args).fetchall()
+        by_row: dict[int, list[tuple[str, float]]] = {}
+        for row, term, weight in found:
+            by_row.setdefault(int(row), []).append((str(term), float(weight)))
+        return [
+            _explained([t for t, _ in by_row.get(r, [])], [w for _, w in by_row.get(r, [])])
+            for r in rows
+        ]
 
     def has_term(self, term: str) -> bool:
         with self._pool.connection() as conn:
@@ -416,6 +455,22 @@ class PostgresIndex(IndexReader):
                 self._masks.pop(next(iter(self._masks)))
             self._masks[key] = (generation, mask)
         return mask
+
+    def info(self) -> dict[str, Any]:
+        data = super().info()
+        data["path"] = self.path
+        data["size_bytes"] = sum(self.manifest.files.values())
+        n = int(self.manifest.counts.get("chunks", 0))
+        options = self.manifest.vector_index
+        if self.manifest.encoder is None:
+            data["vector_search"] = {"used": "none", "reason": "no dense vectors"}
+        else:
+            used = options.choose(n)
+            how = "pgvector HNSW index" if used == "hnsw" else "pgvector exact scan"
+            data["vector_search"] = {"used": used, "reason": f"{options.reason(n)}; {how}"}
+            if used == "hnsw":
+                data["vector_search"]["hnsw"] = options.hnsw.to_dict()
+        return data
 
     def term_matrix(self) -> TermMatrix:
         """The term-frequency matrix the classic modes read (tfidf, bm25+, bm25l, boolean,
