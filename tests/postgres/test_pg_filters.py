@@ -65,3 +65,35 @@ def test_a_filter_sees_documents_written_after_the_index_was_opened(
         index_into_postgres(src, pg_url, OPTIONS)
         after = kb.search("power fuse", mode="hybrid", k=50, filters=["lang=fr"])
         assert [h.path for h in after] == ["policies/fr.md"]
+
+
+def test_hnsw_search_uses_the_index_and_a_filter_still_fills_k(tmp_path: Path, pg_url: str) -> None:
+    from twokeys.dense.selection import VectorIndexOptions
+
+    src = write_docs(tmp_path / "docs", _docs())
+    hnsw = IndexOptions(encoder="test-hash", vector_index=VectorIndexOptions(kind="hnsw"))
+    index_into_postgres(src, pg_url, hnsw)
+    build_index(src, tmp_path / "exact.twokeys", OPTIONS)
+    with open_index(pg_url) as b, open_index(str(tmp_path / "exact.twokeys")) as a:
+        assert b.info()["vector_search"]["used"] == "hnsw"
+        query = "power fuse supply rating"
+        exact = [h.chunk_id for h in a.search(query, mode="dense", k=5)]
+        approx = [h.chunk_id for h in b.search(query, mode="dense", k=5)]
+        assert approx == exact  # 29 vectors: the graph finds the true neighbours
+        hits = b.search(query, mode="dense", k=4, filters=["path:misc/*"])
+        assert len(hits) == 4 and all(h.path.startswith("misc/") for h in hits)
+        assert [h.chunk_id for h in hits] == [
+            h.chunk_id for h in a.search(query, mode="dense", k=4, filters=["path:misc/*"])
+        ]
+    from twokeys.store.postgres.location import PostgresLocation
+
+    loc = PostgresLocation.parse(pg_url)
+    import psycopg
+
+    with psycopg.connect(loc.conninfo) as conn:
+        plan = conn.execute(
+            f'EXPLAIN SELECT row_id FROM "{loc.schema}".chunks '
+            f'ORDER BY embedding <#> (SELECT embedding FROM "{loc.schema}".chunks LIMIT 1) '
+            "LIMIT 5"
+        ).fetchall()
+    assert any("chunks_embedding_hnsw" in line for (line,) in plan)

@@ -12,7 +12,7 @@ Dense search orders by pgvector's inner product over unit vectors (the cosine), 
 the HNSW index when the index's vector-index choice (:mod:`twokeys.dense.selection`)
 says ``hnsw``, and exactly (ordered by the score, an expression no index matches, so
 a scan) when it says ``exact``, as the embedded engine would. The HNSW candidate list
-(``hnsw.ef_search``) is the index's ``ef_search`` or ``k``, whichever is larger.
+(``hnsw.ef_search``) is the index's ``ef_search`` or ``k + 8``, whichever is larger.
 """
 
 from __future__ import annotations
@@ -271,14 +271,17 @@ class PgVectorIndex(VectorIndex):
         head += f"WHERE embedding IS NOT NULL {where} "
         with self._pool.connection() as conn:
             if self._kind == "hnsw":  # the operator expression itself: the HNSW index
-                ef = str(min(1000, max(self._ef_search, k)))
+                # a few beyond k, so that ties at the cut are broken by row, as exactly
+                ef = str(min(1000, max(self._ef_search, k + 8)))
                 with conn.pipeline():  # the settings and the search in one round trip
                     conn.execute(
                         "SELECT set_config('hnsw.ef_search', %s, false), "
                         "set_config('hnsw.iterative_scan', 'relaxed_order', false)",
                         (ef,),
                     )
-                    cur = conn.execute(head + f"ORDER BY {distance} LIMIT %s", (q, *params, q, k))
+                    cur = conn.execute(
+                        head + f"ORDER BY {distance} LIMIT %s", (q, *params, q, k + 8)
+                    )
             else:  # ordered by the score, which no index matches: an exact scan
                 cur = conn.execute(head + "ORDER BY score DESC, row_id LIMIT %s", (q, *params, k))
             rows = cur.fetchall()
