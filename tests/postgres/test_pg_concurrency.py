@@ -1,8 +1,6 @@
 """Several processes on one PostgreSQL index: writers at once, readers meanwhile, a killed
 writer (real server, real processes)."""
 
-# ruff: noqa: F811 - the server fixtures are imported by name
-
 from __future__ import annotations
 
 import os
@@ -16,7 +14,6 @@ import psycopg
 import pytest
 
 from conftest import ROOT, write_docs
-from pg_fixtures import pg_server, pg_url  # noqa: F401 - fixtures
 from twokeys import IndexOptions, open_index
 from twokeys.store.postgres.indexer import index_into_postgres
 from twokeys.store.postgres.location import PostgresLocation

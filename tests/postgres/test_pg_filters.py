@@ -1,7 +1,5 @@
 """Filters on a PostgreSQL index: pushed into the SQL, the embedded engine's results."""
 
-# ruff: noqa: F811 - the server fixtures are imported by name
-
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from conftest import write_docs
-from pg_fixtures import pg_server, pg_url  # noqa: F401 - fixtures
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.store.postgres.indexer import index_into_postgres
 

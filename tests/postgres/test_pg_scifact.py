@@ -5,8 +5,6 @@ index built from the corpus by each backend. Hybrid (``full``: embeds 10k chunks
 embedded index copied into PostgreSQL gives nDCG@10 within 0.002 in every mode.
 """
 
-# ruff: noqa: F811 - the server fixtures are imported by name
-
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,7 +13,6 @@ import pytest
 
 import conftest  # noqa: F401 - registers the test-hash encoder
 from conftest import SHARED_DATA
-from pg_fixtures import pg_server, pg_url  # noqa: F401 - fixtures
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.evaluation.beir import load_collection
 from twokeys.evaluation.runs import doc_ranking, evaluate

@@ -139,6 +139,7 @@ class EmbeddedPostgres:
                 "--encoding=UTF8", "--locale=C", "--no-sync",
             )  # fmt: skip
         except subprocess.CalledProcessError as exc:
+            shutil.rmtree(self.root, ignore_errors=True)
             raise RuntimeError(f"initdb failed: {exc.stderr.strip()}") from exc
         options = " ".join(f"-c {key}={value!r}" for key, value in self.settings.items())
         for _attempt in range(5):  # a free port can be taken between probe and bind
@@ -154,6 +155,7 @@ class EmbeddedPostgres:
             self._running = True
             return self
         log = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
+        shutil.rmtree(self.root, ignore_errors=True)
         raise RuntimeError(f"PostgreSQL did not start (log: {self.log}):\n{log}")
 
     def url(self, database: str = "postgres") -> str:
