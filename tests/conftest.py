@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from pg_fixtures import pg_server, pg_url  # noqa: F401 - one PostgreSQL per test session
 from twokeys.dense.encoder import Encoder, Kind, register_encoder
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -40,7 +40,6 @@ from twokeys.request import DEFAULTS, MODES, RRF_FUSIONS, SearchRequest
 from twokeys.retrievers.hybrid import FUSIONS
 from twokeys.sanitize import for_terminal
 from twokeys.store.check import CheckReport, check_index
-from twokeys.store.local import MANIFEST
 from twokeys.types import Hit
 
 SEARCH_K = 5  # a terminal shows fewer hits than the library returns (DEFAULTS["k"])
@@ -75,8 +74,15 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("source", type=click.Path(path_type=Path))
+@click.argument("source", type=click.Path(path_type=Path), required=False)
 @index_option
+@click.option(
+    "--from",
+    "from_index",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Copy this embedded index into a postgresql:// --index (nothing is re-embedded).",
+)
 @encoder_option
 @click.option("--no-dense", is_flag=True, help="Build a lexical-only index (no embeddings).")
 @click.option("--float16", is_flag=True, help="Store vectors as float16 (half the size).")
@@ -128,8 +134,9 @@ def main() -> None:
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 def index(
-    source: Path,
-    index_path: Path,
+    source: Path | None,
+    index_path: Path | str,
+    from_index: Path | None,
     encoder: str,
     no_dense: bool,
     float16: bool,
@@ -167,10 +174,17 @@ def index(
     def warn(item: SkippedFile) -> None:
         err.print(f"[yellow]warning:[/yellow] {shown(item)}")
 
-    with progress_bars(quiet) as stage:
-        report = build_index(
-            source, index_path, options, progress=stage, on_skip=warn, replace_source=replace
-        )
+    if from_index is not None or isinstance(index_path, str):
+        from twokeys.store.postgres.cli import index_postgres
+
+        report = index_postgres(source, index_path, from_index, options, quiet, warn)
+    elif source is None:
+        raise click.UsageError("Missing argument 'SOURCE'.")
+    else:
+        with progress_bars(quiet) as stage:
+            report = build_index(
+                source, index_path, options, progress=stage, on_skip=warn, replace_source=replace
+            )
     if report.full_rebuild_reason:
         err.print(f"full rebuild: {shown(report.full_rebuild_reason)}")
     out.print(
@@ -247,7 +261,7 @@ def index(
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def search(
     query: str,
-    index_path: Path,
+    index_path: Path | str,
     mode: str | None,
     k: int,
     candidates: int | None,
@@ -336,14 +350,22 @@ def optimize(index_path: Path, derive: tuple[str, ...], quiet: bool) -> None:
 @main.command()
 @index_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def info(index_path: Path, as_json: bool) -> None:
+def info(index_path: Path | str, as_json: bool) -> None:
     """Show an index's counts, sizes and parameters, and whether its files match them."""
+    if isinstance(index_path, str):  # a database: its own transactions keep it whole
+        with open_index(index_path) as kb:
+            data = kb.info()
+        if as_json:
+            out.print_json(json.dumps(data))
+        else:
+            _print_info(data)
+        return
     verdict = check_index(index_path, deep=False)
     try:
         with open_index(index_path) as kb:
             data = kb.info()
     except TwokeysError:
-        if verdict.ok or verdict.damaged(MANIFEST):
+        if verdict.ok or verdict.manifest_damaged():
             raise  # no manifest: its error says why
         data = {}
     if data:

@@ -21,19 +21,33 @@ from rich.progress import (
 )
 
 from twokeys.sanitize import for_terminal, from_argv
+from twokeys.store.postgres.location import index_location
 
 DEFAULT_INDEX = "kb.twokeys"
+
+
+class IndexLocation(click.ParamType):  # type: ignore[type-arg, unused-ignore]
+    """An index directory (a Path), or a ``postgresql://`` location kept as a string."""
+
+    name = "index"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> str | Path:
+        return index_location(value if isinstance(value, Path) else str(value))
+
+
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 
 index_option = click.option(
     "--index",
     "index_path",
-    type=click.Path(path_type=Path),
+    type=IndexLocation(),
     default=DEFAULT_INDEX,
     show_default=True,
     envvar="TWOKEYS_INDEX",
-    help="Index directory (env TWOKEYS_INDEX).",
+    help="Index directory, or postgresql://... (env TWOKEYS_INDEX).",
 )
 
 encoder_option = click.option(

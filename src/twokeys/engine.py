@@ -40,7 +40,7 @@ from typing import Any
 from twokeys.analysis import analyzer_for
 from twokeys.dense.encoder import Encoder, get_encoder
 from twokeys.errors import ConfigError, EncoderMismatchError
-from twokeys.filters import Filter, allowed_rows
+from twokeys.filters import Filter
 from twokeys.request import MODES, SearchRequest
 from twokeys.rerank.base import Reranker, get_reranker
 from twokeys.retrievers import BM25Retriever, DenseRetriever, HybridRetriever, Retriever
@@ -48,23 +48,24 @@ from twokeys.retrievers.base import RetrieverResult
 from twokeys.retrievers.catalog import EXTRA_RETRIEVERS
 from twokeys.retrievers.reranking import RerankingRetriever
 from twokeys.store.base import IndexBackend, RowMask
-from twokeys.store.local import LocalIndex
-from twokeys.store.vectors import describe as describe_vectors
+from twokeys.store.contract import IndexReader, open_reader
 from twokeys.types import Chunk, Hit
 
 __all__ = ["MODES", "Filter", "Index", "SearchRequest", "open_index"]
 
 _MASKS_KEPT = 64  # filter masks kept per open index (one bool per chunk each)
+_TEMPLATES_KEPT = 256  # parsed keyword options kept per open index
 
 
-def open_index(path: str | Path, *, encoder: Encoder | None = None) -> Index:
-    """Open an index directory for searching.
+def open_index(location: str | Path, *, encoder: Encoder | None = None) -> Index:
+    """Open the index at ``location`` for searching: a directory path, or a URL whose
+    scheme names a registered backend (:mod:`twokeys.store.contract`).
 
     The encoder that built the index is loaded lazily, on the first dense or hybrid
     search. Passing ``encoder`` uses that instance instead; it must have the same id
     and weights fingerprint as the one recorded in the index.
     """
-    return Index(LocalIndex(Path(path)), encoder=encoder)
+    return Index(open_reader(location), encoder=encoder)
 
 
 class Index:
@@ -77,6 +78,7 @@ class Index:
         self._encoder = encoder
         self._rerankers: dict[str, Reranker] = {}
         self._masks: dict[tuple[Filter, ...], RowMask] = {}  # filters -> allowed rows
+        self._templates: dict[tuple[Any, ...], SearchRequest] = {}  # options -> request
         self._lock = threading.Lock()  # guards the lazy encoder, rerankers and masks
         if encoder is not None:
             self._check_encoder(encoder)
@@ -111,11 +113,10 @@ class Index:
         info = self.manifest.encoder
         if info is None:
             return
-        if encoder.id != info.id or encoder.fingerprint() != info.fingerprint:
+        reason = info.mismatch(encoder.id, encoder.fingerprint(), encoder.tokenizer_fingerprint())
+        if reason:
             raise EncoderMismatchError(
-                f"index was built with encoder {info.id} ({info.fingerprint[:19]}), "
-                f"not {encoder.id} ({encoder.fingerprint()[:19]}); rebuild it with "
-                "'twokeys index' or search with the original encoder"
+                f"{reason}; rebuild it with 'twokeys index' or search with the original encoder"
             )
 
     def retriever(self, request: SearchRequest) -> Retriever:
@@ -150,19 +151,42 @@ class Index:
         )
 
     def allowed_rows(self, filters: Sequence[Filter]) -> RowMask | None:
-        """The chunk rows ``filters`` allow (None without filters), kept for reuse."""
+        """The chunk rows ``filters`` allow (None without filters), kept for reuse
+        (asked of the backend every time when its rows can change while open)."""
         if not filters:
             return None
         key = tuple(filters)
+        if self.backend.rows_change:
+            return self.backend.allowed_rows(key)
         mask = self._masks.get(key)
         if mask is None:
-            n_rows = int(self.manifest.counts.get("chunks", 0))
-            mask = allowed_rows(self.backend.all_documents(), key, n_rows)
+            mask = self.backend.allowed_rows(key)
             with self._lock:
                 if len(self._masks) >= _MASKS_KEPT:
                     self._masks.pop(next(iter(self._masks)))
                 self._masks[key] = mask
         return mask
+
+    def _request(self, query: str | SearchRequest, options: dict[str, Any]) -> SearchRequest:
+        """The request for ``query`` and keyword ``options``: parsed once per distinct
+        options, then only the query changes (a loop of searches pays no parsing)."""
+        if isinstance(query, SearchRequest) or not isinstance(query, str):
+            return _request(query, options)
+        try:
+            # in call order (one call site, one key), with each value's type: k=10.0 must
+            # not reuse the request parsed for k=10
+            key = tuple((name, type(v), v) for name, v in options.items())
+            template = self._templates.get(key)
+        except TypeError:  # an unhashable option value (a list of filters): parse it
+            return _request(query, options)
+        if template is None:
+            request = _request(query, options)
+            with self._lock:
+                if len(self._templates) >= _TEMPLATES_KEPT:
+                    self._templates.pop(next(iter(self._templates)))
+                self._templates[key] = request
+            return request
+        return template.with_query(query)
 
     def _reranker(self, name: str) -> Reranker:
         reranker = self._rerankers.get(name)
@@ -182,7 +206,7 @@ class Index:
         request with :meth:`SearchRequest.parse` (options as its fields, plus ``mode``);
         with ``explain``, each hit carries its evidence.
         """
-        request = _request(query, options)
+        request = self._request(query, options)
         result = self.retriever(request).retrieve(request.query, request.k, explain=request.explain)
         return self._hits([result])[0]
 
@@ -195,7 +219,7 @@ class Index:
         """
         if not queries:
             return []
-        requests = [_request(query, options) for query in queries]
+        requests = [self._request(query, options) for query in queries]
         first = requests[0]
         retriever = self.retriever(first)
         results = retriever.retrieve_many(
@@ -228,12 +252,10 @@ class Index:
         return self.backend.passages(chunk_ids)
 
     def info(self) -> dict[str, Any]:
-        """Counts, parameters and on-disk sizes, as recorded in the manifest."""
-        data = self.manifest.to_dict()
-        data["path"] = str(getattr(self.backend, "path", ""))
-        data["size_bytes"] = sum(self.manifest.files.values())
-        data["vector_search"] = describe_vectors(self.manifest)
-        return data
+        """Counts, parameters and sizes, as the backend reports them (:meth:`IndexReader.info`)."""
+        if isinstance(self.backend, IndexReader):
+            return self.backend.info()
+        return IndexReader.info(self.backend)  # type: ignore[arg-type]  # a bare IndexBackend
 
 
 def _request(query: str | SearchRequest, options: dict[str, Any]) -> SearchRequest:

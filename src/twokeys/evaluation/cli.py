@@ -18,7 +18,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from twokeys.cliutil import encoder_option, err, out, progress_bars
+from twokeys.cliutil import IndexLocation, encoder_option, err, out, progress_bars
 from twokeys.engine import open_index
 from twokeys.errors import TwokeysError
 from twokeys.evaluation.beir import check_judged, load_collection
@@ -94,9 +94,10 @@ def _compare_pair(value: str | None, names: list[str]) -> tuple[str, str] | None
 @click.option(
     "--index",
     "index_path",
-    type=click.Path(path_type=Path),
+    type=IndexLocation(),
     default=None,
-    help="Index to reuse or build [default: ~/.cache/twokeys/eval/<name>-<hash>.twokeys, "
+    help="Index (a directory or postgresql://...) to reuse or build "
+    "[default: ~/.cache/twokeys/eval/<name>-<hash>.twokeys, "
     "under $TWOKEYS_CACHE when set].",
 )
 @encoder_option
@@ -144,7 +145,7 @@ def eval_command(
     dataset_dir: Path,
     split: str,
     retrievers: str | None,
-    index_path: Path | None,
+    index_path: Path | str | None,
     encoder: str,
     no_dense: bool,
     rebuild: bool,
@@ -194,8 +195,9 @@ def eval_command(
             progress=stage,
             cached=index_path is None,
         )
-        # eval owns its index: it saves the derived structures its retrievers read
-        optimize(path, [name for name in DERIVED if name in ("hnsw", *names)], progress=stage)
+        if isinstance(path, Path):  # (PostgreSQL keeps its HNSW index in the database)
+            # eval owns its index: it saves the derived structures its retrievers read
+            optimize(path, [name for name in DERIVED if name in ("hnsw", *names)], progress=stage)
     if prepared.built:
         err.print(f"indexed {escape(str(path))} ({escape(prepared.reason)})")
     else:

@@ -152,7 +152,7 @@ def default_index_path(dataset_dir: Path, env: Mapping[str, str] | None = None) 
 class PreparedIndex:
     """Where the index is, and whether this call (re)built it and why."""
 
-    path: Path
+    path: Path | str  # a str: a postgresql:// location
     built: bool
     reason: str  # why it was built; "" when an existing index was reused
     report: IndexReport | None = None
@@ -218,7 +218,7 @@ def stale_reason(
 
 def ensure_index(
     collection: Collection,
-    index_path: Path,
+    index_path: Path | str,
     *,
     encoder: str | None = "minilm",
     rebuild: bool = False,
@@ -230,6 +230,13 @@ def ensure_index(
     their embeddings). The corpus file's size and hash are recorded beside the index
     and checked on reuse: a changed corpus.jsonl updates the index. ``cached``: the
     index is eval's own (the default path), so one without that record is updated too."""
+    if isinstance(index_path, str):  # postgresql://
+        from twokeys.store.postgres.indexer import ensure_postgres_index
+
+        built, reason, report = ensure_postgres_index(
+            collection.corpus, index_path, encoder=encoder, rebuild=rebuild, progress=progress
+        )
+        return PreparedIndex(index_path, built=built, reason=reason, report=report)
     stamp = corpus_stamp(collection.corpus)
     reason = (
         "rebuild asked for"

@@ -96,7 +96,7 @@ EXIT_MODEL_UNREACHABLE = 3
 )
 def ask(
     question: str,
-    index_path: Path,
+    index_path: Path | str,
     mode: str,
     k: int,
     budget: int,

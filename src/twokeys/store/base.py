@@ -1,5 +1,9 @@
 """What any index backend provides: the manifest, chunk lookup, and two searchable indexes.
 
+The two searchable indexes' interfaces live with their kernels
+(:class:`~twokeys.lexical.base.LexicalIndex`, :class:`~twokeys.dense.base.VectorIndex`),
+which import nothing from storage; they are re-exported here.
+
 The engine and the CLI only talk to these interfaces, so a server backend (say
 PostgreSQL with a GIN-indexed term table and pgvector) can be added as another
 implementation of :class:`IndexBackend` without touching either.
@@ -10,20 +14,20 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from twokeys.analysis import AnalyzerSpec
 from twokeys.chunking import ChunkerConfig
+from twokeys.dense.base import VectorIndex as VectorIndex
 from twokeys.dense.selection import VectorIndexOptions
 from twokeys.errors import ConfigError, IndexFormatError
+from twokeys.lexical.base import LexicalIndex as LexicalIndex
 from twokeys.lexical.bm25 import BM25Params
-from twokeys.types import Chunk, ScoredChunk
+from twokeys.types import Chunk
+from twokeys.types import RowMask as RowMask
 
-#: which chunk rows a filtered search may return (True: allowed), one entry per row
-RowMask = npt.NDArray[np.bool_]
+if TYPE_CHECKING:
+    from twokeys.filters import Filter
 
 FORMAT_NAME = "twokeys-index"
 FORMAT_VERSION = 1
@@ -38,6 +42,7 @@ class EncoderInfo:
     fingerprint: str
     dim: int
     dtype: str = "float32"
+    tokenizer: str = ""  # the tokenizer's fingerprint ("" if none, or an older index)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -46,7 +51,23 @@ class EncoderInfo:
             "fingerprint": self.fingerprint,
             "dim": self.dim,
             "dtype": self.dtype,
+            "tokenizer": self.tokenizer,
         }
+
+    def mismatch(self, encoder_id: str, fingerprint: str, tokenizer: str) -> str:
+        """Why an encoder with these id and fingerprints did not build these vectors, or
+        "" if it did. (An index that recorded no tokenizer is not checked for one.)"""
+        if encoder_id != self.id or fingerprint != self.fingerprint:
+            return (
+                f"index was built with encoder {self.id} ({self.fingerprint[:19]}), "
+                f"not {encoder_id} ({fingerprint[:19]})"
+            )
+        if self.tokenizer and tokenizer != self.tokenizer:
+            return (
+                f"index was built with encoder {self.id} and tokenizer "
+                f"{self.tokenizer[:19]}, not tokenizer {tokenizer[:19] or 'none'}"
+            )
+        return ""
 
 
 @dataclass(frozen=True)
@@ -103,6 +124,7 @@ class Manifest:
                     fingerprint=str(enc["fingerprint"]),
                     dim=int(enc["dim"]),
                     dtype=str(enc.get("dtype", "float32")),
+                    tokenizer=str(enc.get("tokenizer", "")),
                 )
                 if enc
                 else None
@@ -140,58 +162,13 @@ class DocumentInfo:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
-class LexicalIndex(ABC):
-    """Ranks chunks by analysed query terms (BM25 in the embedded backend)."""
-
-    @abstractmethod
-    def search(
-        self, terms: Sequence[str], k: int, *, allowed: RowMask | None = None
-    ) -> list[ScoredChunk]:
-        """The top ``k`` chunks with a positive score, ordered by (-score, row); with
-        ``allowed`` (a mask over rows, see :mod:`twokeys.filters`), among those only."""
-
-    def search_many(
-        self, queries: Sequence[Sequence[str]], k: int, *, threads: int | None = None
-    ) -> list[list[ScoredChunk]]:
-        """:meth:`search` for each query's terms, with identical results.
-
-        ``threads`` caps the threads a backend may use (None: one per core). This default
-        searches one query after another.
-        """
-        return [self.search(terms, k) for terms in queries]
-
-    @abstractmethod
-    def explain(self, terms: Sequence[str], row: int) -> tuple[tuple[str, float], ...]:
-        """Each matched query term and its contribution to ``row``'s score."""
-
-    @abstractmethod
-    def has_term(self, term: str) -> bool:
-        """Whether any chunk contains ``term``."""
-
-    @abstractmethod
-    def idf(self, terms: Sequence[str]) -> list[float]:
-        """BM25 idf of each term; a term no chunk contains gets the idf of df = 0."""
-
-
-class VectorIndex(ABC):
-    """Ranks chunks by cosine similarity to a query vector."""
-
-    @abstractmethod
-    def search(
-        self, query: npt.NDArray[np.float32], k: int, *, allowed: RowMask | None = None
-    ) -> list[ScoredChunk]:
-        """The top ``k`` chunks, ordered by (-cosine, row); with ``allowed`` (a mask over
-        rows), among those only."""
-
-    @abstractmethod
-    def similarity(self, query: npt.NDArray[np.float32], row: int) -> float:
-        """Cosine similarity between the query and one chunk."""
-
-
 class IndexBackend(ABC):
     """A readable index."""
 
     manifest: Manifest
+    #: Whether other processes can change the index while it is open (a database): the
+    #: engine then asks :meth:`allowed_rows` on every filtered search instead of keeping it.
+    rows_change: bool = False
 
     @property
     @abstractmethod
@@ -229,6 +206,14 @@ class IndexBackend(ABC):
     @abstractmethod
     def all_documents(self) -> list[DocumentInfo]:
         """Every document, in id order."""
+
+    def allowed_rows(self, filters: Sequence[Filter]) -> RowMask:
+        """A mask over chunk rows: the rows of the documents every filter allows. This
+        default reads every document record (rows are contiguous per document)."""
+        from twokeys.filters import allowed_rows
+
+        n_rows = int(self.manifest.counts.get("chunks", 0))
+        return allowed_rows(self.all_documents(), filters, n_rows)
 
     def passages(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         """Chunks by their stable id (:attr:`Chunk.id`, ``<document id>#<position>``).

@@ -76,6 +76,10 @@ class CheckReport:
         """Whether a problem names the generation file ``name`` (or the manifest)."""
         return any(p.file.name in (name, MANIFEST) for p in self.problems)
 
+    def manifest_damaged(self) -> bool:
+        """Whether the manifest itself is missing or unreadable (nothing else can be read)."""
+        return self.damaged(MANIFEST)
+
     def verdict(self) -> str:
         depth = "full check" if self.deep else "sizes and counts"
         if self.ok:
