@@ -40,9 +40,30 @@ def test_a_folder_nested_1100_deep_is_walked(tmp_path: Path) -> None:
     finally:
         os.chdir(cwd)
     (root / "top.md").write_text("Top.\n", encoding="utf-8")
-    docs, notes = _load(root)
+    try:
+        docs, notes = _load(root)
+    finally:
+        _remove_deep(root)  # shutil.rmtree (pytest's clean-up) recurses: RecursionError
     assert notes == []
     assert [d.id for d in docs] == ["d/" * 1100 + "leaf.md", "top.md"]
+
+
+def _remove_deep(root: Path) -> None:
+    """Remove a chain of folders named ``d`` under ``root`` from the bottom up."""
+    cwd = os.getcwd()
+    try:
+        os.chdir(root)
+        depth = 0
+        while os.path.isdir("d"):
+            os.chdir("d")
+            depth += 1
+        for name in os.listdir("."):
+            os.remove(name)
+        for _ in range(depth):
+            os.chdir("..")
+            os.rmdir("d")
+    finally:
+        os.chdir(cwd)
 
 
 def test_links_out_of_the_folder_loops_dangling_and_fifos_are_named(tmp_path: Path) -> None:
