@@ -144,6 +144,18 @@ class OpenAICompatLLM(LLM):
             )
         return value
 
+    def _server_root(self) -> JSONService:
+        """The server's own routes (``/props``, ``/tokenize``: llama.cpp's), beside ``/v1``;
+        probes fail fast, without retries."""
+        return JSONService(
+            self.service.name,
+            self.service.base_url.removesuffix("/v1"),
+            headers=self._headers,
+            timeout=min(self.service.timeout, 10.0),
+            retries=0,
+            transport=self._transport,
+        )
+
     # -- chat template --------------------------------------------------------------------
 
     def detect_chat(self) -> bool:
@@ -151,15 +163,7 @@ class OpenAICompatLLM(LLM):
         base model has none and loops on role markers when sent messages); other
         servers do not answer there and get chat messages."""
         if self._chat is None:
-            root = self.service.base_url.removesuffix("/v1")
-            props = JSONService(
-                self.service.name,
-                root,
-                headers=self._headers,
-                timeout=min(self.service.timeout, 10.0),
-                retries=0,
-                transport=self._transport,
-            )
+            props = self._server_root()
             try:
                 data = props.get("props")
             except ServiceError:
@@ -177,15 +181,7 @@ class OpenAICompatLLM(LLM):
         """llama.cpp's ``/tokenize`` when the server has it (probed once), else None."""
         if not self._probed:
             self._probed = True
-            root = self.service.base_url.removesuffix("/v1")
-            tokenizer = JSONService(
-                self.service.name,
-                root,
-                headers=self._headers,
-                timeout=min(self.service.timeout, 10.0),
-                retries=0,
-                transport=self._transport,
-            )
+            tokenizer = self._server_root()
             try:
                 _tokenize(tokenizer, "probe")
             except ServiceError:
