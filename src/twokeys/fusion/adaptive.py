@@ -61,6 +61,8 @@ class AdaptiveParams:
     support_floor: float = 0.5
     support_power: float = 2.0
     normalization: str = "minmax"
+    anchor_share: float = 0.5
+    dense_top: int = 10
 
     def __post_init__(self) -> None:
         for name in (
@@ -68,12 +70,15 @@ class AdaptiveParams:
             "identifier_lexical_weight",
             "confidence_floor",
             "support_floor",
+            "anchor_share",
         ):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ConfigError(f"adaptive.{name}: must be in [0, 1], got {value!r}")
         if self.floor_length < 1:
             raise ConfigError(f"adaptive.floor_length: must be >= 1, got {self.floor_length!r}")
+        if self.dense_top < 1:
+            raise ConfigError(f"adaptive.dense_top: must be >= 1, got {self.dense_top!r}")
         if self.support_power < 0:
             raise ConfigError(f"adaptive.support_power: must be >= 0, got {self.support_power!r}")
         normalizer(self.normalization)
@@ -91,16 +96,44 @@ class QueryFeatures:
     quoted: tuple[tuple[str, ...], ...]  # analysed terms of each quoted string
     lexical_confidence: float
     n_terms: int
+    anchors: tuple[str, ...] = ()  # terms only exact matching sees (:func:`anchor_terms`)
 
     @property
     def exact_terms(self) -> tuple[str, ...]:
-        """Terms a chunk must contain to be in the top tier: the matched identifiers."""
-        return self.identifiers
+        """Terms a chunk must contain to be in the top tier: identifiers and anchors."""
+        return tuple(dict.fromkeys(self.identifiers + self.anchors))
 
     @property
     def names_something_exact(self) -> bool:
-        """Whether the query has a matched identifier or a quoted string."""
-        return bool(self.identifiers or self.quoted)
+        """Whether the query has a matched identifier, an anchor or a quoted string."""
+        return bool(self.identifiers or self.anchors or self.quoted)
+
+
+@dataclass(frozen=True)
+class TermEvidence:
+    """What the two sensors show about one analysed query term the corpus contains."""
+
+    term: str
+    top_share: float  # share of BM25's top-hit score this term supplies (0: not matched)
+    in_dense_top: bool  # whether any of the dense run's top chunks contains the term
+    word_pieces: int  # pieces the dense model's tokenizer cuts the query's word into
+
+    @property
+    def opaque_to_dense(self) -> bool:
+        """Whether the dense model can only see the term as pieces: a word its
+        vocabulary lacks, or one holding digits (codes, versions, numbers)."""
+        return self.word_pieces > 1 or any(c.isdigit() for c in self.term)
+
+
+def anchor_terms(evidence: Sequence[TermEvidence], share: float) -> tuple[str, ...]:
+    """The terms only exact matching can answer for: BM25 ranks its top hit first
+    because of the term (it supplies at least ``share`` of that hit's score), the dense
+    model sees the term only as pieces, and none of its top chunks contains it."""
+    return tuple(
+        e.term
+        for e in evidence
+        if e.top_share >= share and e.opaque_to_dense and not e.in_dense_top
+    )
 
 
 def is_identifier_like(raw: str) -> bool:
@@ -152,12 +185,17 @@ def semantic_support(lexical: Sequence[ScoredChunk], dense: Sequence[ScoredChunk
     return min(1.0, max(0.0, similarity / dense[0].score))
 
 
+def confidence_floor(n_terms: int, params: AdaptiveParams) -> float:
+    """The lexical confidence below which BM25 is matching incidental words."""
+    return params.confidence_floor * min(1.0, params.floor_length / max(n_terms, 1))
+
+
 def lexical_weight(features: QueryFeatures, params: AdaptiveParams, support: float = 1.0) -> float:
     """The lexical run's weight in [0, 1] for one query (the dense run gets the rest)."""
     if features.names_something_exact:
         return params.identifier_lexical_weight
     weight = params.base_lexical_weight
-    floor = params.confidence_floor * min(1.0, params.floor_length / max(features.n_terms, 1))
+    floor = confidence_floor(features.n_terms, params)
     if floor > 0 and features.lexical_confidence < floor:
         weight *= features.lexical_confidence / floor
     if params.support_floor > 0 and support < params.support_floor:
