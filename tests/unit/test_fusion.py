@@ -179,9 +179,19 @@ def test_anchor_terms_need_both_sensors_evidence() -> None:
         TermEvidence("item", 0.9, in_dense_top=False, word_pieces=1),  # a word it knows
         TermEvidence("x-ray", 0.3, in_dense_top=False, word_pieces=3),  # incidental to BM25
     ]
-    assert anchor_terms(evidence, share=0.5) == ("40002", "fdopen")
-    assert anchor_terms(evidence, share=0.25) == ("40002", "fdopen", "x-ray")
-    assert anchor_terms([], share=0.5) == ()
+    assert anchor_terms(evidence, share=0.5, rare=0.001) == ("40002", "fdopen")
+    assert anchor_terms(evidence, share=0.25, rare=0.001) == ("40002", "fdopen", "x-ray")
+    assert anchor_terms([], share=0.5, rare=0.001) == ()
+
+
+def test_rare_terms_anchor_whatever_their_share() -> None:
+    tss = TermEvidence("tss", 0.1, in_dense_top=False, word_pieces=1, chunk_share=0.0006)
+    assert anchor_terms([tss], share=0.5, rare=0.001) == ("tss",)
+    assert anchor_terms([tss], share=0.5, rare=0.0005) == ()
+    # rare, but the dense model finds it, or BM25's top hit lacks it
+    found = TermEvidence("tss", 0.1, in_dense_top=True, word_pieces=1, chunk_share=0.0006)
+    unmatched = TermEvidence("tss", 0.0, in_dense_top=False, word_pieces=1, chunk_share=0.0006)
+    assert anchor_terms([found, unmatched], share=0.5, rare=0.001) == ()
 
 
 def test_anchors_tier_and_skip_the_paraphrase_rules() -> None:
@@ -199,5 +209,7 @@ def test_anchors_tier_and_skip_the_paraphrase_rules() -> None:
     assert fused[0].row == 2
     with pytest.raises(ConfigError, match="adaptive.anchor_share"):
         AdaptiveParams(anchor_share=1.5)
+    with pytest.raises(ConfigError, match="adaptive.rare_chunk_share"):
+        AdaptiveParams(rare_chunk_share=-0.1)
     with pytest.raises(ConfigError, match="adaptive.dense_top"):
         AdaptiveParams(dense_top=0)

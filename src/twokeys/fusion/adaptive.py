@@ -62,6 +62,7 @@ class AdaptiveParams:
     support_power: float = 2.0
     normalization: str = "minmax"
     anchor_share: float = 0.5
+    rare_chunk_share: float = 0.001
     dense_top: int = 10
 
     def __post_init__(self) -> None:
@@ -71,6 +72,7 @@ class AdaptiveParams:
             "confidence_floor",
             "support_floor",
             "anchor_share",
+            "rare_chunk_share",
         ):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
@@ -111,12 +113,13 @@ class QueryFeatures:
 
 @dataclass(frozen=True)
 class TermEvidence:
-    """What the two sensors show about one analysed query term the corpus contains."""
+    """What the index and the two sensors show about one query term the corpus holds."""
 
     term: str
     top_share: float  # share of BM25's top-hit score this term supplies (0: not matched)
-    in_dense_top: bool  # whether any of the dense run's top chunks contains the term
+    in_dense_top: bool  # whether any of the dense run's top chunks holds the term
     word_pieces: int  # pieces the dense model's tokenizer cuts the query's word into
+    chunk_share: float | None = None  # share of the corpus' chunks holding it (None: unknown)
 
     @property
     def opaque_to_dense(self) -> bool:
@@ -125,14 +128,23 @@ class TermEvidence:
         return self.word_pieces > 1 or any(c.isdigit() for c in self.term)
 
 
-def anchor_terms(evidence: Sequence[TermEvidence], share: float) -> tuple[str, ...]:
-    """The terms only exact matching can answer for: BM25 ranks its top hit first
-    because of the term (it supplies at least ``share`` of that hit's score), the dense
-    model sees the term only as pieces, and none of its top chunks contains it."""
+def anchor_terms(evidence: Sequence[TermEvidence], share: float, rare: float) -> tuple[str, ...]:
+    """The terms only exact matching can answer for.
+
+    BM25's top hit holds the term and none of the dense model's top chunks does, and
+    either BM25 ranks that hit first because of it (the term supplies at least ``share``
+    of its score) while the dense model sees it only as pieces, or the term is rare
+    (fewer than ``rare`` of the corpus' chunks hold it).
+    """
     return tuple(
         e.term
         for e in evidence
-        if e.top_share >= share and e.opaque_to_dense and not e.in_dense_top
+        if e.top_share > 0
+        and not e.in_dense_top
+        and (
+            (e.top_share >= share and e.opaque_to_dense)
+            or (e.chunk_share is not None and e.chunk_share < rare)
+        )
     )
 
 

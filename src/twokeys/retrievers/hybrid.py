@@ -117,7 +117,9 @@ class HybridRetriever(Retriever):
                 evidence = self.lexical.term_evidence(
                     query, runs[lname], dense_top, self.dense.encoder.count_tokens
                 )
-                anchors = anchor_terms(evidence, self.adaptive.anchor_share)
+                anchors = anchor_terms(
+                    evidence, self.adaptive.anchor_share, self.adaptive.rare_chunk_share
+                )
                 features = replace(features, anchors=anchors)
             support = semantic_support(runs[lname], runs[dname])
             alpha = lexical_weight(features, self.adaptive, support)

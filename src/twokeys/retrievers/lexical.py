@@ -87,8 +87,9 @@ class BM25Retriever(Retriever):
         count_pieces: Callable[[Sequence[str]], list[int]],
     ) -> tuple[TermEvidence, ...]:
         """Per query term the corpus contains: its share of ``run``'s top-hit score,
-        whether any chunk of ``dense_top`` (the dense run's best rows) contains it, and
-        how many pieces ``count_pieces`` (the dense model's tokenizer) cuts its word into."""
+        whether any chunk of ``dense_top`` (the dense run's best rows) contains it, how
+        many pieces ``count_pieces`` (the dense model's tokenizer) cuts its word into, and
+        the share of the corpus' chunks holding it."""
         terms = self.analyzer.query_terms(query)
         if not run or not terms:
             return ()
@@ -102,8 +103,14 @@ class BM25Retriever(Retriever):
             for term in self.analyzer.terms_of(token, for_query=True):
                 words.setdefault(term, token.text)
         wanted = [t for t in dict.fromkeys(terms) if self.index.has_term(t)]
-        pieces = count_pieces([words.get(t, t) for t in wanted]) if wanted else []
+        if not wanted:
+            return ()
+        pieces = count_pieces([words.get(t, t) for t in wanted])
+        counts = self.index.document_frequencies(wanted)
+        shares: list[float | None] = [None] * len(wanted)
+        if counts is not None and counts[1] > 0:
+            shares = [df / counts[1] for df in counts[0]]
         return tuple(
-            TermEvidence(t, top.get(t, 0.0) / total if total > 0 else 0.0, t in seen, n)
-            for t, n in zip(wanted, pieces, strict=True)
+            TermEvidence(t, top.get(t, 0.0) / total if total > 0 else 0.0, t in seen, n, share)
+            for t, n, share in zip(wanted, pieces, shares, strict=True)
         )
