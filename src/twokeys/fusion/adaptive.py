@@ -14,6 +14,15 @@ What is read (see :class:`QueryFeatures`):
 * identifier-like tokens the corpus contains (:func:`is_identifier_like`) and quoted
   strings: the query names something exact, so the lexical weight is
   ``identifier_lexical_weight`` and the two paraphrase rules below do not apply;
+* anchors (:func:`anchor_terms`): terms the evidence says only exact matching can
+  answer for, whatever their shape (``40002``, ``22P03``, ``fdopen``). BM25's top hit
+  holds the term and none of the dense run's ``dense_top`` chunks does, and either the
+  term supplies at least ``anchor_share`` of that hit's score while the dense model's
+  tokenizer cuts it into pieces (or it holds digits), or fewer than
+  ``rare_chunk_share`` of the corpus' chunks hold it. Anchors act as identifiers
+  (tier, weight, no paraphrase rules): a dense model that cannot read a code is no
+  judge of the chunk holding it. They are not read from a top hit below the
+  confidence floor, which is matching incidental words;
 * lexical confidence (rare-term idf mass): the share of the query's idf mass that the
   best lexical hit matches (:mod:`twokeys.fusion.confidence`). Below
   ``confidence_floor`` BM25 is matching incidental words, and the lexical weight
@@ -26,11 +35,17 @@ What is read (see :class:`QueryFeatures`):
   chunk is far from the query in meaning, the lexical weight is multiplied by
   ``(support / support_floor) ** support_power``.
 
-Only identifiers put chunks in the exact tier. Quoted strings do not: in CACM and
+Only identifiers and anchors put chunks in the exact tier. Quoted strings do not: in CACM and
 CISI most quotes are scare quotes ("what you see is what you get", "type correct"), and
 tiering on their words cost 0.03 nDCG@10 on CACM.
 
-The defaults (0.45, 0.45, 0.5, 6, 0.5, 2, min-max) were picked by the mean nDCG@10
+The anchor thresholds are not fitted: ``anchor_share`` 1/2 (the term is most of why
+BM25 ranks the hit first), ``dense_top`` 10 (a results page), ``rare_chunk_share``
+0.1% (issue 10's bound for a rare term). Without anchors, queries naming a code or a
+function by a plain word lost BM25's right answer: the "no semantic support" rule cut
+BM25's weight exactly where the dense model was blind.
+
+The other defaults (0.45, 0.45, 0.5, 6, 0.5, 2, min-max) were picked by the mean nDCG@10
 over SciFact's train split and the ADI, CACM, CISI, Cranfield and MEDLINE collections,
 among the settings that rank every support-KB query's document in the top 3
 (identifier queries first); SciFact test, which is reported, was not used.

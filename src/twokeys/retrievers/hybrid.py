@@ -7,7 +7,8 @@ Fusions (``fusion=``):
   confidence (:mod:`twokeys.fusion.confidence`).
 * ``minmax``, ``zscore``, ``dbsf``: convex combination of normalised scores with a fixed
   lexical weight (:mod:`twokeys.fusion.convex`, :mod:`twokeys.fusion.normalization`).
-* ``adaptive``: per-query weights from the query's identifiers, quoted strings, lexical
+* ``adaptive``: per-query weights from the query's identifiers, anchors (terms only
+  exact matching can see, by the sensors' evidence), quoted strings, lexical
   confidence, length and the two sensors' agreement, identifiers matched exactly
   ranked first
   (:mod:`twokeys.fusion.adaptive`).
