@@ -21,8 +21,7 @@ What is read (see :class:`QueryFeatures`):
   tokenizer cuts it into pieces (or it holds digits), or fewer than
   ``rare_chunk_share`` of the corpus' chunks hold it. Anchors act as identifiers
   (tier, weight, no paraphrase rules): a dense model that cannot read a code is no
-  judge of the chunk holding it. They are not read from a top hit below the
-  confidence floor, which is matching incidental words;
+  judge of the chunk holding it;
 * lexical confidence (rare-term idf mass): the share of the query's idf mass that the
   best lexical hit matches (:mod:`twokeys.fusion.confidence`). Below
   ``confidence_floor`` BM25 is matching incidental words, and the lexical weight

@@ -25,7 +25,6 @@ from twokeys.fusion.adaptive import (
     QueryFeatures,
     adaptive_fusion,
     anchor_terms,
-    confidence_floor,
     lexical_weight,
     semantic_support,
 )
@@ -112,16 +111,14 @@ class HybridRetriever(Retriever):
             return rrf(runs, self.k, weights), weights, parts
         if self.fusion == "adaptive":
             features = self.lexical.features(query, lex)
-            if features.lexical_confidence >= confidence_floor(features.n_terms, self.adaptive):
-                # a top hit matching only incidental words has no anchor to offer
-                dense_top = [h.row for h in runs[dname][: self.adaptive.dense_top]]
-                evidence = self.lexical.term_evidence(
-                    query, runs[lname], dense_top, self.dense.encoder.count_tokens
-                )
-                anchors = anchor_terms(
-                    evidence, self.adaptive.anchor_share, self.adaptive.rare_chunk_share
-                )
-                features = replace(features, anchors=anchors)
+            dense_top = [h.row for h in runs[dname][: self.adaptive.dense_top]]
+            evidence = self.lexical.term_evidence(
+                query, runs[lname], dense_top, self.dense.encoder.count_tokens
+            )
+            anchors = anchor_terms(
+                evidence, self.adaptive.anchor_share, self.adaptive.rare_chunk_share
+            )
+            features = replace(features, anchors=anchors)
             support = semantic_support(runs[lname], runs[dname])
             alpha = lexical_weight(features, self.adaptive, support)
             norm = normalizer(self.adaptive.normalization, self.candidates)
