@@ -192,6 +192,9 @@ def test_rare_terms_anchor_whatever_their_share() -> None:
     found = TermEvidence("tss", 0.1, in_dense_top=True, word_pieces=1, chunk_share=0.0006)
     unmatched = TermEvidence("tss", 0.0, in_dense_top=False, word_pieces=1, chunk_share=0.0006)
     assert anchor_terms([found, unmatched], share=0.5, rare=0.001) == ()
+    # rare, but BM25's next chunks hold it too: it does not single the top hit out
+    shared = TermEvidence("tss", 0.1, False, 1, chunk_share=0.0006, in_lexical_rest=True)
+    assert anchor_terms([shared], share=0.5, rare=0.001) == ()
 
 
 def test_anchors_tier_and_skip_the_paraphrase_rules() -> None:

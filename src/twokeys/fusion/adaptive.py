@@ -19,7 +19,8 @@ What is read (see :class:`QueryFeatures`):
   holds the term and none of the dense run's ``dense_top`` chunks does, and either the
   term supplies at least ``anchor_share`` of that hit's score while the dense model's
   tokenizer cuts it into pieces (or it holds digits), or fewer than
-  ``rare_chunk_share`` of the corpus' chunks hold it. Anchors act as identifiers
+  ``rare_chunk_share`` of the corpus' chunks hold it and none of BM25's next
+  ``dense_top - 1`` chunks does. Anchors act as identifiers
   (tier, weight, no paraphrase rules): a dense model that cannot read a code is no
   judge of the chunk holding it;
 * lexical confidence (rare-term idf mass): the share of the query's idf mass that the
@@ -134,6 +135,7 @@ class TermEvidence:
     in_dense_top: bool  # whether any of the dense run's top chunks holds the term
     word_pieces: int  # pieces the dense model's tokenizer cuts the query's word into
     chunk_share: float | None = None  # share of the corpus' chunks holding it (None: unknown)
+    in_lexical_rest: bool = False  # whether BM25's next chunks (ranks 2 to 10) hold it too
 
     @property
     def opaque_to_dense(self) -> bool:
@@ -148,7 +150,8 @@ def anchor_terms(evidence: Sequence[TermEvidence], share: float, rare: float) ->
     BM25's top hit holds the term and none of the dense model's top chunks does, and
     either BM25 ranks that hit first because of it (the term supplies at least ``share``
     of its score) while the dense model sees it only as pieces, or the term is rare
-    (fewer than ``rare`` of the corpus' chunks hold it).
+    (fewer than ``rare`` of the corpus' chunks hold it) and singles the hit out (none of
+    BM25's next chunks holds it).
     """
     return tuple(
         e.term
@@ -157,7 +160,7 @@ def anchor_terms(evidence: Sequence[TermEvidence], share: float, rare: float) ->
         and not e.in_dense_top
         and (
             (e.top_share >= share and e.opaque_to_dense)
-            or (e.chunk_share is not None and e.chunk_share < rare)
+            or (e.chunk_share is not None and e.chunk_share < rare and not e.in_lexical_rest)
         )
     )
 

@@ -88,8 +88,9 @@ class BM25Retriever(Retriever):
     ) -> tuple[TermEvidence, ...]:
         """Per query term the corpus contains: its share of ``run``'s top-hit score,
         whether any chunk of ``dense_top`` (the dense run's best rows) contains it, how
-        many pieces ``count_pieces`` (the dense model's tokenizer) cuts its word into, and
-        the share of the corpus' chunks holding it."""
+        many pieces ``count_pieces`` (the dense model's tokenizer) cuts its word into, the
+        share of the corpus' chunks holding it, and whether ``run``'s next chunks (as many
+        as ``dense_top``, after the top hit) hold it."""
         terms = self.analyzer.query_terms(query)
         if not run or not terms:
             return ()
@@ -98,6 +99,9 @@ class BM25Retriever(Retriever):
         seen: set[str] = set()
         for row in dense_top:
             seen.update(t for t, _ in self.index.explain(terms, row))
+        rest: set[str] = set()  # held by BM25's next chunks, as many as dense_top
+        for hit in run[1 : len(dense_top)]:
+            rest.update(t for t, _ in self.index.explain(terms, hit.row))
         words: dict[str, str] = {}  # term -> the query word it comes from
         for token in self.analyzer.tokens(query):
             for term in self.analyzer.terms_of(token, for_query=True):
@@ -111,6 +115,8 @@ class BM25Retriever(Retriever):
         if counts is not None and counts[1] > 0:
             shares = [df / counts[1] for df in counts[0]]
         return tuple(
-            TermEvidence(t, top.get(t, 0.0) / total if total > 0 else 0.0, t in seen, n, share)
+            TermEvidence(
+                t, top.get(t, 0.0) / total if total > 0 else 0.0, t in seen, n, share, t in rest
+            )
             for t, n, share in zip(wanted, pieces, shares, strict=True)
         )
