@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -78,6 +79,42 @@ def test_search_ranks_ties_by_row_and_skips_unmatched() -> None:
     explained = index.explain(["a", "b"], 1)
     assert [t for t, _ in explained] == ["a"]
     assert explained[0][1] == pytest.approx(hits[0].score, rel=1e-6)
+
+
+def test_document_frequencies_count_chunks() -> None:
+    docs = [["b"], ["a", "a"], ["a"], ["c"], ["a"]]
+    m = build_term_matrix(docs)
+    vocab = {t: i for i, t in enumerate(m.vocabulary)}
+    index = ArrayLexicalIndex(vocab, m.indptr, m.indices, bm25_weights(m, BM25Params()), 5)
+    assert index.document_frequencies(["a", "c", "unknown"]) == ([3, 1, 0], 5)
+
+
+def test_term_evidence_reads_both_sensors() -> None:
+    from twokeys.analysis import Analyzer
+    from twokeys.retrievers.lexical import BM25Retriever
+
+    analyzer = Analyzer()
+    texts = ["error 40002 quota", "error upload", "error sync retry", "quota page"]
+    m = build_term_matrix([analyzer.index_terms(t) for t in texts])
+    vocab = {t: i for i, t in enumerate(m.vocabulary)}
+    index = ArrayLexicalIndex(vocab, m.indptr, m.indices, bm25_weights(m, BM25Params()), 4)
+    bm25_retriever = BM25Retriever(analyzer, index)
+    run = index.search(analyzer.query_terms("error 40002"), 4)
+    assert run[0].row == 0
+
+    def pieces(words: Sequence[str]) -> list[int]:
+        return [3 if w == "40002" else 1 for w in words]
+
+    evidence = {
+        e.term: e for e in bm25_retriever.term_evidence("error 40002 missing", run, [1, 2], pieces)
+    }
+    assert set(evidence) == {"error", "40002"}  # a term the corpus lacks has no evidence
+    code, error = evidence["40002"], evidence["error"]
+    assert code.top_share + error.top_share == pytest.approx(1.0)
+    assert code.top_share > 0.5 and not code.in_dense_top and code.word_pieces == 3
+    assert error.in_dense_top and error.chunk_share == pytest.approx(3 / 4)
+    assert code.chunk_share == pytest.approx(1 / 4)
+    assert not code.in_lexical_rest and error.in_lexical_rest  # rows 1, 2 hold "error"
 
 
 def test_empty_corpus() -> None:

@@ -8,7 +8,9 @@ from twokeys.errors import ConfigError
 from twokeys.fusion.adaptive import (
     AdaptiveParams,
     QueryFeatures,
+    TermEvidence,
     adaptive_fusion,
+    anchor_terms,
     is_identifier_like,
     lexical_weight,
     semantic_support,
@@ -166,3 +168,51 @@ def test_normalisation_statistics_can_stop_at_a_depth() -> None:
     # the top of the list does not depend on how deep the run goes
     assert scores(minmax(deep[:3], depth=3)) == scores(minmax(deep, depth=3))[:3]
     assert scores(normalizer("zscore", 2)(deep))[:2] == pytest.approx([1.0, -1.0])
+
+
+def test_anchor_terms_need_both_sensors_evidence() -> None:
+    evidence = [
+        TermEvidence("40002", 0.8, in_dense_top=False, word_pieces=1),  # digits: a code
+        TermEvidence("error", 0.2, in_dense_top=True, word_pieces=1),
+        TermEvidence("getattr", 0.6, in_dense_top=True, word_pieces=3),  # dense finds it
+        TermEvidence("fdopen", 0.6, in_dense_top=False, word_pieces=3),
+        TermEvidence("item", 0.9, in_dense_top=False, word_pieces=1),  # a word it knows
+        TermEvidence("x-ray", 0.3, in_dense_top=False, word_pieces=3),  # incidental to BM25
+    ]
+    assert anchor_terms(evidence, share=0.5, rare=0.001) == ("40002", "fdopen")
+    assert anchor_terms(evidence, share=0.25, rare=0.001) == ("40002", "fdopen", "x-ray")
+    assert anchor_terms([], share=0.5, rare=0.001) == ()
+
+
+def test_rare_terms_anchor_whatever_their_share() -> None:
+    tss = TermEvidence("tss", 0.1, in_dense_top=False, word_pieces=1, chunk_share=0.0006)
+    assert anchor_terms([tss], share=0.5, rare=0.001) == ("tss",)
+    assert anchor_terms([tss], share=0.5, rare=0.0005) == ()
+    # rare, but the dense model finds it, or BM25's top hit lacks it
+    found = TermEvidence("tss", 0.1, in_dense_top=True, word_pieces=1, chunk_share=0.0006)
+    unmatched = TermEvidence("tss", 0.0, in_dense_top=False, word_pieces=1, chunk_share=0.0006)
+    assert anchor_terms([found, unmatched], share=0.5, rare=0.001) == ()
+    # rare, but BM25's next chunks hold it too: it does not single the top hit out
+    shared = TermEvidence("tss", 0.1, False, 1, chunk_share=0.0006, in_lexical_rest=True)
+    assert anchor_terms([shared], share=0.5, rare=0.001) == ()
+
+
+def test_anchors_tier_and_skip_the_paraphrase_rules() -> None:
+    p = AdaptiveParams(base_lexical_weight=0.4, identifier_lexical_weight=0.7)
+    anchored = QueryFeatures((), (), (), 0.1, 3, anchors=("40002",))
+    assert anchored.exact_terms == ("40002",)
+    assert anchored.names_something_exact
+    # no semantic support and low confidence would shrink BM25's weight; not for an anchor
+    assert lexical_weight(anchored, p, support=0.05) == 0.7
+    both = QueryFeatures(("zx-4821",), (), (), 0.9, 3, anchors=("40002", "zx-4821"))
+    assert both.exact_terms == ("zx-4821", "40002")
+    lex = run((1, 5.0), (2, 4.0))  # row 2 holds the code
+    den = run((1, 0.9), (3, 0.8))
+    fused = adaptive_fusion(lex, den, anchored, {2: 1}, p)
+    assert fused[0].row == 2
+    with pytest.raises(ConfigError, match="adaptive.anchor_share"):
+        AdaptiveParams(anchor_share=1.5)
+    with pytest.raises(ConfigError, match="adaptive.rare_chunk_share"):
+        AdaptiveParams(rare_chunk_share=-0.1)
+    with pytest.raises(ConfigError, match="adaptive.dense_top"):
+        AdaptiveParams(dense_top=0)

@@ -14,6 +14,15 @@ What is read (see :class:`QueryFeatures`):
 * identifier-like tokens the corpus contains (:func:`is_identifier_like`) and quoted
   strings: the query names something exact, so the lexical weight is
   ``identifier_lexical_weight`` and the two paraphrase rules below do not apply;
+* anchors (:func:`anchor_terms`): terms the evidence says only exact matching can
+  answer for, whatever their shape (``40002``, ``22P03``, ``fdopen``). BM25's top hit
+  holds the term and none of the dense run's ``dense_top`` chunks does, and either the
+  term supplies at least ``anchor_share`` of that hit's score while the dense model's
+  tokenizer cuts it into pieces (or it holds digits), or fewer than
+  ``rare_chunk_share`` of the corpus' chunks hold it and none of BM25's next
+  ``dense_top - 1`` chunks does. Anchors act as identifiers
+  (tier, weight, no paraphrase rules): a dense model that cannot read a code is no
+  judge of the chunk holding it;
 * lexical confidence (rare-term idf mass): the share of the query's idf mass that the
   best lexical hit matches (:mod:`twokeys.fusion.confidence`). Below
   ``confidence_floor`` BM25 is matching incidental words, and the lexical weight
@@ -26,11 +35,17 @@ What is read (see :class:`QueryFeatures`):
   chunk is far from the query in meaning, the lexical weight is multiplied by
   ``(support / support_floor) ** support_power``.
 
-Only identifiers put chunks in the exact tier. Quoted strings do not: in CACM and
+Only identifiers and anchors put chunks in the exact tier. Quoted strings do not: in CACM and
 CISI most quotes are scare quotes ("what you see is what you get", "type correct"), and
 tiering on their words cost 0.03 nDCG@10 on CACM.
 
-The defaults (0.45, 0.45, 0.5, 6, 0.5, 2, min-max) were picked by the mean nDCG@10
+The anchor thresholds are not fitted: ``anchor_share`` 1/2 (the term is most of why
+BM25 ranks the hit first), ``dense_top`` 10 (a results page), ``rare_chunk_share``
+0.1% (issue 10's bound for a rare term). Without anchors, queries naming a code or a
+function by a plain word lost BM25's right answer: the "no semantic support" rule cut
+BM25's weight exactly where the dense model was blind.
+
+The other defaults (0.45, 0.45, 0.5, 6, 0.5, 2, min-max) were picked by the mean nDCG@10
 over SciFact's train split and the ADI, CACM, CISI, Cranfield and MEDLINE collections,
 among the settings that rank every support-KB query's document in the top 3
 (identifier queries first); SciFact test, which is reported, was not used.
@@ -62,6 +77,9 @@ class AdaptiveParams:
     support_floor: float = 0.5
     support_power: float = 2.0
     normalization: str = "minmax"
+    anchor_share: float = 0.5
+    rare_chunk_share: float = 0.001
+    dense_top: int = 10
 
     def __post_init__(self) -> None:
         for name in (
@@ -69,6 +87,8 @@ class AdaptiveParams:
             "identifier_lexical_weight",
             "confidence_floor",
             "support_floor",
+            "anchor_share",
+            "rare_chunk_share",
         ):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:  # NaN fails this test too
@@ -79,6 +99,14 @@ class AdaptiveParams:
         if not math.isfinite(self.support_power) or self.support_power < 0:
             raise ConfigError(
                 f"adaptive.support_power: must be a finite number >= 0, got {self.support_power!r}"
+            )
+        if (
+            isinstance(self.dense_top, bool)
+            or not isinstance(self.dense_top, int)
+            or self.dense_top < 1
+        ):
+            raise ConfigError(
+                f"adaptive.dense_top: must be an integer >= 1, got {self.dense_top!r}"
             )
         normalizer(self.normalization)
 
@@ -95,16 +123,56 @@ class QueryFeatures:
     quoted: tuple[tuple[str, ...], ...]  # analysed terms of each quoted string
     lexical_confidence: float
     n_terms: int
+    anchors: tuple[str, ...] = ()  # terms only exact matching sees (:func:`anchor_terms`)
 
     @property
     def exact_terms(self) -> tuple[str, ...]:
-        """Terms a chunk must contain to be in the top tier: the matched identifiers."""
-        return self.identifiers
+        """Terms a chunk must contain to be in the top tier: identifiers and anchors."""
+        return tuple(dict.fromkeys(self.identifiers + self.anchors))
 
     @property
     def names_something_exact(self) -> bool:
-        """Whether the query has a matched identifier or a quoted string."""
-        return bool(self.identifiers or self.quoted)
+        """Whether the query has a matched identifier, an anchor or a quoted string."""
+        return bool(self.identifiers or self.anchors or self.quoted)
+
+
+@dataclass(frozen=True)
+class TermEvidence:
+    """What the index and the two sensors show about one query term the corpus holds."""
+
+    term: str
+    top_share: float  # share of BM25's top-hit score this term supplies (0: not matched)
+    in_dense_top: bool  # whether any of the dense run's top chunks holds the term
+    word_pieces: int  # pieces the dense model's tokenizer cuts the query's word into
+    chunk_share: float | None = None  # share of the corpus' chunks holding it (None: unknown)
+    in_lexical_rest: bool = False  # whether BM25's next chunks (ranks 2 to 10) hold it too
+
+    @property
+    def opaque_to_dense(self) -> bool:
+        """Whether the dense model can only see the term as pieces: a word its
+        vocabulary lacks, or one holding digits (codes, versions, numbers)."""
+        return self.word_pieces > 1 or any(c.isdigit() for c in self.term)
+
+
+def anchor_terms(evidence: Sequence[TermEvidence], share: float, rare: float) -> tuple[str, ...]:
+    """The terms only exact matching can answer for.
+
+    BM25's top hit holds the term and none of the dense model's top chunks does, and
+    either BM25 ranks that hit first because of it (the term supplies at least ``share``
+    of its score) while the dense model sees it only as pieces, or the term is rare
+    (fewer than ``rare`` of the corpus' chunks hold it) and singles the hit out (none of
+    BM25's next chunks holds it).
+    """
+    return tuple(
+        e.term
+        for e in evidence
+        if e.top_share > 0
+        and not e.in_dense_top
+        and (
+            (e.top_share >= share and e.opaque_to_dense)
+            or (e.chunk_share is not None and e.chunk_share < rare and not e.in_lexical_rest)
+        )
+    )
 
 
 def is_identifier_like(raw: str) -> bool:
@@ -156,12 +224,17 @@ def semantic_support(lexical: Sequence[ScoredChunk], dense: Sequence[ScoredChunk
     return min(1.0, max(0.0, similarity / dense[0].score))
 
 
+def confidence_floor(n_terms: int, params: AdaptiveParams) -> float:
+    """The lexical confidence below which BM25 is matching incidental words."""
+    return params.confidence_floor * min(1.0, params.floor_length / max(n_terms, 1))
+
+
 def lexical_weight(features: QueryFeatures, params: AdaptiveParams, support: float = 1.0) -> float:
     """The lexical run's weight in [0, 1] for one query (the dense run gets the rest)."""
     if features.names_something_exact:
         return params.identifier_lexical_weight
     weight = params.base_lexical_weight
-    floor = params.confidence_floor * min(1.0, params.floor_length / max(features.n_terms, 1))
+    floor = confidence_floor(features.n_terms, params)
     if floor > 0 and features.lexical_confidence < floor:
         weight *= features.lexical_confidence / floor
     if params.support_floor > 0 and support < params.support_floor:

@@ -50,3 +50,8 @@ class LexicalIndex(ABC):
     @abstractmethod
     def idf(self, terms: Sequence[str]) -> list[float]:
         """BM25 idf of each term; a term no chunk contains gets the idf of df = 0."""
+
+    def document_frequencies(self, terms: Sequence[str]) -> tuple[list[int], int] | None:
+        """How many chunks hold each term, and how many chunks there are; None where the
+        backend cannot tell (query-adaptive fusion then goes without term rarity)."""
+        return None

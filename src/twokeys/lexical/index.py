@@ -219,6 +219,14 @@ class ArrayLexicalIndex(LexicalIndex):
     def has_term(self, term: str) -> bool:
         return term in self._vocabulary
 
+    def document_frequencies(self, terms: Sequence[str]) -> tuple[list[int], int]:
+        indptr, vocabulary = self._indptr, self._vocabulary
+        df = [
+            int(indptr[t + 1] - indptr[t]) if t >= 0 else 0
+            for t in (vocabulary.get(term, -1) for term in terms)
+        ]
+        return df, self._n_docs
+
     def idf(self, terms: Sequence[str]) -> list[float]:
         df = np.array(
             [

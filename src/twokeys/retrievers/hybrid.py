@@ -7,7 +7,8 @@ Fusions (``fusion=``):
   confidence (:mod:`twokeys.fusion.confidence`).
 * ``minmax``, ``zscore``, ``dbsf``: convex combination of normalised scores with a fixed
   lexical weight (:mod:`twokeys.fusion.convex`, :mod:`twokeys.fusion.normalization`).
-* ``adaptive``: per-query weights from the query's identifiers, quoted strings, lexical
+* ``adaptive``: per-query weights from the query's identifiers, anchors (terms only
+  exact matching can see, by the sensors' evidence), quoted strings, lexical
   confidence, length and the two sensors' agreement, identifiers matched exactly
   ranked first
   (:mod:`twokeys.fusion.adaptive`).
@@ -16,12 +17,14 @@ Fusions (``fusion=``):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from twokeys.errors import ConfigError
 from twokeys.fusion.adaptive import (
     AdaptiveParams,
     QueryFeatures,
     adaptive_fusion,
+    anchor_terms,
     lexical_weight,
     semantic_support,
 )
@@ -119,6 +122,14 @@ class HybridRetriever(Retriever):
             return rrf(runs, self.k, weights), weights, parts
         if self.fusion == "adaptive":
             features = self.lexical.features(query, lex)
+            dense_top = [h.row for h in runs[dname][: self.adaptive.dense_top]]
+            evidence = self.lexical.term_evidence(
+                query, runs[lname], dense_top, self.dense.encoder.count_tokens
+            )
+            anchors = anchor_terms(
+                evidence, self.adaptive.anchor_share, self.adaptive.rare_chunk_share
+            )
+            features = replace(features, anchors=anchors)
             support = semantic_support(runs[lname], runs[dname])
             alpha = lexical_weight(features, self.adaptive, support)
             norm = normalizer(self.adaptive.normalization, self.candidates)

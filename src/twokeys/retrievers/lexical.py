@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from twokeys.analysis import Analyzer
-from twokeys.fusion.adaptive import QueryFeatures, is_identifier_like, quoted_strings
+from twokeys.fusion.adaptive import (
+    QueryFeatures,
+    TermEvidence,
+    is_identifier_like,
+    quoted_strings,
+)
 from twokeys.fusion.confidence import lexical_confidence
 from twokeys.retrievers.base import Retriever, RetrieverResult
 from twokeys.store.base import LexicalIndex, RowMask
@@ -75,4 +80,46 @@ class BM25Retriever(Retriever):
             quoted=tuple(quoted),
             lexical_confidence=self.confidence(query, result.run),
             n_terms=len(self.analyzer.query_terms(query)),
+        )
+
+    def term_evidence(
+        self,
+        query: str,
+        run: Sequence[ScoredChunk],
+        dense_top: Sequence[int],
+        count_pieces: Callable[[Sequence[str]], list[int]],
+    ) -> tuple[TermEvidence, ...]:
+        """Per query term the corpus contains: its share of ``run``'s top-hit score,
+        whether any chunk of ``dense_top`` (the dense run's best rows) contains it, how
+        many pieces ``count_pieces`` (the dense model's tokenizer) cuts its word into, the
+        share of the corpus' chunks holding it, and whether ``run``'s next chunks (as many
+        as ``dense_top``, after the top hit) hold it."""
+        terms = self.analyzer.query_terms(query)
+        if not run or not terms:
+            return ()
+        top = dict(self.index.explain(terms, run[0].row))
+        total = sum(top.values())
+        seen: set[str] = set()
+        for row in dense_top:
+            seen.update(t for t, _ in self.index.explain(terms, row))
+        rest: set[str] = set()  # held by BM25's next chunks, as many as dense_top
+        for hit in run[1 : len(dense_top)]:
+            rest.update(t for t, _ in self.index.explain(terms, hit.row))
+        words: dict[str, str] = {}  # term -> the query word it comes from
+        for token in self.analyzer.tokens(query):
+            for term in self.analyzer.terms_of(token, for_query=True):
+                words.setdefault(term, token.text)
+        wanted = [t for t in dict.fromkeys(terms) if self.index.has_term(t)]
+        if not wanted:
+            return ()
+        pieces = count_pieces([words.get(t, t) for t in wanted])
+        counts = self.index.document_frequencies(wanted)
+        shares: list[float | None] = [None] * len(wanted)
+        if counts is not None and counts[1] > 0:
+            shares = [df / counts[1] for df in counts[0]]
+        return tuple(
+            TermEvidence(
+                t, top.get(t, 0.0) / total if total > 0 else 0.0, t in seen, n, share, t in rest
+            )
+            for t, n, share in zip(wanted, pieces, shares, strict=True)
         )

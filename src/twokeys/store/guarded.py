@@ -70,6 +70,12 @@ class GuardedLexicalIndex(LexicalIndex):
     def has_term(self, term: str) -> bool:
         return self.inner.has_term(term)
 
+    def document_frequencies(self, terms: Sequence[str]) -> tuple[list[int], int] | None:
+        try:
+            return self.inner.document_frequencies(terms)
+        except IndexError as exc:
+            raise self._damaged(exc) from exc
+
     def idf(self, terms: Sequence[str]) -> list[float]:
         try:
             return self.inner.idf(terms)

@@ -232,15 +232,27 @@ class PgLexicalIndex(LexicalIndex):
     def idf(self, terms: Sequence[str]) -> list[float]:
         if not terms:
             return []
+        dfs, n = self._frequencies(terms)
+        return [float(np.log1p((n - d + 0.5) / (d + 0.5))) for d in dfs]
+
+    def document_frequencies(self, terms: Sequence[str]) -> tuple[list[int], int] | None:
+        return self._frequencies(terms)
+
+    def _frequencies(self, terms: Sequence[str]) -> tuple[list[int], int]:
+        """Each term's chunk count and the number of chunks, in one statement."""
+        if not terms:
+            with self._pool.connection() as conn:
+                row = conn.execute(f"SELECT n_chunks FROM {self._s}.stats").fetchone()
+            return [], int(row[0]) if row else 0
         with self._pool.connection() as conn:  # N and every df in one statement
             found = conn.execute(
                 f"SELECT (SELECT n_chunks FROM {self._s}.stats), q.term, coalesce(t.df, 0) "
                 f"FROM unnest(%s::text[]) AS q (term) LEFT JOIN {self._s}.terms t USING (term)",
                 (list(terms),),
             ).fetchall()
-        n = float(found[0][0]) if found else 0.0
+        n = int(found[0][0]) if found else 0
         df: dict[str, int] = {str(t): int(d) for _, t, d in found}
-        return [float(np.log1p((n - df[t] + 0.5) / (df[t] + 0.5))) for t in terms]
+        return [df[t] for t in terms], n
 
 
 class PgVectorIndex(VectorIndex):

@@ -1,0 +1,56 @@
+"""The technical-documentation collections build, deterministically, from the installed
+Debian documentation into the committed queries and qrels (``benchmarks/techdocs.py``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from twokeys.evaluation.beir import load_collection
+
+sys.path.insert(0, str(ROOT))  # benchmarks/ sits beside the package, not on the tests' path
+from benchmarks.techdocs import GIT_PAGES, PYTHON_SOURCES, build
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not (PYTHON_SOURCES.is_dir() and GIT_PAGES.is_dir()),
+        reason="apt-get install python3.11-doc git-doc",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("techdocs")
+    build(out, ["python-docs", "git-docs"])  # fails if the committed queries differ
+    return out
+
+
+@pytest.mark.parametrize("name", ["python-docs", "git-docs"])
+def test_collection_shape(built: Path, name: str) -> None:
+    root = built / name
+    corpus = (root / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    ids = {json.loads(line)["_id"] for line in corpus}
+    assert len(ids) > 150
+    kinds = Counter(
+        json.loads(line)["metadata"]["kind"]
+        for line in (root / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    )
+    assert kinds["identifier"] >= 100 and kinds["paraphrase"] >= 30 and kinds["mixed"] >= 25
+    test, dev = load_collection(root, "test"), load_collection(root, "dev")
+    assert len(test.queries) >= 100 and len(dev.queries) >= 50
+    assert not set(test.queries) & set(dev.queries)
+    for qrels in (test.qrels, dev.qrels):
+        assert {doc for judged in qrels.values() for doc in judged} <= ids
+
+
+def test_build_is_deterministic(built: Path, tmp_path: Path) -> None:
+    build(tmp_path, ["git-docs"])  # the faster of the two
+    for rel in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
+        assert (tmp_path / "git-docs" / rel).read_bytes() == (built / "git-docs" / rel).read_bytes()
