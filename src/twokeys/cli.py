@@ -313,6 +313,9 @@ main.add_command(ask)
 from twokeys.evaluation.cli import eval_command  # noqa: E402
 
 main.add_command(eval_command, name="eval")
+from twokeys.evaluation.answers_cli import eval_answers  # noqa: E402
+
+main.add_command(eval_answers)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

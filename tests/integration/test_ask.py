@@ -162,10 +162,12 @@ def test_cli_ask_prints_an_extractive_answer_and_its_sources(kb_path: Path) -> N
     )
     assert code == 0
     assert out.startswith("Extractive answer (no language model configured)")
+    # the source line names the heading of each chunk a quote came from
     assert (
-        "\nSources:\n  [1] errors/zx-4821.md  Error ZX-4821: Power supply undervoltage detected\n"
+        "\nSources:\n  [1] errors/zx-4821.md  Error ZX-4821: Power supply undervoltage detected"
         in out
     )
+    assert "Power supply undervoltage detected > Summary" in out.split("Sources:")[1]
     assert "(not cited)" in out
 
 

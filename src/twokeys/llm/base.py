@@ -95,6 +95,11 @@ class LLM(ABC):
             self.stream(prompt, stop=stop, max_tokens=max_tokens, temperature=temperature)
         )
 
+    def detect_chat(self) -> bool:
+        """Whether the model wants chat messages; servers that can tell (llama.cpp's
+        ``/props``, Ollama's ``/api/show``) are asked whether it has a chat template."""
+        return self.chat
+
     def token_counter(self) -> TokenCounter | None:
         """Counts tokens with this model's tokenizer, or None when it is not known."""
         return None

@@ -1,4 +1,5 @@
-"""Answer with evidence: decompose -> retrieve each part -> pack fairly -> generate or extract.
+"""Answer with evidence: decompose -> retrieve each part -> judge the evidence -> pack
+fairly -> generate or extract -> check the answer against its sources.
 
 import twokeys
 from twokeys.llm import from_spec
@@ -11,8 +12,18 @@ with twokeys.open_index("kb.twokeys") as kb:
     for source in answer.sources:
         print(source.number, source.path, source.heading)
 
-:func:`prepare` does everything up to the prompt (so a caller can show it first) and
+:func:`ask_events` yields the same work as typed events (retrieval done, context packed,
+model failed, text delta, done with the answer), for a CLI or a server to stream;
+:func:`ask` consumes them. :func:`prepare` does everything up to the prompt and
 :func:`generate` runs the model on it, or quotes the best sentences when there is none.
+
+Before any model runs, each sub-query's retrieval confidence is read
+(:mod:`twokeys.rag.grounding`); when no part is answerable the answer is "the sources
+do not answer this" with the closest sources (kind ``abstained``), and parts the sources
+do not answer get no context. After generation each sentence is checked against the
+blocks it cites; ``strict`` drops unsupported and uncited ones. When the model cannot be
+reached the extractive answer is given instead, with ``model_error`` saying why.
+
 Tokens are counted with the model's tokenizer when the backend exposes it, else with
 :func:`~twokeys.chunking.approx_token_counter`.
 """
@@ -20,38 +31,50 @@ Tokens are counted with the model's tokenizer when the backend exposes it, else 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Literal
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 from twokeys.chunking import TokenCounter, approx_token_counter
 from twokeys.engine import MODES, Index
 from twokeys.errors import ConfigError
 from twokeys.llm.base import LLM, Prompt
+from twokeys.llm.http import ServiceTimeoutError, ServiceUnavailableError
 from twokeys.rag.decompose import DEFAULT_MAX_PARTS, decompose, decompose_with_llm
-from twokeys.rag.extractive import extract
+from twokeys.rag.extractive import Similarity, extract
+from twokeys.rag.grounding import (
+    Confidence,
+    SentenceCheck,
+    check_sentences,
+    retrieval_confidence,
+    sentence_citations,
+    strict_text,
+)
 from twokeys.rag.packing import Budget, PackedContext, SubQueryHits, pack
-from twokeys.rag.prompt import Template, question_text
+from twokeys.rag.prompt import Template, question_text, render_prompt
 
 DECOMPOSE = ("rules", "llm", "none")
 PROMPT_STYLES = ("auto", "chat", "completion")
 APPROXIMATE = "approximate (ceil(len/6) per word + 1 per punctuation run)"
 NO_EVIDENCE = "No passage in the index matches this question, so there is nothing to answer from."
+ABSTAINED = "The sources do not answer this."
 
-Kind = Literal["generated", "extractive", "no-evidence"]
+Kind = Literal["generated", "extractive", "abstained", "no-evidence"]
 
 
 @dataclass(frozen=True)
 class AskOptions:
-    """How to retrieve, pack and generate."""
+    """How to retrieve, judge, pack and generate."""
 
     mode: str = "hybrid"
     k: int = 6  # hits retrieved per sub-query
     budget: Budget = field(default_factory=Budget)
     decompose: str = "rules"  # "rules", "llm" or "none"
     max_parts: int = DEFAULT_MAX_PARTS
-    prompt_style: str = "auto"  # "auto": completion for base models, chat otherwise
+    prompt_style: str = "auto"  # "auto": asks the server whether the model has a chat template
     temperature: float = 0.0
+    abstain: bool = True  # answer "the sources do not answer this" when retrieval is weak
+    strict: bool = False  # drop generated sentences its cited blocks do not back
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -75,14 +98,27 @@ class Source:
     number: int
     path: str
     title: str
-    heading: str
+    heading: str  # of the block's first chunk
     chunk_ids: tuple[str, ...]
     cited: bool
+    quoted_headings: tuple[str, ...] = ()  # headings of the chunks quotes were taken from
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "path": self.path,
+            "title": self.title,
+            "heading": self.heading,
+            "quoted_headings": list(self.quoted_headings),
+            "chunk_ids": list(self.chunk_ids),
+            "cited": self.cited,
+        }
 
 
 @dataclass(frozen=True)
 class Plan:
-    """Everything up to generation: the parts, their hits, the packed context, the prompt."""
+    """Everything up to generation: the parts, their hits and confidence, the context, the
+    prompt."""
 
     question: str
     parts: tuple[str, ...]
@@ -91,6 +127,17 @@ class Plan:
     template: Template
     prompt: Prompt
     counter: str  # how tokens were counted
+    confidence: tuple[Confidence, ...] = ()
+
+    @property
+    def answerable(self) -> bool:
+        """False when the abstention rule found no part the sources answer."""
+        return not self.confidence or any(c.answerable for c in self.confidence)
+
+    @property
+    def unanswered(self) -> tuple[str, ...]:
+        """Parts the sources do not answer (when others are answered)."""
+        return tuple(c.query for c in self.confidence if not c.answerable)
 
 
 @dataclass(frozen=True)
@@ -103,6 +150,8 @@ class Answer:
     llm: str | None
     plan: Plan
     sources: tuple[Source, ...]
+    checks: tuple[SentenceCheck, ...] = ()  # generated answers: each sentence vs its sources
+    model_error: str | None = None  # the model failed; this is the extractive fallback
 
     @property
     def cited(self) -> tuple[int, ...]:
@@ -112,12 +161,170 @@ class Answer:
     def context(self) -> PackedContext:
         return self.plan.context
 
+    @property
+    def flagged(self) -> tuple[SentenceCheck, ...]:
+        """Sentences of a generated answer that are unsupported or uncited."""
+        return tuple(c for c in self.checks if c.status != "supported")
+
+    def to_dict(self, *, with_prompt: bool = False) -> dict[str, Any]:
+        """The answer as JSON-ready data (the one schema the CLI and a server print)."""
+        plan = self.plan
+        data: dict[str, Any] = {
+            "question": self.question,
+            "answer": self.text,
+            "kind": self.kind,
+            "llm": self.llm,
+            "model_error": self.model_error,
+            "sub_queries": list(plan.parts),
+            "confidence": [c.to_dict() for c in plan.confidence],
+            "sentences": [c.to_dict() for c in self.checks],
+            "sources": [s.to_dict() for s in self.sources],
+            "budget": _usage(plan),
+        }
+        if with_prompt:
+            data["context"] = plan.context.text
+            data["prompt"] = render_prompt(plan.prompt)
+        return data
+
+
+# --- events ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieved:
+    """Every sub-query retrieved and judged."""
+
+    parts: tuple[str, ...]
+    runs: tuple[SubQueryHits, ...]
+    confidence: tuple[Confidence, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Packed:
+    """The context is packed and the prompt built."""
+
+    plan: Plan
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFailed:
+    """The model could not be reached; the extractive answer follows."""
+
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of the answer's text, as it is generated (or the whole extractive text)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The finished answer."""
+
+    answer: Answer
+
+
+Event = Retrieved | Packed | ModelFailed | TextDelta | Done
+
+
+def ask_events(
+    index: Index, question: str, *, llm: LLM | None = None, options: AskOptions | None = None
+) -> Iterator[Event]:
+    """The work of :func:`ask`, one event at a time (see the module docstring)."""
+    options = options or AskOptions()
+    try:
+        parts, runs, confidence = _retrieve(index, question, llm, options)
+    except (ServiceUnavailableError, ServiceTimeoutError) as exc:  # --decompose-with-llm
+        yield ModelFailed(str(exc))
+        rules = replace(options, decompose="rules")
+        parts, runs, confidence = _retrieve(index, question, None, rules)
+        yield Retrieved(parts, runs, confidence)
+        plan = _plan(question, parts, runs, confidence, None, options)
+        yield Packed(plan)
+        yield from _generate_events(plan, None, options, _sentence_tools(index), str(exc))
+        return
+    yield Retrieved(parts, runs, confidence)
+    plan = _plan(question, parts, runs, confidence, llm, options)
+    yield Packed(plan)
+    yield from _generate_events(plan, llm, options, _sentence_tools(index))
+
+
+def ask(
+    index: Index,
+    question: str,
+    *,
+    llm: LLM | None = None,
+    options: AskOptions | None = None,
+    on_text: Callable[[str], None] | None = None,
+) -> Answer:
+    """Answer ``question`` from ``index`` (see the module docstring)."""
+    for event in ask_events(index, question, llm=llm, options=options):
+        if isinstance(event, TextDelta) and on_text is not None:
+            on_text(event.text)
+        elif isinstance(event, Done):
+            return event.answer
+    raise AssertionError("ask_events ended without an answer")  # pragma: no cover
+
 
 def prepare(
     index: Index, question: str, *, llm: LLM | None = None, options: AskOptions | None = None
 ) -> Plan:
-    """Decompose, retrieve each part, and pack the context into the prompt."""
+    """Decompose, retrieve and judge each part, and pack the context into the prompt."""
     options = options or AskOptions()
+    parts, runs, confidence = _retrieve(index, question, llm, options)
+    return _plan(question, parts, runs, confidence, llm, options)
+
+
+def generate(
+    plan: Plan,
+    *,
+    llm: LLM | None = None,
+    analyzer_terms: tuple[Callable[[str], list[str]], Callable[[str], list[str]]] | None = None,
+    options: AskOptions | None = None,
+    on_text: Callable[[str], None] | None = None,
+    similarity: Similarity | None = None,
+) -> Answer:
+    """Run ``llm`` on the plan's prompt (streaming to ``on_text``), or, without one, quote
+    the best sentences. ``analyzer_terms`` is the index analyzer's (query, text) term
+    functions and ``similarity`` the dense model's query-sentence cosine, both used by
+    the extractive answer and the sentence checks."""
+    tools = _SentenceTools(*(analyzer_terms or (_plain_terms, _plain_terms)), similarity)
+    for event in _generate_events(plan, llm, options or AskOptions(), tools):
+        if isinstance(event, TextDelta) and on_text is not None:
+            on_text(event.text)
+        elif isinstance(event, Done):
+            return event.answer
+    raise AssertionError("generation ended without an answer")  # pragma: no cover
+
+
+# --- the steps ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _SentenceTools:
+    query_terms: Callable[[str], list[str]]
+    text_terms: Callable[[str], list[str]]
+    similarity: Similarity | None = None
+
+
+def _sentence_tools(index: Index) -> _SentenceTools:
+    similarity: Similarity | None = None
+    if index.manifest.encoder is not None and index.backend.vectors is not None:
+
+        def similarity(query: str, sentences: Sequence[str]) -> list[float]:
+            encoder = index.encoder
+            q = encoder.encode_query(query)
+            return [float(x) for x in encoder.encode(list(sentences), "document") @ q]
+
+    return _SentenceTools(index.analyzer.query_terms, index.analyzer.index_terms, similarity)
+
+
+def _retrieve(
+    index: Index, question: str, llm: LLM | None, options: AskOptions
+) -> tuple[tuple[str, ...], tuple[SubQueryHits, ...], tuple[Confidence, ...]]:
     question = question.strip()
     if not question:
         raise ConfigError("question: is empty")
@@ -133,74 +340,117 @@ def prepare(
         SubQueryHits(part, tuple(index.search(part, mode=options.mode, k=options.k)))
         for part in parts
     )
+    confidence = (
+        tuple(retrieval_confidence(index, part) for part in parts) if options.abstain else ()
+    )
+    return tuple(parts), runs, confidence
+
+
+def _plan(
+    question: str,
+    parts: tuple[str, ...],
+    runs: tuple[SubQueryHits, ...],
+    confidence: tuple[Confidence, ...],
+    llm: LLM | None,
+    options: AskOptions,
+) -> Plan:
+    question = question.strip()
+    if confidence and any(c.answerable for c in confidence):
+        # parts the sources do not answer get no context, leaving room for the others
+        runs_to_pack = tuple(
+            run if c.answerable else replace(run, hits=())
+            for run, c in zip(runs, confidence, strict=True)
+        )
+    else:
+        runs_to_pack = runs  # nothing answerable: pack the closest sources to show them
     template = Template(_style(options.prompt_style, llm))
     counter: TokenCounter | None = llm.token_counter() if llm is not None else None
     asked = question_text(question, parts)
     context = pack(
-        runs,
+        runs_to_pack,
         options.budget,
         counter or approx_token_counter,
         fixed={"instructions": template.instructions, "question": asked},
     )
     return Plan(
         question=question,
-        parts=tuple(parts),
+        parts=parts,
         runs=runs,
         context=context,
         template=template,
         prompt=template.render(context.text, asked),
         counter=f"{llm.name} tokenizer" if counter is not None and llm else APPROXIMATE,
+        confidence=confidence,
     )
 
 
-def generate(
+def _generate_events(
     plan: Plan,
-    *,
-    llm: LLM | None = None,
-    analyzer_terms: tuple[Callable[[str], list[str]], Callable[[str], list[str]]] | None = None,
-    options: AskOptions | None = None,
-    on_text: Callable[[str], None] | None = None,
-) -> Answer:
-    """Run ``llm`` on the plan's prompt (streaming to ``on_text``), or, without one, quote
-    the best sentences. ``analyzer_terms`` is the index analyzer's (query, text) term
-    functions, used by the extractive answer."""
-    options = options or AskOptions()
+    llm: LLM | None,
+    options: AskOptions,
+    tools: _SentenceTools,
+    model_error: str | None = None,
+) -> Iterator[Event]:
     blocks = plan.context.blocks
     if not blocks:
-        return _answer(plan, NO_EVIDENCE, "no-evidence", llm, ())
+        yield Done(_answer(plan, NO_EVIDENCE, "no-evidence", llm, ()))
+        return
+    if not plan.answerable:
+        text = _abstention_text(plan)
+        yield TextDelta(text)
+        yield Done(_answer(plan, text, "abstained", llm, ()))
+        return
     if llm is None:
-        query_terms, text_terms = analyzer_terms or (_plain_terms, _plain_terms)
-        quoted = extract(plan.context, plan.parts, query_terms=query_terms, text_terms=text_terms)
-        if on_text is not None:
-            on_text(quoted.text)
-        return _answer(plan, quoted.text, "extractive", None, quoted.cited)
-    pieces = []
-    for piece in llm.stream(
-        plan.prompt,
-        stop=plan.template.stop,
-        max_tokens=plan.context.section("answer").budget,
-        temperature=options.temperature,
-    ):
-        pieces.append(piece)
-        if on_text is not None:
-            on_text(piece)
+        yield from _extractive_events(plan, tools, model_error=model_error)
+        return
+    pieces: list[str] = []
+    try:
+        for piece in llm.stream(
+            plan.prompt,
+            stop=plan.template.stop,
+            max_tokens=plan.context.section("answer").budget,
+            temperature=options.temperature,
+        ):
+            pieces.append(piece)
+            yield TextDelta(piece)
+    except (ServiceUnavailableError, ServiceTimeoutError) as exc:
+        if pieces:
+            raise  # text already shown; replaying another answer would mix two
+        yield ModelFailed(str(exc))
+        yield from _extractive_events(plan, tools, model_error=str(exc))
+        return
     text = "".join(pieces).strip()
-    return _answer(plan, text, "generated", llm, citations(text, len(blocks)))
+    checks = check_sentences(text, blocks, tools.text_terms)
+    if options.strict:
+        text = strict_text(checks)
+    answer = _answer(plan, text, "generated", llm, citations(text, len(blocks)))
+    yield Done(replace(answer, checks=checks))
 
 
-def ask(
-    index: Index,
-    question: str,
-    *,
-    llm: LLM | None = None,
-    options: AskOptions | None = None,
-    on_text: Callable[[str], None] | None = None,
-) -> Answer:
-    """Answer ``question`` from ``index`` (see the module docstring)."""
-    options = options or AskOptions()
-    plan = prepare(index, question, llm=llm, options=options)
-    terms = (index.analyzer.query_terms, index.analyzer.index_terms)
-    return generate(plan, llm=llm, analyzer_terms=terms, options=options, on_text=on_text)
+def _extractive_events(
+    plan: Plan, tools: _SentenceTools, *, model_error: str | None = None
+) -> Iterator[Event]:
+    skip = {i for i, c in enumerate(plan.confidence) if not c.answerable}
+    quoted = extract(
+        plan.context,
+        plan.parts,
+        query_terms=tools.query_terms,
+        text_terms=tools.text_terms,
+        similarity=tools.similarity,
+        unanswered=skip,
+    )
+    yield TextDelta(quoted.text)
+    headings: dict[int, list[str]] = {}
+    for q in quoted.quotes:
+        if q.heading and q.heading not in headings.setdefault(q.number, []):
+            headings[q.number].append(q.heading)
+    answer = _answer(plan, quoted.text, "extractive", None, quoted.cited, headings)
+    yield Done(replace(answer, model_error=model_error))
+
+
+def _abstention_text(plan: Plan) -> str:
+    reasons = "; ".join(f"{c.query}: {c.reason}" for c in plan.confidence)
+    return f"{ABSTAINED} ({reasons}.) The closest passages are listed below."
 
 
 _CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
@@ -208,14 +458,15 @@ _CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 
 def citations(text: str, n_blocks: int) -> tuple[int, ...]:
     """The citation numbers ``[n]``, ``[n, m]`` in ``text`` that name a block."""
-    found = {int(n) for group in _CITATION.findall(text) for n in re.split(r"\s*[,;]\s*", group)}
-    return tuple(sorted(n for n in found if 1 <= n <= n_blocks))
+    return sentence_citations(text, n_blocks)
 
 
 def _style(style: str, llm: LLM | None) -> Literal["chat", "completion"]:
     if style == "chat":
         return "chat"
-    if style == "completion" or (llm is not None and not llm.chat):
+    if style == "completion":
+        return "completion"
+    if llm is not None and not llm.detect_chat():
         return "completion"
     return "chat"
 
@@ -224,9 +475,40 @@ def _plain_terms(text: str) -> list[str]:
     return re.findall(r"\w[\w.:/-]*\w|\w", text.lower())
 
 
-def _answer(plan: Plan, text: str, kind: Kind, llm: LLM | None, cited: tuple[int, ...]) -> Answer:
+def _answer(
+    plan: Plan,
+    text: str,
+    kind: Kind,
+    llm: LLM | None,
+    cited: tuple[int, ...],
+    headings: dict[int, list[str]] | None = None,
+) -> Answer:
+    headings = headings or {}
     sources = tuple(
-        Source(b.number, b.path, b.title, b.heading, b.chunk_ids, b.number in cited)
+        Source(
+            b.number,
+            b.path,
+            b.title,
+            b.heading,
+            b.chunk_ids,
+            b.number in cited,
+            tuple(headings.get(b.number, ())),
+        )
         for b in plan.context.blocks
     )
     return Answer(plan.question, text, kind, llm.name if llm else None, plan, sources)
+
+
+def _usage(plan: Plan) -> dict[str, Any]:
+    ctx = plan.context
+    return {
+        "counter": plan.counter,
+        "total": ctx.total,
+        "sections": [{"name": s.name, "budget": s.budget, "used": s.used} for s in ctx.sections],
+        "sub_queries": [
+            {"query": q.query, "tokens": q.tokens, "blocks": list(q.blocks)} for q in ctx.queries
+        ],
+        "blocks": [
+            {"number": b.number, "tokens": b.tokens, "trimmed": b.trimmed} for b in ctx.blocks
+        ],
+    }

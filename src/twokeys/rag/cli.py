@@ -8,8 +8,8 @@ prompt the model saw and each section's share of the token budget.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -17,9 +17,20 @@ from twokeys.cliutil import index_option
 from twokeys.engine import MODES, open_index
 from twokeys.llm.base import SPEC_FORMS, from_spec
 from twokeys.llm.http import DEFAULT_TIMEOUT
-from twokeys.rag.ask import Answer, AskOptions, Plan, generate, prepare
+from twokeys.rag.ask import (
+    Answer,
+    AskOptions,
+    Done,
+    ModelFailed,
+    Packed,
+    Plan,
+    TextDelta,
+    ask_events,
+)
 from twokeys.rag.packing import MIN_TOTAL, Budget
 from twokeys.rag.prompt import render_prompt
+
+EXIT_MODEL_UNREACHABLE = 3
 
 
 @click.command()
@@ -69,6 +80,14 @@ from twokeys.rag.prompt import render_prompt
     "--decompose-with-llm", is_flag=True, help="Split the question with the model, not rules."
 )
 @click.option(
+    "--strict", is_flag=True, help="Drop generated sentences that their cited sources do not back."
+)
+@click.option(
+    "--no-abstain",
+    is_flag=True,
+    help="Answer even when retrieval finds nothing close to the question.",
+)
+@click.option(
     "--timeout",
     type=click.FloatRange(min=0.1),
     default=DEFAULT_TIMEOUT,
@@ -88,9 +107,14 @@ def ask(
     as_json: bool,
     no_decompose: bool,
     decompose_with_llm: bool,
+    strict: bool,
+    no_abstain: bool,
     timeout: float,
 ) -> None:
-    """Answer QUESTION from the index, citing its sources."""
+    """Answer QUESTION from the index, citing its sources.
+
+    Exit status 0 with an answer (or an abstention), 3 when the model could not be
+    reached and the extractive answer was given instead."""
     if no_decompose and decompose_with_llm:
         raise click.UsageError("--no-decompose and --decompose-with-llm exclude each other")
     options = AskOptions(
@@ -99,6 +123,8 @@ def ask(
         budget=Budget.for_total(budget),
         decompose="none" if no_decompose else "llm" if decompose_with_llm else "rules",
         prompt_style=prompt_style,
+        abstain=not no_abstain,
+        strict=strict,
     )
     with open_index(index_path) as kb:
         llm = (
@@ -106,73 +132,52 @@ def ask(
             if llm_spec
             else None
         )
+        answer: Answer | None = None
+        streaming = not as_json and llm is not None and not strict
+        header = False
         try:
-            plan = prepare(kb, question, llm=llm, options=options)
-            if show_context and not as_json:
-                _print_context(plan, llm.name if llm else None)
-            streaming = not as_json and llm is not None
-            if streaming:
-                click.echo(f"Answer ({llm.name if llm else ''}):")
-            answer = generate(
-                plan,
-                llm=llm,
-                analyzer_terms=(kb.analyzer.query_terms, kb.analyzer.index_terms),
-                options=options,
-                on_text=(lambda t: click.echo(t, nl=False)) if streaming else None,
-            )
+            for event in ask_events(kb, question, llm=llm, options=options):
+                if isinstance(event, Packed) and show_context and not as_json:
+                    _print_context(event.plan, llm.name if llm else None)
+                elif isinstance(event, ModelFailed) and not as_json:
+                    click.echo(f"warning: {event.error}; giving the extractive answer", err=True)
+                    streaming = False
+                elif isinstance(event, TextDelta) and streaming:
+                    if not header and llm is not None:
+                        click.echo(f"Answer ({llm.name}):")
+                        header = True
+                    click.echo(event.text, nl=False)
+                elif isinstance(event, Done):
+                    answer = event.answer
         finally:
             if llm is not None:
                 llm.close()
+    assert answer is not None  # ask_events always ends with Done
     if as_json:
-        click.echo(json.dumps(answer_to_dict(answer, show_context), ensure_ascii=False, indent=2))
+        click.echo(
+            json.dumps(answer.to_dict(with_prompt=show_context), ensure_ascii=False, indent=2)
+        )
+    else:
+        if not header:
+            if answer.kind == "generated" and llm is not None:
+                click.echo(f"Answer ({llm.name}):")
+            click.echo(answer.text, nl=False)
+        click.echo("\n")
+        _print_checks(answer, strict)
+        _print_sources(answer)
+    if answer.model_error is not None:
+        sys.exit(EXIT_MODEL_UNREACHABLE)
+
+
+def _print_checks(answer: Answer, strict: bool) -> None:
+    flagged = answer.flagged
+    if not flagged:
         return
-    if not streaming:
-        click.echo(answer.text, nl=False)
-    click.echo("\n")
-    _print_sources(answer)
-
-
-def answer_to_dict(answer: Answer, with_prompt: bool = False) -> dict[str, Any]:
-    """An answer as plain JSON-ready data."""
-    plan = answer.plan
-    data: dict[str, Any] = {
-        "question": answer.question,
-        "answer": answer.text,
-        "kind": answer.kind,
-        "llm": answer.llm,
-        "sub_queries": list(plan.parts),
-        "sources": [
-            {
-                "number": s.number,
-                "path": s.path,
-                "title": s.title,
-                "heading": s.heading,
-                "chunk_ids": list(s.chunk_ids),
-                "cited": s.cited,
-            }
-            for s in answer.sources
-        ],
-        "budget": _usage(plan),
-    }
-    if with_prompt:
-        data["context"] = plan.context.text
-        data["prompt"] = render_prompt(plan.prompt)
-    return data
-
-
-def _usage(plan: Plan) -> dict[str, Any]:
-    ctx = plan.context
-    return {
-        "counter": plan.counter,
-        "total": plan.context.total,
-        "sections": [{"name": s.name, "budget": s.budget, "used": s.used} for s in ctx.sections],
-        "sub_queries": [
-            {"query": q.query, "tokens": q.tokens, "blocks": list(q.blocks)} for q in ctx.queries
-        ],
-        "blocks": [
-            {"number": b.number, "tokens": b.tokens, "trimmed": b.trimmed} for b in ctx.blocks
-        ],
-    }
+    click.echo("Dropped (--strict): " if strict else "Not backed by the cited sources:")
+    for check in flagged:
+        why = "cites no source" if check.status == "uncited" else "not in its cited sources"
+        click.echo(f"  ! {check.text}  ({why})")
+    click.echo("")
 
 
 def _print_context(plan: Plan, llm_name: str | None) -> None:
@@ -200,8 +205,9 @@ def _print_context(plan: Plan, llm_name: str | None) -> None:
 def _print_sources(answer: Answer) -> None:
     if not answer.sources:
         return
-    click.echo("Sources:")
+    click.echo("Closest sources:" if answer.kind == "abstained" else "Sources:")
     for s in answer.sources:
-        where = f"  {s.heading}" if s.heading else ""
-        mark = "" if s.cited or answer.kind == "no-evidence" else "  (not cited)"
-        click.echo(f"  [{s.number}] {s.path}{where}{mark}")
+        heading = "; ".join(s.quoted_headings) or s.heading
+        where = f"  {heading}" if heading else ""
+        quiet = s.cited or answer.kind in ("no-evidence", "abstained")
+        click.echo(f"  [{s.number}] {s.path}{where}{'' if quiet else '  (not cited)'}")

@@ -1,13 +1,25 @@
-"""The answer without a language model: the best sentences of the top evidence, cited.
+"""The answer without a language model: the best sentences of each part's own evidence,
+cited.
 
-For each sub-query, every sentence of the packed context is scored by the query terms it
-contains, each weighted by its rarity among the context's sentences
-(``ln(1 + N / df)``), with ties going to the earlier block and sentence. The best
-``per_query`` sentences of each sub-query (that match at least one term, and score at
-least half its best sentence) are quoted as written, each followed by its block's
-citation ``[n]``. Headings, table rows and code
-are not quoted. Terms come from the index's own analyzer, so ``ZX-4821`` matches only
-``ZX-4821``.
+For each sub-query, the candidates are the sentences of the blocks that sub-query
+brought into the context (so a part never quotes another part's evidence; when its own
+blocks hold no matching sentence, every block is searched). Each candidate is scored by
+both sensors:
+
+* *lexical*: the query terms it contains, each weighted by its rarity among the
+  context's sentences (``ln(1 + N / df)``), as a share of the whole query's weight;
+* *dense* (when the index has an encoder): the cosine between the sub-query and the
+  sentence, so a paraphrase ("money back if it arrived broken") finds the sentence that
+  answers it ("delivered in a defective condition ... full refund") with no word in
+  common.
+
+The score is ``cosine + LEXICAL_SHARE * lexical`` (``lexical`` alone without an
+encoder); ties go to the earlier block and sentence. The best ``per_query`` sentences
+(that score at least :data:`RELATIVE_FLOOR` of the best) are quoted as written, each
+followed by its block's citation ``[n]``; each quote remembers the heading of the chunk
+it comes from, so a block merged from several sections cites the right one. Headings,
+table rows and code are not quoted. Terms come from the index's own analyzer, so
+``ZX-4821`` matches only ``ZX-4821``.
 """
 
 from __future__ import annotations
@@ -15,30 +27,36 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from twokeys.errors import ConfigError
 from twokeys.rag.packing import PackedContext, split_sentences
 
 Terms = Callable[[str], list[str]]
+Similarity = Callable[[str, Sequence[str]], list[float]]
+"""``similarity(query, sentences)``: the cosine of the query to each sentence."""
 
-RELATIVE_FLOOR = 0.5  # a further quote scores at least half the best one
+RELATIVE_FLOOR = 0.5  # a further quote scores at least half the best one (lexical only)
+DENSE_FLOOR = 0.85  # with the dense model: at least this share of the best score
+LEXICAL_SHARE = 0.3  # how much the (normalised) lexical score adds to the cosine
 _LIST_MARKER = re.compile(r"^(?:[-*+]|\d{1,9}[.)])\s+")
 
 EXTRACTIVE_NOTE = (
     "Extractive answer (no language model configured): the most relevant sentences from "
     "the sources, quoted as written, not a generated answer."
 )
+UNANSWERED = "The sources do not answer this part."
 
 
 @dataclass(frozen=True, slots=True)
 class Quote:
-    """One quoted sentence and the citation number of its block."""
+    """One quoted sentence, the citation number of its block and its chunk's heading."""
 
     text: str
     number: int
     query: int  # the sub-query it answers
+    heading: str = ""
 
 
 @dataclass(frozen=True)
@@ -51,6 +69,14 @@ class Extract:
         return tuple(sorted({q.number for q in self.quotes}))
 
 
+@dataclass(frozen=True, slots=True)
+class _Sentence:
+    number: int  # block
+    text: str
+    heading: str
+    queries: frozenset[int]  # sub-queries whose blocks hold it
+
+
 def extract(
     context: PackedContext,
     queries: Sequence[str],
@@ -58,36 +84,75 @@ def extract(
     query_terms: Terms,
     text_terms: Terms,
     per_query: int = 2,
+    similarity: Similarity | None = None,
+    unanswered: Collection[int] = (),
 ) -> Extract:
-    """Quote the sentences that best answer each of ``queries`` (see the module docstring)."""
+    """Quote the sentences that best answer each of ``queries`` (see the module docstring).
+
+    ``unanswered`` holds the indices of sub-queries the sources were judged not to
+    answer; they get no quote, only a note."""
     if per_query < 1:
         raise ConfigError(f"per_query: must be >= 1, got {per_query}")
     sentences = [
-        (block.number, _LIST_MARKER.sub("", " ".join(block.text[a:b].split())))
+        _Sentence(
+            block.number,
+            _LIST_MARKER.sub("", " ".join(block.text[a:b].split())),
+            block.heading_at(a),
+            frozenset(block.queries),
+        )
         for block in context.blocks
         for a, b in split_sentences(block.text)
         if _quotable(block.text[a:b])
     ]
-    terms = [set(text_terms(text)) for _, text in sentences]
+    terms = [set(text_terms(s.text)) for s in sentences]
     df = Counter(t for ts in terms for t in ts)
     n = len(sentences)
     quotes: list[Quote] = []
     seen: set[int] = set()
     for qi, query in enumerate(queries):
+        if qi in unanswered:
+            continue
         wanted = set(query_terms(query))
-        scored = []
-        for si, sentence_terms in enumerate(terms):
-            score = sum(math.log(1 + n / df[t]) for t in wanted & sentence_terms)
-            if score > 0 and si not in seen:
-                scored.append((-score, si))
-        ranked = sorted(scored)[:per_query]
-        for neg, si in ranked:
-            if -neg < RELATIVE_FLOOR * -ranked[0][0]:
+        weight = {t: math.log(1 + n / max(df[t], 1)) for t in wanted}
+        mass = sum(weight.values()) or 1.0
+        lexical = [
+            sum(weight[t] for t in wanted & sentence_terms) / mass for sentence_terms in terms
+        ]
+        own = [i for i, s in enumerate(sentences) if qi in s.queries and i not in seen]
+        if not any(lexical[i] > 0 for i in own) and similarity is None:
+            own = [i for i in range(n) if i not in seen]  # fall back to the whole context
+        ranked = _rank(query, own, sentences, lexical, similarity)
+        if not ranked:
+            continue
+        floor = (DENSE_FLOOR if similarity is not None else RELATIVE_FLOOR) * ranked[0][0]
+        for score, si in ranked[:per_query]:
+            if score < floor:
                 break  # much weaker than this sub-query's best sentence
             seen.add(si)
-            number, text = sentences[si]
-            quotes.append(Quote(text, number, qi))
-    return Extract(tuple(quotes), _render(quotes, queries))
+            s = sentences[si]
+            quotes.append(Quote(s.text, s.number, qi, s.heading))
+    return Extract(tuple(quotes), _render(quotes, queries, unanswered))
+
+
+def _rank(
+    query: str,
+    candidates: Sequence[int],
+    sentences: Sequence[_Sentence],
+    lexical: Sequence[float],
+    similarity: Similarity | None,
+) -> list[tuple[float, int]]:
+    """``(score, sentence index)`` best first, ties to the earlier sentence."""
+    if not candidates:
+        return []
+    if similarity is None:
+        scored = [(lexical[i], i) for i in candidates if lexical[i] > 0]
+    else:
+        cosines = similarity(query, [sentences[i].text for i in candidates])
+        scored = [
+            (cos + LEXICAL_SHARE * lexical[i], i)
+            for cos, i in zip(cosines, candidates, strict=True)
+        ]
+    return sorted(scored, key=lambda si: (-si[0], si[1]))
 
 
 def _quotable(sentence: str) -> bool:
@@ -95,16 +160,18 @@ def _quotable(sentence: str) -> bool:
     return len(s.split()) >= 3 and not s.startswith(("#", "```", "~~~", "|"))
 
 
-def _render(quotes: Sequence[Quote], queries: Sequence[str]) -> str:
+def _render(quotes: Sequence[Quote], queries: Sequence[str], unanswered: Collection[int]) -> str:
     if not quotes:
         return f"{EXTRACTIVE_NOTE}\n\nNo sentence in the sources matches the question's terms."
     lines = [EXTRACTIVE_NOTE]
     for qi, query in enumerate(queries):
         mine = [q for q in quotes if q.query == qi]
-        if not mine:
+        if not mine and qi not in unanswered:
             continue
         lines.append("")
         if len(queries) > 1:
             lines.append(f"{query}:")
+        if qi in unanswered:
+            lines.append(f"- {UNANSWERED}")
         lines.extend(f"- {q.text} [{q.number}]" for q in mine)
     return "\n".join(lines)

@@ -116,10 +116,21 @@ class Block:
     queries: tuple[int, ...]  # indices of the sub-queries whose hits it holds
     tokens: int  # of the rendered block (label line + text)
     trimmed: bool  # cut after a whole sentence to fit
+    # where each chunk starts in ``text`` and its heading path, in reading order
+    parts: tuple[tuple[int, tuple[str, ...]], ...] = ()
 
     @property
     def heading(self) -> str:
         return " > ".join(self.heading_path)
+
+    def heading_at(self, offset: int) -> str:
+        """The heading of the chunk that holds character ``offset`` of ``text``."""
+        path = self.heading_path
+        for start, heading_path in self.parts:
+            if start > offset:
+                break
+            path = heading_path
+        return " > ".join(path)
 
     @property
     def label(self) -> str:
@@ -371,6 +382,7 @@ class _Open:
     queries: set[int]
     trimmed: bool = False
     shingles: frozenset[tuple[str, ...]] = frozenset()
+    starts: list[int] = field(default_factory=lambda: [0])  # of each part in ``text``
 
     @property
     def heading_path(self) -> tuple[str, ...]:
@@ -391,6 +403,9 @@ class _Open:
             queries=tuple(sorted(self.queries)),
             tokens=self.tokens,
             trimmed=self.trimmed,
+            parts=tuple(
+                (start, c.heading_path) for start, c in zip(self.starts, self.parts, strict=True)
+            ),
         )
 
 
@@ -488,8 +503,10 @@ class _Packer:
             trimmed = True
         if prepend:
             block.parts.insert(0, chunk)
+            block.starts = [0, *(start + len(prepend) for start in block.starts)]
         else:
             block.parts.append(chunk)
+            block.starts.append(len(block.text))
         block.text = text
         block.tokens = tokens
         block.trimmed = block.trimmed or trimmed

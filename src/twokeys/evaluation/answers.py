@@ -1,0 +1,387 @@
+"""Answer evaluation: is the evidence in the context, is the answer in the evidence?
+
+A QA file (JSONL) gives, per question, the documents that answer it and a short *gold
+fact* from each, written verbatim as the document says it::
+
+    {"id": "qa01", "question": "What does error code ZX-4821 mean?", "kind": "identifier",
+     "split": "test", "gold": [{"doc": "errors/zx-4821.md",
+                                "fact": "below the safe operating threshold"}]}
+
+A multi-part question has one gold entry per part; a question the corpus cannot answer
+has ``"gold": []``. ``split`` (``dev`` or ``test``) keeps the questions rules were tuned
+on apart from the ones reported.
+
+Measures (facts compared case-insensitively, Markdown ``*`` and backticks and runs of
+whitespace ignored):
+
+* **context recall**: share of a question's gold facts found inside a context piece
+  taken from the gold document;
+* **citation precision**: share of the blocks an answer cites that hold a gold fact;
+* **fact containment**: share of gold facts quoted in the (extractive) answer itself;
+* **abstention**: share of unanswerable questions answered "the sources do not answer
+  this"; **false abstention**: share of answerable questions given that answer;
+* **tokens**: context tokens, counted with :func:`~twokeys.chunking.approx_token_counter`.
+
+Systems compared on the same index, question by question:
+
+* ``twokeys``: :func:`twokeys.rag.ask` (decomposition, fair packing, abstention,
+  extractive answer) at the token budget;
+* ``naive-Nchars``: the naive pipeline of the Ollama hybrid-RAG projects: the whole
+  question, RRF-fused BM25 + dense top-:data:`NAIVE_K` chunks concatenated in rank order
+  and cut at N characters;
+* ``top-k``: the whole question, the default hybrid top chunks added whole in rank
+  order while they fit the same context token budget twokeys had.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import mean
+
+from twokeys.chunking import approx_token_counter
+from twokeys.engine import Index
+from twokeys.errors import ConfigError
+from twokeys.rag.ask import AskOptions, ask
+from twokeys.rag.packing import SEPARATOR, Budget
+
+KINDS = ("identifier", "paraphrase", "multi-part", "unanswerable")
+SPLITS = ("dev", "test")
+NAIVE_K = 10  # chunks the naive pipeline concatenates before cutting at its character budget
+NAIVE_MODE = "hybrid-rrf"
+NAIVE_CHARS = (2000, 4000)
+TOPK_K = 10
+
+
+@dataclass(frozen=True, slots=True)
+class GoldFact:
+    doc: str
+    fact: str
+
+
+@dataclass(frozen=True, slots=True)
+class QAItem:
+    id: str
+    question: str
+    kind: str
+    split: str
+    gold: tuple[GoldFact, ...]
+
+    @property
+    def answerable(self) -> bool:
+        return bool(self.gold)
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """One passage of a context, with the document it comes from."""
+
+    path: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one system did with one question."""
+
+    item: QAItem
+    pieces: tuple[Piece, ...]
+    tokens: int
+    answer: str | None = None  # None: the system gives no answer of its own
+    cited: tuple[int, ...] | None = None  # indices into pieces
+    abstained: bool = False
+    budget: int = 0  # the context's token budget
+
+    @property
+    def context_recall(self) -> float:
+        return context_recall(self.item.gold, self.pieces)
+
+    @property
+    def fact_containment(self) -> float | None:
+        if self.answer is None:
+            return None
+        return fact_containment(self.item.gold, self.answer)
+
+    @property
+    def citation_precision(self) -> float | None:
+        if self.cited is None or not self.cited:
+            return None
+        return citation_precision(self.item.gold, self.pieces, self.cited)
+
+
+@dataclass(frozen=True)
+class SystemScore:
+    """One system's measures over the questions."""
+
+    name: str
+    outcomes: tuple[Outcome, ...]
+
+    def _answerable(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.item.answerable]
+
+    def _unanswerable(self) -> list[Outcome]:
+        return [o for o in self.outcomes if not o.item.answerable]
+
+    @property
+    def context_recall(self) -> float | None:
+        return _mean(o.context_recall for o in self._answerable())
+
+    @property
+    def citation_precision(self) -> float | None:
+        return _mean(o.citation_precision for o in self._answerable())
+
+    @property
+    def fact_containment(self) -> float | None:
+        return _mean(o.fact_containment for o in self._answerable())
+
+    @property
+    def abstention(self) -> float | None:
+        return _mean(float(o.abstained) for o in self._unanswerable())
+
+    @property
+    def false_abstention(self) -> float | None:
+        return _mean(float(o.abstained) for o in self._answerable())
+
+    @property
+    def tokens(self) -> float | None:
+        return _mean(float(o.tokens) for o in self._answerable())
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "system": self.name,
+            "context_recall": self.context_recall,
+            "citation_precision": self.citation_precision,
+            "fact_containment": self.fact_containment,
+            "abstention": self.abstention,
+            "false_abstention": self.false_abstention,
+            "tokens": self.tokens,
+        }
+
+
+@dataclass(frozen=True)
+class AnswerEvaluation:
+    """Every system's score on the same questions."""
+
+    budget: int
+    items: tuple[QAItem, ...]
+    systems: tuple[SystemScore, ...] = field(default=())
+
+    def system(self, name: str) -> SystemScore:
+        for s in self.systems:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "budget": self.budget,
+            "questions": len(self.items),
+            "answerable": sum(i.answerable for i in self.items),
+            "systems": [s.to_dict() for s in self.systems],
+            "misses": {
+                s.name: [
+                    {"id": o.item.id, "context_recall": o.context_recall, "abstained": o.abstained}
+                    for o in s.outcomes
+                    if (o.item.answerable and (o.context_recall < 1 or o.abstained))
+                    or (not o.item.answerable and not o.abstained)
+                ]
+                for s in self.systems
+            },
+        }
+
+
+# --- the QA file ----------------------------------------------------------------------
+
+
+def load_qa(path: str | Path, *, split: str | None = None) -> list[QAItem]:
+    """The questions of a QA file (see the module docstring); ``split`` keeps one split."""
+    path = Path(path)
+    if split is not None and split not in SPLITS:
+        raise ConfigError(f"split: {split!r} is not one of {', '.join(SPLITS)}")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    items: list[QAItem] = []
+    seen: set[str] = set()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        item = _parse_item(line, f"{path}:{number}")
+        if item.id in seen:
+            raise ConfigError(f"{path}:{number}: id: {item.id!r} appears twice")
+        seen.add(item.id)
+        if split is None or item.split == split:
+            items.append(item)
+    if not items:
+        raise ConfigError(f"{path}: no questions" + (f" in split {split!r}" if split else ""))
+    return items
+
+
+def _parse_item(line: str, where: str) -> QAItem:
+    try:
+        data = json.loads(line)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a JSON object")
+
+    def text(name: str, default: str | None = None) -> str:
+        value = data.get(name, default)
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{where}: {name}: expected a non-empty string, got {value!r}")
+        return value.strip()
+
+    kind = text("kind")
+    if kind not in KINDS:
+        raise ConfigError(f"{where}: kind: {kind!r} is not one of {', '.join(KINDS)}")
+    split = text("split", "test")
+    if split not in SPLITS:
+        raise ConfigError(f"{where}: split: {split!r} is not one of {', '.join(SPLITS)}")
+    raw_gold = data.get("gold")
+    if not isinstance(raw_gold, list):
+        raise ConfigError(f"{where}: gold: expected a list of {{doc, fact}} objects")
+    gold = []
+    for i, entry in enumerate(raw_gold):
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: gold[{i}]: expected an object with doc and fact")
+        doc, fact = entry.get("doc"), entry.get("fact")
+        if not isinstance(doc, str) or not doc or not isinstance(fact, str) or not fact.strip():
+            raise ConfigError(f"{where}: gold[{i}]: doc and fact must be non-empty strings")
+        gold.append(GoldFact(doc, fact))
+    if (kind == "unanswerable") != (not gold):
+        raise ConfigError(f"{where}: gold: kind {kind!r} needs {'no' if gold else 'a'} gold fact")
+    return QAItem(text("id"), text("question"), kind, split, tuple(gold))
+
+
+# --- measures (pure) ------------------------------------------------------------------
+
+_MARKUP = re.compile(r"[*`]")
+
+
+def normalize(text: str) -> str:
+    """Lowercase, Markdown emphasis and code marks dropped, whitespace collapsed."""
+    return " ".join(_MARKUP.sub("", text).lower().split())
+
+
+def holds(text: str, fact: str) -> bool:
+    return normalize(fact) in normalize(text)
+
+
+def context_recall(gold: Sequence[GoldFact], pieces: Sequence[Piece]) -> float:
+    """Share of ``gold`` facts inside a piece of their own document."""
+    if not gold:
+        return 0.0
+    found = sum(any(p.path == g.doc and holds(p.text, g.fact) for p in pieces) for g in gold)
+    return found / len(gold)
+
+
+def fact_containment(gold: Sequence[GoldFact], answer: str) -> float:
+    """Share of ``gold`` facts the answer states verbatim."""
+    if not gold:
+        return 0.0
+    return sum(holds(answer, g.fact) for g in gold) / len(gold)
+
+
+def citation_precision(
+    gold: Sequence[GoldFact], pieces: Sequence[Piece], cited: Sequence[int]
+) -> float:
+    """Share of the cited pieces that hold one of the gold facts (from its document)."""
+    if not cited:
+        return 0.0
+    good = sum(
+        any(pieces[i].path == g.doc and holds(pieces[i].text, g.fact) for g in gold) for i in cited
+    )
+    return good / len(cited)
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return mean(kept) if kept else None
+
+
+def _tokens(text: str) -> int:
+    return approx_token_counter([text])[0] if text else 0
+
+
+# --- systems --------------------------------------------------------------------------
+
+
+def run_twokeys(index: Index, item: QAItem, options: AskOptions) -> Outcome:
+    answer = ask(index, item.question, options=options)
+    blocks = answer.context.blocks
+    pieces = tuple(Piece(b.path, b.text) for b in blocks)
+    cited = tuple(n - 1 for n in answer.cited)
+    return Outcome(
+        item,
+        pieces,
+        answer.context.section("context").used,
+        answer=answer.text,
+        cited=cited,
+        abstained=answer.kind == "abstained",
+        budget=answer.context.section("context").budget,
+    )
+
+
+def run_naive(index: Index, item: QAItem, chars: int, *, k: int = NAIVE_K) -> Outcome:
+    """Top-``k`` RRF hybrid chunks joined in rank order, cut at ``chars`` characters."""
+    pieces: list[Piece] = []
+    used = 0
+    for hit in index.search(item.question, mode=NAIVE_MODE, k=k):
+        room = chars - used - (len(SEPARATOR) if pieces else 0)
+        if room <= 0:
+            break
+        text = hit.text[:room]
+        pieces.append(Piece(hit.path, text))
+        used += len(text) + (len(SEPARATOR) if len(pieces) > 1 else 0)
+    return Outcome(item, tuple(pieces), _tokens(SEPARATOR.join(p.text for p in pieces)))
+
+
+def run_topk(index: Index, item: QAItem, tokens: int, *, mode: str, k: int = TOPK_K) -> Outcome:
+    """Whole top chunks in rank order while they fit ``tokens`` (no decomposition, no
+    merging, no trimming)."""
+    pieces: list[Piece] = []
+    for hit in index.search(item.question, mode=mode, k=k):
+        candidate = [*pieces, Piece(hit.path, hit.text)]
+        if _tokens(SEPARATOR.join(p.text for p in candidate)) > tokens:
+            break
+        pieces = candidate
+    return Outcome(item, tuple(pieces), _tokens(SEPARATOR.join(p.text for p in pieces)))
+
+
+def evaluate_answers(
+    index: Index,
+    items: Sequence[QAItem],
+    *,
+    budget: int = 1000,
+    options: AskOptions | None = None,
+    naive_chars: Sequence[int] = NAIVE_CHARS,
+) -> AnswerEvaluation:
+    """Score twokeys' ``ask`` and the baselines on ``items`` (see the module docstring).
+
+    ``options`` sets the retrieval of ``ask`` (its budget is replaced by ``budget``)."""
+    if not items:
+        raise ConfigError("questions: none to evaluate")
+    base = options or AskOptions()
+    ask_options = AskOptions(
+        mode=base.mode,
+        k=base.k,
+        budget=Budget.for_total(budget),
+        decompose=base.decompose,
+        max_parts=base.max_parts,
+        abstain=base.abstain,
+    )
+    ours = [run_twokeys(index, item, ask_options) for item in items]
+    systems = [SystemScore("twokeys", tuple(ours))]
+    for chars in naive_chars:
+        runs = tuple(run_naive(index, item, chars) for item in items)
+        systems.append(SystemScore(f"naive-{chars}chars", runs))
+    # the same context budget twokeys' packer had for each question
+    runs = tuple(run_topk(index, o.item, o.budget, mode=base.mode) for o in ours)
+    systems.append(SystemScore("top-k", runs))
+    return AnswerEvaluation(budget, tuple(items), tuple(systems))

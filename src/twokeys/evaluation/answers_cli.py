@@ -1,0 +1,92 @@
+"""``twokeys eval-answers``: measure answers, not just rankings (see
+:mod:`twokeys.evaluation.answers`), twokeys' ``ask`` beside the naive baselines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from twokeys.cliutil import index_option, out
+from twokeys.engine import MODES, open_index
+from twokeys.evaluation.answers import SPLITS, AnswerEvaluation, evaluate_answers, load_qa
+from twokeys.rag.ask import AskOptions
+from twokeys.rag.packing import MIN_TOTAL
+
+COLUMNS = (  # short titles: the table fits 80 columns
+    ("recall", "context_recall"),
+    ("cite prec", "citation_precision"),
+    ("facts", "fact_containment"),
+    ("abstain", "abstention"),
+    ("false abst", "false_abstention"),
+    ("tokens", "tokens"),
+)
+LEGEND = (
+    "recall: gold facts inside the packed context; cite prec: cited blocks holding a gold "
+    "fact; facts: gold facts quoted in the answer; abstain: unanswerable questions "
+    "abstained on; false abst: answerable ones abstained on; tokens: mean context tokens"
+)
+
+
+@click.command("eval-answers")
+@click.argument("qa_file", type=click.Path(path_type=Path))
+@index_option
+@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
+@click.option(
+    "--budget",
+    type=click.IntRange(min=MIN_TOTAL),
+    default=1000,
+    show_default=True,
+    help="Tokens for the whole prompt plus the answer, as in 'ask'.",
+)
+@click.option(
+    "--split",
+    type=click.Choice(SPLITS),
+    default=None,
+    help="Only the questions of this split [default: all].",
+)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def eval_answers(
+    qa_file: Path, index_path: Path, mode: str, budget: int, split: str | None, as_json: bool
+) -> None:
+    """Score 'ask' on the questions of QA_FILE (JSONL with gold documents and facts)."""
+    items = load_qa(qa_file, split=split)
+    with open_index(index_path) as kb:
+        result = evaluate_answers(kb, items, budget=budget, options=AskOptions(mode=mode))
+    if as_json:
+        out.print_json(json.dumps(result.to_dict()))
+        return
+    _print(result, split)
+
+
+def _print(result: AnswerEvaluation, split: str | None) -> None:
+    answerable = sum(i.answerable for i in result.items)
+    which = f"split {split}" if split else "all splits"
+    table = Table(
+        title=f"{len(result.items)} questions ({which}; {answerable} answerable), "
+        f"budget {result.budget} tokens"
+    )
+    table.add_column("system", no_wrap=True)
+    for title, _ in COLUMNS:
+        table.add_column(title, justify="right")
+    for system in result.systems:
+        data = system.to_dict()
+        cells = []
+        for _, key in COLUMNS:
+            value = data[key]
+            if value is None:
+                cells.append("-")
+            elif key == "tokens":
+                cells.append(f"{value:.0f}")
+            else:
+                cells.append(f"{value:.3f}")
+        table.add_row(system.name, *cells)
+    out.print(table)
+    out.print(LEGEND)
+    misses = result.to_dict()["misses"]
+    ours = misses.get("twokeys") if isinstance(misses, dict) else None
+    if ours:
+        ids = ", ".join(str(m["id"]) for m in ours)
+        out.print(f"twokeys misses (evidence not packed, or wrong abstention): {ids}")

@@ -1,0 +1,185 @@
+"""Grounding: abstain before generation when retrieval found nothing that answers, and
+check after generation that each sentence is backed by the blocks it cites.
+
+**Retrieval confidence** (:func:`retrieval_confidence`) reads the two sensors for one
+sub-query:
+
+* *lexical coverage*: the share of the query's idf mass matched by the best BM25 chunk
+  (:mod:`twokeys.fusion.confidence`); terms the corpus never uses count as unmatched
+  and, being unseen, weigh the most;
+* *dense peak*: how far the best chunk's cosine stands above the query's typical cosine
+  to the corpus, in standard deviations (``(top - mean) / sd`` over an evenly spaced
+  sample of at most :data:`DENSE_SAMPLE` chunk vectors);
+* *missing identifiers*: identifier-like query tokens (``ZX-9001``, ``v5.0``) that no
+  chunk contains.
+
+A question that names an identifier the index has never seen asks about something the
+corpus does not hold. Otherwise the sub-query is answerable when
+``peak + LEXICAL_WEIGHT * coverage >= THRESHOLD``: each sensor can vouch on its own
+(a paraphrase with unseen words but a clear dense peak; an identifier query matched
+exactly), and a question neither sensor recognises (off-topic, or in-domain words
+around an unseen key word) is not answered. The weight and threshold were set on the
+``dev`` split of ``examples/support-kb/qa.jsonl``: off-topic questions score under
+3.5, answerable ones from 3.7 up. Without dense vectors only coverage is read, against
+:data:`LEXICAL_ONLY_FLOOR`.
+
+**Sentence support** (:func:`check_sentences`) splits a generated answer into sentences
+and reads the ``[n]`` citations of each: a sentence without one is *uncited*; a cited
+sentence whose content terms (the index analyzer's, stemmed) are mostly absent from
+the blocks it cites is *unsupported*; otherwise *supported*.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from twokeys.rag.packing import Block, split_sentences
+
+if TYPE_CHECKING:
+    from twokeys.engine import Index
+
+LEXICAL_WEIGHT = 2.0  # coverage 1.0 counts as two standard deviations of dense peak
+THRESHOLD = 3.6
+LEXICAL_ONLY_FLOOR = 0.5
+DENSE_SAMPLE = 512
+SUPPORT_MIN = 0.5  # share of a sentence's content terms its cited blocks must hold
+
+Status = Literal["supported", "unsupported", "uncited"]
+Terms = Callable[[str], list[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Confidence:
+    """How well retrieval covers one sub-query."""
+
+    query: str
+    lexical: float  # idf-weighted share of the query matched by the best BM25 chunk
+    dense: float | None  # the best cosine's height above the corpus, in sd; None: no vectors
+    missing: tuple[str, ...]  # identifier-like query terms no chunk contains
+
+    @property
+    def score(self) -> float:
+        if self.dense is None:
+            return self.lexical
+        return self.dense + LEXICAL_WEIGHT * self.lexical
+
+    @property
+    def answerable(self) -> bool:
+        if self.missing:
+            return False
+        if self.dense is None:
+            return self.lexical >= LEXICAL_ONLY_FLOOR
+        return self.score >= THRESHOLD
+
+    @property
+    def reason(self) -> str:
+        if self.missing:
+            return f"the index never mentions {', '.join(self.missing)}"
+        if self.answerable:
+            return "retrieval matched the question"
+        return "neither BM25 nor the dense model found a passage close to the question"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "query": self.query,
+            "lexical_coverage": round(self.lexical, 4),
+            "dense_peak": None if self.dense is None else round(self.dense, 4),
+            "missing_identifiers": list(self.missing),
+            "answerable": self.answerable,
+            "reason": self.reason,
+        }
+
+
+def retrieval_confidence(index: Index, query: str) -> Confidence:
+    """Read both sensors for ``query`` (see the module docstring)."""
+    bm25 = index.retriever("bm25")
+    result = bm25.retrieve(query, 1)
+    coverage = bm25.confidence(query, result.run)  # type: ignore[attr-defined]
+    missing = tuple(bm25.features(query, result).missing_identifiers)  # type: ignore[attr-defined]
+    return Confidence(query, coverage, _dense_peak(index, query), missing)
+
+
+def _dense_peak(index: Index, query: str) -> float | None:
+    vectors = index.backend.vectors
+    if vectors is None or index.manifest.encoder is None:
+        return None
+    n = int(index.manifest.counts.get("chunks", 0))
+    if n < 2:
+        return None
+    vector = index.encoder.encode_query(query)
+    top = vectors.search(vector, 1)
+    if not top:
+        return None
+    rows = np.unique(np.linspace(0, n - 1, min(n, DENSE_SAMPLE)).astype(np.int64))
+    sims = np.array([vectors.similarity(vector, int(r)) for r in rows], np.float64)
+    sd = float(sims.std())
+    if sd <= 0:
+        return None
+    return (top[0].score - float(sims.mean())) / sd
+
+
+# --- sentence support -------------------------------------------------------------------
+
+_CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceCheck:
+    """One sentence of a generated answer and whether its cited blocks back it."""
+
+    text: str
+    citations: tuple[int, ...]
+    status: Status
+    support: float  # share of its content terms found in the cited blocks
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "text": self.text,
+            "citations": list(self.citations),
+            "status": self.status,
+            "support": round(self.support, 4),
+        }
+
+
+def sentence_citations(sentence: str, n_blocks: int) -> tuple[int, ...]:
+    found = {
+        int(n) for group in _CITATION.findall(sentence) for n in re.split(r"\s*[,;]\s*", group)
+    }
+    return tuple(sorted(n for n in found if 1 <= n <= n_blocks))
+
+
+def check_sentences(text: str, blocks: Sequence[Block], terms: Terms) -> tuple[SentenceCheck, ...]:
+    """Each sentence of ``text`` checked against the blocks it cites (module docstring).
+
+    A citation-only fragment (``[2].``) is attached to the sentence before it."""
+    pieces = [text[a:b] for a, b in split_sentences(text)]
+    merged: list[str] = []
+    for piece in pieces:
+        if merged and not _CITATION.sub("", piece).strip(" .,;:"):
+            merged[-1] = f"{merged[-1]} {piece}"
+        else:
+            merged.append(piece)
+    block_terms = {b.number: set(terms(b.text)) | set(terms(b.heading)) for b in blocks}
+    checks = []
+    for sentence in merged:
+        cited = sentence_citations(sentence, len(blocks))
+        own = Counter(terms(_CITATION.sub(" ", sentence)))
+        if not cited:
+            checks.append(SentenceCheck(sentence, (), "uncited", 0.0))
+            continue
+        held = set().union(*(block_terms[n] for n in cited))
+        support = sum(c for t, c in own.items() if t in held) / sum(own.values()) if own else 1.0
+        status: Status = "supported" if support >= SUPPORT_MIN else "unsupported"
+        checks.append(SentenceCheck(sentence, cited, status, support))
+    return tuple(checks)
+
+
+def strict_text(checks: Sequence[SentenceCheck]) -> str:
+    """The answer with only its supported sentences."""
+    return " ".join(c.text for c in checks if c.status == "supported")
