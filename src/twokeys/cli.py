@@ -25,6 +25,8 @@ from twokeys.errors import TwokeysError
 from twokeys.indexer import IndexOptions, build_index
 from twokeys.ingest import SkippedFile
 from twokeys.lexical.bm25 import BM25Params
+from twokeys.optimize import DERIVED
+from twokeys.optimize import optimize as build_optimized
 from twokeys.request import DEFAULTS, MODES, RRF_FUSIONS, SearchRequest
 from twokeys.retrievers.hybrid import FUSIONS
 from twokeys.types import Hit
@@ -50,7 +52,7 @@ class _Group(click.Group):
 
 
 def _show_warning(message: Warning | str, *_: object, **__: object) -> None:
-    """A library warning (a graph rebuilt on open, ...) as one ``warning: ...`` line."""
+    """A library warning (a missing HNSW graph, ...) as one ``warning: ...`` line."""
     err.print(f"[yellow]warning:[/yellow] {message}", highlight=False)
 
 
@@ -99,6 +101,13 @@ def main() -> None:
     help=f"Dense search: exact, an HNSW graph (needs twokeys[ann]), or auto "
     f"(HNSW from {DEFAULT_THRESHOLD:,} chunks).",
 )
+@click.option(
+    "--derive",
+    type=click.Choice(DERIVED[1:]),
+    multiple=True,
+    help="Also build this derived structure (repeatable); the HNSW graph is built "
+    "whenever the vector index is HNSW.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 def index(
     source: Path,
@@ -113,6 +122,7 @@ def index(
     stemmer: str,
     stopwords: str,
     vector_index: str,
+    derive: tuple[str, ...],
     quiet: bool,
 ) -> None:
     """Index SOURCE (a folder, or a .jsonl / BEIR corpus file) into --index.
@@ -130,6 +140,7 @@ def index(
         encoder=None if no_dense else encoder,
         dtype="float16" if float16 else "float32",
         vector_index=VectorIndexOptions(kind=vector_index),
+        derived=derive,
     )
 
     def warn(item: SkippedFile) -> None:
@@ -265,6 +276,24 @@ def _print_hit(hit: Hit, explain: bool, rrf_k: float | None) -> None:
     if hit.evidence and len(hit.evidence) < 2 and any(e.fused for e in hit.evidence):
         missing = {"bm25", "dense"} - {e.retriever for e in hit.evidence}
         out.print(f"   · {', '.join(sorted(missing))}: not in its top candidates", markup=False)
+
+
+@main.command()
+@index_option
+@click.option(
+    "--derive",
+    type=click.Choice(DERIVED),
+    multiple=True,
+    default=("hnsw",),
+    show_default=True,
+    help="Build this derived structure if the index lacks it (repeatable).",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
+def optimize(index_path: Path, derive: tuple[str, ...], quiet: bool) -> None:
+    """Build an index's derived structures (HNSW graph, LSI factors); searches never do."""
+    with progress_bars(quiet) as stage:
+        built = build_optimized(index_path, derive, progress=stage)
+    out.print(f"built {', '.join(built)}" if built else "nothing to build")
 
 
 @main.command()

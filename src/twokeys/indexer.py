@@ -26,6 +26,7 @@ from twokeys.dense.selection import VectorIndexOptions
 from twokeys.errors import ConfigError, IndexFormatError
 from twokeys.ingest import SkippedFile, load_documents
 from twokeys.lexical.bm25 import BM25Params, build_term_matrix
+from twokeys.optimize import build_derived, check_derived
 from twokeys.store.base import DocumentInfo, EncoderInfo, Manifest
 from twokeys.store.local import (
     GenerationWriter,
@@ -34,7 +35,7 @@ from twokeys.store.local import (
     is_index,
     write_lock,
 )
-from twokeys.store.vectors import chosen_kind, open_vector_index
+from twokeys.store.vectors import chosen_kind
 from twokeys.types import Chunk, Document
 
 #: ``stage(name, total)`` returns an ``advance(n)`` callback; total is None when unknown.
@@ -48,7 +49,8 @@ class IndexOptions:
     """How to build an index. ``encoder=None`` builds a lexical-only index.
 
     ``vector_index`` picks exact search or an HNSW graph (by default by the number of
-    vectors, :mod:`twokeys.dense.selection`); the graph is built at the end of the build.
+    vectors, :mod:`twokeys.dense.selection`); the graph is built at the end of the build,
+    with the ``derived`` structures asked for (:mod:`twokeys.optimize`).
     """
 
     analyzer: AnalyzerSpec = field(default_factory=AnalyzerSpec)
@@ -57,8 +59,10 @@ class IndexOptions:
     encoder: str | None = "minilm"
     dtype: str = "float32"
     vector_index: VectorIndexOptions = field(default_factory=VectorIndexOptions)
+    derived: tuple[str, ...] = ()  # derived structures built besides the HNSW graph: "lsi"
 
     def __post_init__(self) -> None:
+        check_derived(self.derived)
         if self.dtype not in DTYPES:
             raise ConfigError(f"dtype: {self.dtype!r} is not one of {', '.join(DTYPES)}")
 
@@ -139,18 +143,19 @@ def build_index(
             if previous is not None:
                 previous.close()
         report.vector_index = chosen_kind(committed)
-        if report.vector_index == "hnsw":
-            _build_graph(index_path, stage, report.chunks)
+        derived = (*(("hnsw",) if report.vector_index == "hnsw" else ()), *options.derived)
+        if derived:
+            _build_derived(index_path, stage, derived)
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _build_graph(index_path: Path, stage: ProgressFactory, n_vectors: int) -> None:
-    """Build and save the committed generation's HNSW graph (a derived artifact: an
-    interrupted build leaves a valid index that rebuilds it on first search)."""
+def _build_derived(index_path: Path, stage: ProgressFactory, names: Sequence[str]) -> None:
+    """Build the committed generation's derived structures (an interrupted build leaves
+    a valid index that searches without them until ``twokeys optimize``)."""
     index = LocalIndex(index_path)
     try:
-        open_vector_index(index, stage("Vector index (HNSW)", n_vectors))
+        build_derived(index, names, stage)
     finally:
         index.close()
 

@@ -18,6 +18,7 @@ from twokeys.errors import ConfigError
 from twokeys.evaluation.beir import load_collection
 from twokeys.evaluation.runs import doc_ranking, evaluate
 from twokeys.lexical import lsi
+from twokeys.optimize import optimize
 from twokeys.request import SearchRequest
 from twokeys.retrievers import classic
 from twokeys.store.base import DocumentInfo, IndexBackend, LexicalIndex, VectorIndex
@@ -72,13 +73,19 @@ def test_weights_are_cached_per_open_index(tmp_path: Path) -> None:
         )
 
 
-def test_lsi_factors_are_saved_and_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lsi_factors_are_built_by_a_writer_and_reused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     index = _build(tmp_path)
     with open_index(index) as kb:
-        expected = [h.chunk.id for h in kb.search("power fuse", mode="lsi", k=5)]
         gen_dir = kb.backend.gen_dir  # type: ignore[attr-defined]
+        with pytest.warns(classic.LsiNotBuiltWarning, match="optimize"):
+            expected = [h.chunk.id for h in kb.search("power fuse", mode="lsi", k=5)]
+    assert not list(gen_dir.glob("derived.*"))  # reading never writes
+    assert optimize(index, ["lsi"]) == ("lsi",)
     saved = sorted(p.name for p in gen_dir.glob("derived.*"))
     assert saved == [f"derived.lsi-v1-r200-s0.{key}.npy" for key in ("chunks", "s", "u")]
+    assert optimize(index, ["lsi"]) == ()
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("the saved factors should have been loaded")
@@ -98,6 +105,16 @@ def test_lsi_factors_are_saved_and_reused(tmp_path: Path, monkeypatch: pytest.Mo
         assert not list(backend.gen_dir.glob(".tmp-*"))
 
 
+def test_index_derive_lsi_builds_the_factors(tmp_path: Path) -> None:
+    src = write_docs(tmp_path / "docs", DOCS)
+    index = tmp_path / "kb.twokeys"
+    build_index(src, index, IndexOptions(encoder=None, derived=("lsi",)))
+    with open_index(index) as kb:
+        assert list(kb.backend.gen_dir.glob("derived.lsi-*"))  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="derive: 'pca' is not one of hnsw, lsi"):
+        IndexOptions(derived=("pca",))
+
+
 def test_lsi_rank_and_read_only_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     index = _build(tmp_path)
 
@@ -106,7 +123,7 @@ def test_lsi_rank_and_read_only_index(tmp_path: Path, monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(classic, "save_derived", read_only)
     monkeypatch.setenv(classic.LSI_RANK_ENV, "2")
-    with open_index(index) as kb:
+    with open_index(index) as kb, pytest.warns(classic.LsiNotBuiltWarning):
         retriever = kb.retriever(SearchRequest.parse("q", "lsi"))
         assert isinstance(retriever, classic.LsiRetriever) and retriever.model.rank == 2
         assert kb.search("power fuse", mode="lsi", k=2)

@@ -1,5 +1,6 @@
 """Exact or HNSW in an on-disk index: chosen at build, graph saved beside the vectors,
-rebuilt when missing or stale, replaced when a re-index changes the vectors."""
+searched exactly when missing or stale until ``optimize`` builds it (a reader never
+writes), replaced when a re-index changes the vectors."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ from twokeys.dense.ann import HnswVectorIndex
 from twokeys.dense.exact import ExactVectorIndex
 from twokeys.dense.selection import VectorIndexOptions
 from twokeys.errors import MissingExtraError
+from twokeys.optimize import optimize
 from twokeys.request import SearchRequest
 from twokeys.store.local import MANIFEST, LocalIndex
-from twokeys.store.vectors import GraphRebuildWarning
+from twokeys.store.vectors import GraphMissingWarning
 
 WORDS = (
     "power supply hub firmware signature reset button grub menu entry embed model "
@@ -94,8 +96,8 @@ def test_the_graph_is_built_at_index_time_and_used(hnsw_index: tuple[Path, Path]
         assert_same_ranking(dense_run(index, query), exact_run(index, query))
 
 
-def test_a_missing_or_stale_graph_is_rebuilt(
-    hnsw_index: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+def test_a_missing_or_stale_graph_means_exact_search_until_optimize(
+    hnsw_index: tuple[Path, Path],
 ) -> None:
     _, index = hnsw_index
     before = dense_run(index, "battery charge cable")
@@ -105,14 +107,26 @@ def test_a_missing_or_stale_graph_is_rebuilt(
     old_layout = [gen / f"derived.hnsw-v1-m16-efc100-s100.{key}.npy" for key in ("a", "meta")]
     for file in old_layout:  # an hnswlib graph saved by an earlier version
         np.save(file, np.zeros(3))
-    monkeypatch.setattr("twokeys.store.vectors._WARN_FROM", 10)  # 60 vectors here
-    with pytest.warns(GraphRebuildWarning, match="building the HNSW graph of 60 vectors"):
-        assert dense_run(index, "battery charge cable") == before
+    listing = sorted(p.name for p in gen.iterdir())
+    warned = pytest.warns(GraphMissingWarning, match="searching them exactly")
+    with warned as caught, open_index(index) as kb:
+        assert isinstance(kb.backend.vectors, ExactVectorIndex)
+        for query in ("battery charge cable", "refund", "grub menu entry"):
+            kb.search(query, mode="hybrid", k=3)
+    assert len(caught) == 1  # one warning per open index, not one per query
+    assert sorted(p.name for p in gen.iterdir()) == listing  # the reader wrote nothing
+    with pytest.warns(GraphMissingWarning):
+        assert_same_ranking(dense_run(index, "battery charge cable"), before)
+    assert optimize(index) == ("hnsw",)
     assert not any(file.exists() for file in old_layout)  # replaced, so removed
-    meta = next(gen.glob("derived.hnsw-*.meta.npy"))  # saved again on open
+    assert optimize(index) == ()  # nothing left to build
+    with open_index(index) as kb:
+        assert isinstance(kb.backend.vectors, HnswVectorIndex)
+    meta = next(gen.glob("derived.hnsw-*.meta.npy"))
     np.save(meta, np.frombuffer(b'{"format_version": 0}', np.uint8))
-    with pytest.warns(GraphRebuildWarning):
-        assert dense_run(index, "battery charge cable") == before
+    with pytest.warns(GraphMissingWarning):
+        assert_same_ranking(dense_run(index, "battery charge cable"), before)
+    assert optimize(index) == ("hnsw",)
     assert np.load(meta).size > 50  # the rebuilt header replaced the stale one
 
 
@@ -182,16 +196,23 @@ def test_cli_forces_a_vector_index_and_info_shows_it(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["vector_search"]["used"] == "exact"
 
 
-def test_cli_says_when_opening_rebuilds_the_graph(
-    hnsw_index: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_cli_warns_once_and_optimize_builds_the_graph(hnsw_index: tuple[Path, Path]) -> None:
     _, index = hnsw_index
     gen = index / json.loads((index / MANIFEST).read_text())["generation"]
     for file in gen.glob("derived.hnsw-*"):
         file.unlink()
-    monkeypatch.setattr("twokeys.store.vectors._WARN_FROM", 10)
     args = ["search", "refund broken parcel", "--index", str(index), "--mode", "dense"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    assert "warning: building the HNSW graph of 60 vectors" in result.stderr
+    assert result.stderr.count("warning:") == 1
+    assert "HNSW graph of its 60 vectors is missing" in result.stderr
+    assert "twokeys optimize --index" in result.stderr
     assert "refund" in result.stdout or "parcel" in result.stdout
+    assert not graph_files(index)
+    result = CliRunner().invoke(main, ["optimize", "--index", str(index), "-q"])
+    assert result.exit_code == 0 and result.stdout.strip() == "built hnsw"
+    assert graph_files(index)
+    result = CliRunner().invoke(main, ["optimize", "--index", str(index), "-q"])
+    assert result.stdout.strip() == "nothing to build"
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0 and "warning" not in result.stderr

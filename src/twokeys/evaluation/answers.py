@@ -27,8 +27,8 @@ Systems compared on the same index, question by question:
 * ``twokeys``: :func:`twokeys.rag.ask` (decomposition, fair packing, abstention,
   extractive answer) at the token budget;
 * ``naive-Nchars``: the naive pipeline of the Ollama hybrid-RAG projects: the whole
-  question, RRF-fused BM25 + dense top-:data:`NAIVE_K` chunks concatenated in rank order
-  and cut at N characters;
+  question, RRF-fused BM25 + dense top-:data:`NAIVE_K` chunks (BM25 alone on an index
+  without vectors) concatenated in rank order and cut at N characters;
 * ``top-k``: the whole question, the default hybrid top chunks added whole in rank
   order while they fit the same context token budget twokeys had.
 """
@@ -328,11 +328,13 @@ def run_twokeys(index: Index, item: QAItem, options: AskOptions) -> Outcome:
     )
 
 
-def run_naive(index: Index, item: QAItem, chars: int, *, k: int = NAIVE_K) -> Outcome:
+def run_naive(
+    index: Index, item: QAItem, chars: int, *, k: int = NAIVE_K, mode: str = NAIVE_MODE
+) -> Outcome:
     """Top-``k`` RRF hybrid chunks joined in rank order, cut at ``chars`` characters."""
     pieces: list[Piece] = []
     used = 0
-    for hit in index.search(item.question, mode=NAIVE_MODE, k=k):
+    for hit in index.search(item.question, mode=mode, k=k):
         room = chars - used - (len(SEPARATOR) if pieces else 0)
         if room <= 0:
             break
@@ -378,8 +380,9 @@ def evaluate_answers(
     )
     ours = [run_twokeys(index, item, ask_options) for item in items]
     systems = [SystemScore("twokeys", tuple(ours))]
+    naive_mode = NAIVE_MODE if index.manifest.encoder is not None else "bm25"
     for chars in naive_chars:
-        runs = tuple(run_naive(index, item, chars) for item in items)
+        runs = tuple(run_naive(index, item, chars, mode=naive_mode) for item in items)
         systems.append(SystemScore(f"naive-{chars}chars", runs))
     # the same context budget twokeys' packer had for each question
     runs = tuple(run_topk(index, o.item, o.budget, mode=base.mode) for o in ours)

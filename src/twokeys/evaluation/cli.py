@@ -34,6 +34,7 @@ from twokeys.evaluation.experiment import (
 from twokeys.evaluation.measures import PRIMARY, label
 from twokeys.evaluation.report import render_report
 from twokeys.evaluation.significance import PairedComparison
+from twokeys.optimize import DERIVED, optimize
 from twokeys.request import MODES, VECTOR_MODES
 
 DEFAULT_RETRIEVERS = "bm25,dense,hybrid"
@@ -177,6 +178,8 @@ def eval_command(
         prepared = ensure_index(
             collection, path, encoder=None if no_dense else encoder, rebuild=rebuild, progress=stage
         )
+        # eval owns its index: it saves the derived structures its retrievers read
+        optimize(path, [name for name in DERIVED if name in ("hnsw", *names)], progress=stage)
     if prepared.built:
         err.print(f"indexed {escape(str(path))} ({escape(prepared.reason)})")
     else:

@@ -8,7 +8,9 @@ budget fairly between them.
 
 :func:`decompose` is rule-based and deterministic:
 
-1. split at question marks, semicolons and line breaks;
+1. split at question marks, semicolons and line breaks; a statement that sets the scene
+   (neither a question nor a request such as ``tell me``) stays with the question after
+   it;
 2. split a sentence where a new question clause starts after a comma, ``and``, ``or`` or
    ``but``: a question word followed by an auxiliary verb (``what does``, ``when did``,
    ``how long does``), or, after a comma, an auxiliary verb followed by a subject
@@ -56,6 +58,7 @@ _ID_LIST = re.compile(rf"{_ID}(?:\s*,\s*{_ID})*\s*,?\s+(?:and|or)\s+{_ID}|{_ID}(
 _BACK_REFERENCE = re.compile(
     r"\b(?:it|its|this|that|these|those|they|them|their|there)\b", re.IGNORECASE
 )
+_REQUEST = r"(?:tell|explain|describe|list|show|give|find|compare|summari[sz]e)"
 _STOP = frozenset(
     """a an the and or but of to in on for with by at from is are was were be been do does
     did can could should will would has have had may might must i you we they it he she
@@ -72,7 +75,7 @@ def decompose(prompt: str, *, max_parts: int = DEFAULT_MAX_PARTS) -> list[str]:
     if not text:
         raise ConfigError("question: is empty")
     parts: list[str] = []
-    for sentence in _SENTENCE_BREAK.split(text):
+    for sentence in _attach_statements(_SENTENCE_BREAK.split(text)):
         for clause in _CLAUSE_BREAK.split(sentence):
             parts.extend(_split_identifier_list(_clean(clause)))
     parts = _with_back_references(_merge_fragments([p for p in parts if p]))
@@ -118,6 +121,30 @@ def parse_query_list(text: str) -> list[str]:
         if line:
             out.append(line)
     return list(dict.fromkeys(out))
+
+
+_QUESTION_START = re.compile(rf"^\s*(?:{_WH}|{_AUX}|{_REQUEST})\b", re.IGNORECASE)
+
+
+def _attach_statements(sentences: Sequence[str]) -> list[str]:
+    """A statement that sets the scene ("my hub keeps restarting") joins the question
+    after it, which needs it: "...; how often does it happen?" asks about the hub."""
+    kept = [s for s in sentences if s.strip()]
+    out: list[str] = []
+    i = 0
+    while i < len(kept):
+        sentence = kept[i]
+        if i + 1 < len(kept) and not _is_question(sentence) and _is_question(kept[i + 1]):
+            joint = " " if sentence.rstrip()[-1:] in ".!" else "; "
+            sentence = f"{sentence.rstrip()}{joint}{kept[i + 1]}"
+            i += 1
+        out.append(sentence)
+        i += 1
+    return out
+
+
+def _is_question(sentence: str) -> bool:
+    return sentence.rstrip().endswith("?") or bool(_QUESTION_START.match(sentence))
 
 
 def _clean(clause: str) -> str:

@@ -39,7 +39,7 @@ Similarity = Callable[[str, Sequence[str]], list[float]]
 
 RELATIVE_FLOOR = 0.5  # a further quote scores at least half the best one (lexical only)
 DENSE_FLOOR = 0.85  # with the dense model: at least this share of the best score
-LEXICAL_SHARE = 0.3  # how much the (normalised) lexical score adds to the cosine
+LEXICAL_SHARE = 0.6  # what the lexical share adds to the cosine (set on the dev split)
 _LIST_MARKER = re.compile(r"^(?:[-*+]|\d{1,9}[.)])\s+")
 
 EXTRACTIVE_NOTE = (

@@ -11,10 +11,14 @@ sub-query:
   to the corpus, in standard deviations (``(top - mean) / sd`` over an evenly spaced
   sample of at most :data:`DENSE_SAMPLE` chunk vectors);
 * *missing identifiers*: identifier-like query tokens (``ZX-9001``, ``v5.0``) that no
-  chunk contains.
+  chunk contains, and *unseen names*: capitalised words past a sentence's start
+  (``VPN``, ``Kubernetes``, ``Chromebook``) that no chunk contains.
 
 A question that names an identifier the index has never seen asks about something the
-corpus does not hold. Otherwise the sub-query is answerable when
+corpus does not hold; one that names an identifier the index holds is answerable (an
+exact match is the strongest lexical evidence). An unseen name means the same unless
+the dense peak is very high (:data:`STRONG_PEAK`: "Britain" for a page on the United
+Kingdom). Otherwise the sub-query is answerable when
 ``peak + LEXICAL_WEIGHT * coverage >= THRESHOLD``: each sensor can vouch on its own
 (a paraphrase with unseen words but a clear dense peak; an identifier query matched
 exactly), and a question neither sensor recognises (off-topic, or in-domain words
@@ -46,6 +50,7 @@ if TYPE_CHECKING:
 
 LEXICAL_WEIGHT = 2.0  # coverage 1.0 counts as two standard deviations of dense peak
 THRESHOLD = 3.6
+STRONG_PEAK = 5.0  # a dense peak this high vouches even for a question naming an unseen name
 LEXICAL_ONLY_FLOOR = 0.5
 DENSE_SAMPLE = 512
 SUPPORT_MIN = 0.5  # share of a sentence's content terms its cited blocks must hold
@@ -62,6 +67,8 @@ class Confidence:
     lexical: float  # idf-weighted share of the query matched by the best BM25 chunk
     dense: float | None  # the best cosine's height above the corpus, in sd; None: no vectors
     missing: tuple[str, ...]  # identifier-like query terms no chunk contains
+    found: tuple[str, ...] = ()  # identifier-like query terms the index holds
+    unseen_names: tuple[str, ...] = ()  # capitalised names (VPN, Kubernetes) no chunk holds
 
     @property
     def score(self) -> float:
@@ -73,14 +80,18 @@ class Confidence:
     def answerable(self) -> bool:
         if self.missing:
             return False
+        if self.found:
+            return True  # an identifier matched exactly: the strongest lexical evidence
+        if self.unseen_names and (self.dense is None or self.dense < STRONG_PEAK):
+            return False
         if self.dense is None:
             return self.lexical >= LEXICAL_ONLY_FLOOR
         return self.score >= THRESHOLD
 
     @property
     def reason(self) -> str:
-        if self.missing:
-            return f"the index never mentions {', '.join(self.missing)}"
+        if self.missing or (self.unseen_names and not self.answerable):
+            return f"the index never mentions {', '.join(self.missing or self.unseen_names)}"
         if self.answerable:
             return "retrieval matched the question"
         return "neither BM25 nor the dense model found a passage close to the question"
@@ -91,6 +102,8 @@ class Confidence:
             "lexical_coverage": round(self.lexical, 4),
             "dense_peak": None if self.dense is None else round(self.dense, 4),
             "missing_identifiers": list(self.missing),
+            "found_identifiers": list(self.found),
+            "unseen_names": list(self.unseen_names),
             "answerable": self.answerable,
             "reason": self.reason,
         }
@@ -101,8 +114,35 @@ def retrieval_confidence(index: Index, query: str) -> Confidence:
     bm25 = index.retriever("bm25")
     result = bm25.retrieve(query, 1)
     coverage = bm25.confidence(query, result.run)  # type: ignore[attr-defined]
-    missing = tuple(bm25.features(query, result).missing_identifiers)  # type: ignore[attr-defined]
-    return Confidence(query, coverage, _dense_peak(index, query), missing)
+    features = bm25.features(query, result)  # type: ignore[attr-defined]
+    names = tuple(n for n in _names(query) if not _indexed(index, n))
+    return Confidence(
+        query,
+        coverage,
+        _dense_peak(index, query),
+        tuple(features.missing_identifiers),
+        tuple(features.identifiers),
+        names,
+    )
+
+
+_NAME = re.compile(r"(?<![\w'-])[A-Z][\w-]*[\w]")
+_SENTENCE_START = re.compile(r"(?:^|[.?!;:(]\s*|\n)\s*$")
+
+
+def _names(query: str) -> list[str]:
+    """Capitalised words not at a sentence start (names, acronyms): ``VPN``, ``Kubernetes``."""
+    return [
+        m.group()
+        for m in _NAME.finditer(query)
+        if not _SENTENCE_START.search(query[: m.start()]) and m.group() not in ("I", "I'm")
+    ]
+
+
+def _indexed(index: Index, name: str) -> bool:
+    terms = index.analyzer.query_terms(name)
+    lexical = index.backend.lexical
+    return not terms or all(lexical.has_term(t) for t in terms)
 
 
 def _dense_peak(index: Index, query: str) -> float | None:

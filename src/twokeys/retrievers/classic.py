@@ -5,16 +5,18 @@ settings)`` factory registered in :mod:`twokeys.retrievers.catalog`, so all of t
 under ``twokeys search --mode`` and in evaluations. They share the index's analyzer and
 its term-frequency matrix (:meth:`twokeys.store.local.LocalIndex.term_matrix`, embedded
 backend only). Weights are computed on first use and kept per backend object, so the
-next query (and the next retriever over the same open index) reuses them; LSI's
-factors are also saved in the index's generation folder.
+next query (and the next retriever over the same open index) reuses them. LSI's
+factors are read from the index's generation folder, where ``twokeys index --derive
+lsi`` or ``twokeys optimize --derive lsi`` saves them; without them they are fitted in
+memory, never written by a reader.
 
 The maths lives in :mod:`twokeys.lexical` (``boolean``, ``tfidf``, ``variants``, ``lsi``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
+import warnings
 import weakref
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -251,31 +253,63 @@ class LsiRetriever(Retriever):
         return RetrieverResult(run, evidence)
 
 
+class LsiNotBuiltWarning(UserWarning):
+    """The index has no saved LSI factors, so they are fitted in memory (slow, not kept)."""
+
+
+def lsi_name(params: lsi.LsiParams) -> str:
+    """The derived-array name of the LSI factors fitted with ``params``."""
+    return f"lsi-v{_LSI_CACHE_VERSION}-r{params.rank}-s{params.seed}"
+
+
+_LSI_KEYS = ("u", "s", "chunks")
+
+
+def load_lsi(backend: LocalIndex, matrix: TermMatrix, params: lsi.LsiParams) -> lsi.LsiModel | None:
+    """The factors saved in the generation folder, if they fit ``matrix``."""
+    arrays = load_derived(backend, lsi_name(params), _LSI_KEYS)
+    if arrays is None:
+        return None
+    try:
+        model = lsi.LsiModel.from_arrays(arrays)
+    except (KeyError, ValueError):
+        return None
+    return model if _fits(model, matrix) else None
+
+
+def save_lsi_factors(backend: LocalIndex, params: lsi.LsiParams) -> bool:
+    """Fit and save the LSI factors unless valid ones are saved; whether it fitted.
+
+    A writer's step (``twokeys index --derive lsi``, ``twokeys optimize --derive lsi``):
+    raises :class:`OSError` if the generation folder is not writable.
+    """
+    matrix = backend.term_matrix()
+    if load_lsi(backend, matrix, params) is not None:
+        return False
+    save_derived(backend, lsi_name(params), lsi.fit(matrix, params).to_arrays())
+    return True
+
+
 def lsi_model(index: Index, lex: Lexicon, params: lsi.LsiParams) -> lsi.LsiModel:
-    """The fitted model: from memory, else from the generation folder, else fitted (and
-    saved there when the folder is writable)."""
+    """The fitted model: from memory, else from the generation folder, else fitted in
+    memory only (reading never writes), with a :class:`LsiNotBuiltWarning`."""
     backend = index.backend
-    name = f"lsi-v{_LSI_CACHE_VERSION}-r{params.rank}-s{params.seed}"
-    keys = ("u", "s", "chunks")
 
     def load_or_fit() -> lsi.LsiModel:
         if isinstance(backend, LocalIndex):
-            arrays = load_derived(backend, name, keys)
-            if arrays is not None:
-                try:
-                    model = lsi.LsiModel.from_arrays(arrays)
-                except (KeyError, ValueError):
-                    model = None
-                if model is not None and _fits(model, lex.matrix):
-                    return model
-        model = lsi.fit(lex.matrix, params)
-        if isinstance(backend, LocalIndex):
-            # a read-only index keeps the model in memory only
-            with contextlib.suppress(OSError):
-                save_derived(backend, name, model.to_arrays())
-        return model
+            model = load_lsi(backend, lex.matrix, params)
+            if model is not None:
+                return model
+            warnings.warn(
+                f"{backend.path}: no LSI factors of rank {params.rank} are saved; fitting "
+                "them in memory for this session (build them once with 'twokeys optimize "
+                f"--index {backend.path} --derive lsi')",
+                LsiNotBuiltWarning,
+                stacklevel=2,
+            )
+        return lsi.fit(lex.matrix, params)
 
-    return _cached(backend, name, load_or_fit)
+    return _cached(backend, lsi_name(params), load_or_fit)
 
 
 def _fits(model: lsi.LsiModel, matrix: TermMatrix) -> bool:
@@ -323,6 +357,11 @@ def build_lsi(index: Index, request: SearchRequest, *, rank: int | None = None) 
         rank = _env_rank()
     lex = lexicon(index, "lsi")
     return LsiRetriever(index.analyzer, lex, lsi_model(index, lex, lsi.LsiParams(rank=rank)))
+
+
+def lsi_params() -> lsi.LsiParams:
+    """The LSI parameters searches use: rank from ``$TWOKEYS_LSI_RANK``, else 200."""
+    return lsi.LsiParams(rank=_env_rank())
 
 
 def _env_rank() -> int:

@@ -4,12 +4,14 @@ The HNSW graph is derived from ``dense.embeddings.npy``, so it is stored as a de
 file in faiss' format (:func:`~twokeys.store.local.save_derived_file`) plus a JSON
 header (a derived array) in the same generation folder, named by its build parameters,
 and opened memory-mapped. ``twokeys index`` builds it right after committing the
-vectors; opening an index rebuilds it if it is missing or stale (other parameters,
-other vectors, a file faiss no longer reads) and saves it when the folder is
-writable. A re-index that changes any vector writes a new generation, which starts
-without a graph, so a graph never outlives its vectors. Two processes that rebuild at
-once write byte-identical files (the build is deterministic), and the header is
-written after the graph, so a reader sees a whole graph or rebuilds.
+vectors (:func:`build_graph`), and ``twokeys optimize`` builds it for an index whose
+graph is missing or stale (other parameters, other vectors, a file faiss no longer
+reads). Reading never writes: opening such an index searches exactly, after one
+:class:`GraphMissingWarning`, so an index on a read-only medium opens and searches. A
+re-index that changes any vector writes a new generation, which starts without a
+graph, so a graph never outlives its vectors. Two processes that build at once write
+byte-identical files (the build is deterministic), and the header is written after the
+graph, so a reader sees a whole graph or none.
 
 With ``auto`` above the threshold and faiss not installed, search stays exact (and
 ``twokeys info`` says so); ``hnsw`` set explicitly raises
@@ -18,10 +20,11 @@ With ``auto`` above the threshold and faiss not installed, search stays exact (a
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from collections.abc import Callable
 from typing import Any
+
+import numpy.typing as npt
 
 from twokeys.dense.ann import (
     FORMAT_VERSION,
@@ -45,11 +48,10 @@ from twokeys.store.local import (
 )
 
 HEADER = "meta"
-_WARN_FROM = 30_000  # a rebuild at open is announced from this many vectors (about 10 s)
 
 
-class GraphRebuildWarning(UserWarning):
-    """Opening an index is rebuilding its HNSW graph, which takes a while."""
+class GraphMissingWarning(UserWarning):
+    """The index's HNSW graph is missing or stale, so dense search is exact (slower)."""
 
 
 GRAPH = "graph"
@@ -86,10 +88,12 @@ def graph_name(params: HnswParams) -> str:
     return f"hnsw-v{FORMAT_VERSION}-m{params.m}-efc{params.ef_construction}-s{params.seed}"
 
 
-def open_vector_index(
-    index: LocalIndex, progress: Callable[[int], None] | None = None
-) -> VectorIndex | None:
-    """The index's vector index; an HNSW graph is loaded, or built and saved."""
+def open_vector_index(index: LocalIndex) -> VectorIndex | None:
+    """The index's vector index: the saved HNSW graph, or exact search if there is none.
+
+    Never writes: an index that should have a graph but has no valid one is searched
+    exactly, with a :class:`GraphMissingWarning` saying how to build the graph.
+    """
     kind = chosen_kind(index.manifest)
     embeddings = index.embeddings()
     if kind == "none" or embeddings is None:
@@ -97,26 +101,50 @@ def open_vector_index(
     if kind == "exact":
         return ExactVectorIndex(embeddings)
     require_faiss()
+    graph = load_graph(index, embeddings)
+    if graph is not None:
+        return graph
+    warnings.warn(
+        f"{index.path}: the HNSW graph of its {len(embeddings):,} vectors is missing, stale "
+        f"or from an older twokeys; searching them exactly (slower) until "
+        f"'twokeys optimize --index {index.path}' builds it",
+        GraphMissingWarning,
+        stacklevel=3,
+    )
+    return ExactVectorIndex(embeddings)
+
+
+def load_graph(index: LocalIndex, embeddings: npt.NDArray[Any]) -> HnswVectorIndex | None:
+    """The saved graph if there is one that fits the index's vectors and parameters."""
     params = index.manifest.vector_index.hnsw
     name = graph_name(params)
     saved = load_derived(index, name, (HEADER,))
     path = derived_file(index, name, GRAPH, GRAPH_SUFFIX)
-    if saved is not None and path is not None:
-        with contextlib.suppress(ValueError):
-            return HnswVectorIndex.load(path, parse_header(saved[HEADER]), embeddings, params)
-    if progress is None and len(embeddings) >= _WARN_FROM:
-        warnings.warn(
-            f"building the HNSW graph of {len(embeddings):,} vectors for {index.path} (its "
-            "saved graph is missing, stale or from an older twokeys); this runs once, on "
-            "one thread: about 40 s for 100,000 vectors, 14 minutes for a million",
-            GraphRebuildWarning,
-            stacklevel=3,
-        )
+    if saved is None or path is None:
+        return None
+    try:
+        return HnswVectorIndex.load(path, parse_header(saved[HEADER]), embeddings, params)
+    except ValueError:
+        return None
+
+
+def build_graph(index: LocalIndex, progress: Callable[[int], None] | None = None) -> bool:
+    """Build and save the HNSW graph if the index uses one and has no valid one.
+
+    Returns whether a graph was built. A writer's step (``twokeys index``, ``twokeys
+    optimize``): raises :class:`OSError` if the generation folder is not writable.
+    """
+    embeddings = index.embeddings()
+    if chosen_kind(index.manifest) != "hnsw" or embeddings is None:
+        return False
+    if load_graph(index, embeddings) is not None:
+        return False
+    params = index.manifest.vector_index.hnsw
+    name = graph_name(params)
     graph = HnswVectorIndex.build(embeddings, params, progress)
-    with contextlib.suppress(OSError):  # a read-only index keeps its graph in memory
-        save_derived_file(index, name, GRAPH, GRAPH_SUFFIX, graph.save)
-        save_derived(index, name, {HEADER: encode_header(graph.header())})
-        for stale in derived_names(index):  # graphs of an older layout (hnswlib's, v1)
-            if stale.startswith("hnsw-v") and not stale.startswith(f"hnsw-v{FORMAT_VERSION}-"):
-                remove_derived(index, stale)
-    return graph
+    save_derived_file(index, name, GRAPH, GRAPH_SUFFIX, graph.save)
+    save_derived(index, name, {HEADER: encode_header(graph.header())})
+    for stale in derived_names(index):  # graphs of an older layout (hnswlib's, v1)
+        if stale.startswith("hnsw-v") and not stale.startswith(f"hnsw-v{FORMAT_VERSION}-"):
+            remove_derived(index, stale)
+    return True

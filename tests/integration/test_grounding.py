@@ -1,0 +1,247 @@
+"""Grounding in ``ask``: abstention before any model runs, sentence checks after it, the
+extractive fallback when the model is down, the event stream and the JSON schema.
+
+A lexical-only index of the support KB (fast); stub models stand in for real ones.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import SUPPORT_KB
+from twokeys import IndexOptions, build_index, open_index
+from twokeys.cli import main
+from twokeys.llm.base import LLM, Prompt
+from twokeys.llm.http import ServiceUnavailableError
+from twokeys.rag import AskOptions, ask
+from twokeys.rag.ask import ABSTAINED, Done, Packed, Retrieved, TextDelta, ask_events
+from twokeys.rag.grounding import check_sentences
+
+BM25 = AskOptions(mode="bm25")
+
+
+@pytest.fixture(scope="module")
+def kb_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("grounding") / "support.twokeys"
+    build_index(SUPPORT_KB / "docs", path, IndexOptions(encoder=None))
+    return path
+
+
+@pytest.fixture(autouse=True)
+def no_llm_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("TWOKEYS_LLM", "TWOKEYS_BASE_URL", "TWOKEYS_INDEX"):
+        monkeypatch.delenv(name, raising=False)
+
+
+class StubLLM(LLM):
+    """Answers the same text whatever the sources say; records each call."""
+
+    def __init__(self, answer: str) -> None:
+        self.name = "stub"
+        self.answer = answer
+        self.calls = 0
+
+    def stream(
+        self,
+        prompt: Prompt,
+        *,
+        stop: Sequence[str] = (),
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> Iterator[str]:
+        self.calls += 1
+        yield self.answer
+
+
+class DownLLM(LLM):
+    """A model whose server refuses the connection."""
+
+    name = "down"
+
+    def stream(
+        self,
+        prompt: Prompt,
+        *,
+        stop: Sequence[str] = (),
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> Iterator[str]:
+        raise ServiceUnavailableError("stub at http://127.0.0.1:9: connection refused")
+        yield ""  # pragma: no cover - makes this a generator
+
+
+def test_a_model_that_ignores_the_sources_is_flagged_unsupported(kb_path: Path) -> None:
+    llm = StubLLM("Paris.")
+    options = AskOptions(mode="bm25", abstain=False)
+    with open_index(kb_path) as kb:
+        answer = ask(kb, "What does error code ZX-4821 mean?", llm=llm, options=options)
+        cited = ask(
+            kb, "What does error code ZX-4821 mean?", llm=StubLLM("Paris [1]."), options=options
+        )
+    assert answer.kind == "generated" and answer.text == "Paris."
+    assert [c.status for c in answer.checks] == ["uncited"] and answer.flagged == answer.checks
+    assert [c.status for c in cited.checks] == ["unsupported"] and cited.checks[0].citations == (1,)
+    data = cited.to_dict()
+    assert data["sentences"] == [
+        {"text": "Paris [1].", "citations": [1], "status": "unsupported", "support": 0.0}
+    ]
+
+
+def test_strict_drops_what_the_sources_do_not_back(kb_path: Path) -> None:
+    text = (
+        "ZX-4821 means the Hub found the voltage on its input rail below the safe operating "
+        "threshold [1]. The capital of France is Paris [1]. It is sunny today."
+    )
+    with open_index(kb_path) as kb:
+        loose = ask(kb, "What does error code ZX-4821 mean?", llm=StubLLM(text), options=BM25)
+        strict = ask(
+            kb,
+            "What does error code ZX-4821 mean?",
+            llm=StubLLM(text),
+            options=AskOptions(mode="bm25", strict=True),
+        )
+    assert [c.status for c in loose.checks] == ["supported", "unsupported", "uncited"]
+    assert loose.text == text
+    assert strict.text.startswith("ZX-4821 means") and "Paris" not in strict.text
+    assert "sunny" not in strict.text
+
+
+def test_an_off_topic_question_abstains_before_the_model_runs(kb_path: Path) -> None:
+    llm = StubLLM("Paris.")
+    with open_index(kb_path) as kb:
+        answer = ask(kb, "Who won the World Cup in the United Kingdom?", llm=llm, options=BM25)
+        france = ask(kb, "What is the capital of France?", llm=llm, options=BM25)
+        unknown_code = ask(kb, "What does error code ZX-9001 mean?", options=BM25)
+    assert llm.calls == 0
+    assert answer.kind == "abstained" and answer.text.startswith(ABSTAINED)
+    assert answer.sources  # the closest sources are still shown
+    assert france.kind == "no-evidence"  # BM25 alone matches no word of it
+    assert unknown_code.kind == "abstained" and "zx-9001" in unknown_code.text
+    assert unknown_code.plan.confidence[0].missing == ("zx-9001",)
+
+
+def test_a_part_the_sources_do_not_answer_is_said_so(kb_path: Path) -> None:
+    with open_index(kb_path) as kb:
+        answer = ask(kb, "What does error code ZX-4821 mean, and what is ZX-9001?", options=BM25)
+    assert answer.kind == "extractive"
+    assert answer.plan.unanswered == ("what is ZX-9001",)
+    assert "The sources do not answer this part." in answer.text
+    assert all(s.path != "errors/zx-9001.md" for s in answer.sources)
+    assert "below the safe operating threshold" in answer.text
+
+
+def test_an_unreachable_model_gives_the_extractive_answer(kb_path: Path) -> None:
+    with open_index(kb_path) as kb:
+        events = list(
+            ask_events(kb, "What does error code ZX-4821 mean?", llm=DownLLM(), options=BM25)
+        )
+    kinds = [type(e).__name__ for e in events]
+    assert kinds == ["Retrieved", "Packed", "ModelFailed", "TextDelta", "Done"]
+    answer = events[-1].answer  # type: ignore[union-attr]
+    assert answer.kind == "extractive" and "connection refused" in (answer.model_error or "")
+    assert "below the safe operating threshold" in answer.text
+
+
+def test_events_arrive_in_order_and_the_answer_serialises(kb_path: Path) -> None:
+    with open_index(kb_path) as kb:
+        events = list(
+            ask_events(
+                kb,
+                "What does error code ZX-4821 mean?",
+                llm=StubLLM("Low voltage [1]."),
+                options=BM25,
+            )
+        )
+    assert isinstance(events[0], Retrieved) and isinstance(events[1], Packed)
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["Low voltage [1]."]
+    done = events[-1]
+    assert isinstance(done, Done) and done.answer.cited == (1,)
+    data = json.loads(json.dumps(done.answer.to_dict(with_prompt=True)))
+    assert data["kind"] == "generated" and data["confidence"][0]["answerable"] is True
+    assert data["sources"][0]["path"] == "errors/zx-4821.md" and "prompt" in data
+
+
+def test_a_merged_block_cites_the_heading_of_the_quoted_chunk(kb_path: Path) -> None:
+    with open_index(kb_path) as kb:
+        answer = ask(kb, "Why was nomic-embed-text chosen over mxbai-embed-large?", options=BM25)
+    source = next(s for s in answer.sources if s.path == "engineering/decision-log.md")
+    assert source.cited
+    assert all("ADR-017" in h for h in source.quoted_headings), source.quoted_headings
+
+
+def test_sentence_checks_attach_a_lone_citation_to_its_sentence() -> None:
+    checks = check_sentences("Low voltage. [1]", (), str.split)
+    assert [c.text for c in checks] == ["Low voltage. [1]"]
+
+
+def test_cli_says_once_that_the_model_is_down_and_exits_3(kb_path: Path) -> None:
+    result = CliRunner().invoke(
+        main,
+        [
+            "ask",
+            "What does error code ZX-4821 mean?",
+            "--index",
+            str(kb_path),
+            "--mode",
+            "bm25",
+            "--llm",
+            "openai:x",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--prompt-style",
+            "chat",
+            "--timeout",
+            "2",
+        ],
+    )
+    assert result.exit_code == 3, result.output
+    assert result.stderr.count("warning:") == 1 and "giving the extractive answer" in result.stderr
+    assert "Answer (openai:x)" not in result.stdout
+    assert result.stdout.startswith("Extractive answer")
+
+
+def test_cli_abstains_with_the_closest_sources(kb_path: Path) -> None:
+    result = CliRunner().invoke(
+        main,
+        [
+            "ask",
+            "Who won the World Cup in the United Kingdom?",
+            "--index",
+            str(kb_path),
+            "--mode",
+            "bm25",
+        ],
+    )
+    assert result.exit_code == 0
+    assert result.stdout.startswith(ABSTAINED) and "Closest sources:" in result.stdout
+
+
+def test_eval_answers_compares_ask_with_the_baselines(kb_path: Path) -> None:
+    result = CliRunner().invoke(
+        main,
+        [
+            "eval-answers",
+            str(SUPPORT_KB / "qa.jsonl"),
+            "--index",
+            str(kb_path),
+            "--mode",
+            "bm25",
+            "--split",
+            "dev",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    systems = {s["system"]: s for s in data["systems"]}
+    assert list(systems) == ["twokeys", "naive-2000chars", "naive-4000chars", "top-k"]
+    assert data["questions"] == 19 and data["budget"] == 1000
+    ours = systems["twokeys"]
+    assert ours["context_recall"] > systems["naive-2000chars"]["context_recall"]
+    assert ours["abstention"] > 0.5 and systems["top-k"]["abstention"] == 0.0
+    assert systems["naive-2000chars"]["fact_containment"] is None
