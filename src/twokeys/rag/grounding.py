@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from twokeys.rag.packing import Block, split_sentences
+from twokeys.request import SearchRequest
 
 if TYPE_CHECKING:
     from twokeys.engine import Index
@@ -111,7 +112,7 @@ class Confidence:
 
 def retrieval_confidence(index: Index, query: str) -> Confidence:
     """Read both sensors for ``query`` (see the module docstring)."""
-    bm25 = index.retriever("bm25")
+    bm25 = index.retriever(SearchRequest(query, retriever="bm25"))
     result = bm25.retrieve(query, 1)
     coverage = bm25.confidence(query, result.run)  # type: ignore[attr-defined]
     features = bm25.features(query, result)  # type: ignore[attr-defined]
