@@ -39,7 +39,7 @@ from twokeys.llm.base import LLM
 from twokeys.rag.ask import ask_events
 from twokeys.request import SearchRequest
 from twokeys.server.config import Limits, RequestError, ServerConfig
-from twokeys.server.documents import KIND_SUFFIX, check_id, read_document
+from twokeys.server.documents import KIND_SUFFIX, check_id, document_record, read_document
 from twokeys.server.events import event_payload, sse
 from twokeys.server.schema import (
     AnswerData,
@@ -392,29 +392,10 @@ def create_app(
     def get_document(doc_id: str) -> Any:
         """A document's record and its chunks."""
         with service.reader() as index:
-            found = index.backend.documents([doc_id]).get(doc_id)
-            if found is None:
-                raise UnknownDocumentError(f"no document {doc_id!r}")
-            chunks = index.backend.chunks(range(found.first_row, found.first_row + found.n_chunks))
-        return {
-            "id": found.id,
-            "title": found.title,
-            "path": found.path,
-            "kind": found.kind,
-            "sha256": found.sha256,
-            "metadata": dict(found.metadata),
-            "chunks": [
-                {
-                    "chunk_id": c.id,
-                    "position": c.position,
-                    "heading": c.heading,
-                    "start": c.start,
-                    "end": c.end,
-                    "text": c.text,
-                }
-                for c in chunks
-            ],
-        }
+            found = document_record(index, doc_id)
+        if found is None:
+            raise UnknownDocumentError(f"no document {doc_id!r}")
+        return found
 
     @api.delete("/documents/{doc_id:path}", response_model=WriteResponse, tags=["documents"])
     def delete_document(doc_id: str) -> Any:

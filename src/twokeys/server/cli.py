@@ -162,3 +162,52 @@ def serve(
             llm.close()
         service.close()
     sys.exit(0)
+
+
+@click.command()
+@index_option
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio (launched by the client) or streamable HTTP (at /mcp).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: a loopback address.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8001, show_default=True)
+@llm_option
+@base_url_option
+@timeout_option
+def mcp(
+    index_path: Path,
+    transport: str,
+    host: str,
+    port: int,
+    llm_spec: str | None,
+    base_url: str | None,
+    timeout: float,
+) -> None:
+    """Serve the index to MCP clients: tools search, ask, get_document; documents as
+    resources."""
+    _require("mcp", "mcp")
+    from twokeys.server.mcp_server import create_mcp
+    from twokeys.server.service import IndexService
+
+    if transport == "http" and not is_loopback(host):
+        raise ConfigError(
+            f"--host {host}: the MCP HTTP transport has no key, so it binds loopback "
+            "addresses only (put it behind a proxy that authenticates)"
+        )
+    service = IndexService(index_path)
+    llm = make_llm(llm_spec, base_url, timeout)
+    server = create_mcp(service, llm=llm)
+    try:
+        if transport == "stdio":
+            server.run("stdio")
+        else:
+            click.echo(f"twokeys: MCP on http://{host}:{port}/mcp", err=True)
+            server.run("streamable-http", host=host, port=port)
+    finally:
+        if llm is not None:
+            llm.close()
+        service.close()

@@ -17,7 +17,9 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+from twokeys.engine import Index
 from twokeys.errors import ConfigError
 from twokeys.ingest import SUPPORTED_SUFFIXES, SkippedFile, load_documents
 from twokeys.types import Document
@@ -78,3 +80,30 @@ def read_document(
         sha256=hashlib.sha256(raw + b"\0" + extra).hexdigest(),
         metadata={**doc.metadata, **given},
     )
+
+
+def document_record(index: Index, doc_id: str) -> dict[str, Any] | None:
+    """A document's record and its chunks (``DocumentData``), or None if there is none."""
+    found = index.backend.documents([doc_id]).get(doc_id)
+    if found is None:
+        return None
+    chunks = index.backend.chunks(range(found.first_row, found.first_row + found.n_chunks))
+    return {
+        "id": found.id,
+        "title": found.title,
+        "path": found.path,
+        "kind": found.kind,
+        "sha256": found.sha256,
+        "metadata": dict(found.metadata),
+        "chunks": [
+            {
+                "chunk_id": c.id,
+                "position": c.position,
+                "heading": c.heading,
+                "start": c.start,
+                "end": c.end,
+                "text": c.text,
+            }
+            for c in chunks
+        ],
+    }
