@@ -522,3 +522,21 @@ def test_twokeys_serve_command(tmp_path: Path) -> None:
     )
     assert run.returncode == 1
     assert "the key must be at least 16 characters" in run.stderr
+
+
+def test_a_write_while_another_process_writes_is_409(writable: tuple[str, Path]) -> None:
+    from twokeys.store.local import write_lock
+
+    url, path = writable
+    with write_lock(path):
+        r = httpx.post(f"{url}/documents", json={"documents": [{"id": "a.md", "text": "# A"}]})
+    assert r.status_code == 409
+    assert r.json()["detail"] == (
+        "kb.twokeys is being written by another twokeys process; try again when it is done"
+    )
+    assert (
+        httpx.post(
+            f"{url}/documents", json={"documents": [{"id": "a.md", "text": "# A\n\na"}]}
+        ).status_code
+        == 200
+    )

@@ -36,6 +36,7 @@ from starlette.datastructures import UploadFile
 from twokeys import __version__
 from twokeys.errors import TwokeysError
 from twokeys.llm.base import LLM
+from twokeys.llm.http import ServiceError
 from twokeys.rag.ask import ask_events
 from twokeys.request import SearchRequest
 from twokeys.server.config import Limits, RequestError, ServerConfig
@@ -51,7 +52,7 @@ from twokeys.server.schema import (
     WriteResponse,
     ask_options,
 )
-from twokeys.server.service import IndexService, UnknownDocumentError
+from twokeys.server.service import IndexBusyError, IndexService, UnknownDocumentError
 from twokeys.types import Document
 
 log = logging.getLogger("twokeys.server")
@@ -253,6 +254,14 @@ def create_app(
     @app.exception_handler(UnknownDocumentError)
     async def unknown_document(request: Request, exc: UnknownDocumentError) -> Response:
         return error(request, 404, str(exc))
+
+    @app.exception_handler(ServiceError)
+    async def model_error(request: Request, exc: ServiceError) -> Response:
+        return error(request, 502, f"the language model failed: {exc}")
+
+    @app.exception_handler(IndexBusyError)
+    async def busy(request: Request, exc: IndexBusyError) -> Response:
+        return error(request, 409, str(exc))
 
     @app.exception_handler(TwokeysError)
     async def twokeys_error(request: Request, exc: TwokeysError) -> Response:

@@ -42,7 +42,7 @@ class ContentPart(BaseModel):
 
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
-    role: Literal["system", "user", "assistant", "tool", "developer"]
+    role: str  # system, user, assistant, tool, developer, ...: only user turns are read
     content: str | list[ContentPart] | None = None
 
     def text(self) -> str:

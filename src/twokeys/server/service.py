@@ -34,6 +34,10 @@ class UnknownDocumentError(TwokeysError):
     """No document has this id."""
 
 
+class IndexBusyError(TwokeysError):
+    """Another process holds the index's write lock (``twokeys index`` running beside)."""
+
+
 class IndexService:
     """The current generation of the index at ``path``, leased to readers."""
 
@@ -122,6 +126,10 @@ class IndexService:
                     raise UnknownDocumentError(f"no document {missing[0]!r}")
             try:
                 report = update_documents(self.path, upserts, deletes, encoder=self._encoder)
+            except TwokeysError as exc:
+                if "being written by another" in str(exc):  # store.local.write_lock's refusal
+                    raise IndexBusyError(f"{exc}; try again when it is done") from None
+                raise
             finally:
                 stamp = self._manifest_stamp()
                 if stamp != self._stamp:  # committed (even if a later step failed)
