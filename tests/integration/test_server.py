@@ -410,8 +410,19 @@ def test_openai_client_chat_completions_plain_and_streamed(built: Path) -> None:
         stream = client.chat.completions.create(
             model="twokeys", messages=[{"role": "user", "content": ZX}], stream=True
         )
-        pieces = [c.choices[0].delta.content or "" for c in stream]
+        chunks = list(stream)
+        pieces = [c.choices[0].delta.content or "" for c in chunks if c.choices]
         assert "".join(pieces) == text
+        assert chunks[-1].usage is None
+        stream = client.chat.completions.create(
+            model="twokeys",
+            messages=[{"role": "user", "content": ZX}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        last = list(stream)[-1]
+        assert last.choices == [] and last.usage is not None
+        assert last.usage.total_tokens == reply.usage.total_tokens  # type: ignore[union-attr]
         with pytest.raises(openai.AuthenticationError):
             openai.OpenAI(base_url=f"{url}/v1", api_key="nope").models.list()
         with pytest.raises(openai.NotFoundError):

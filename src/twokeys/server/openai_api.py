@@ -59,6 +59,7 @@ class ChatCompletionBody(BaseModel):
     model: str
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
+    stream_options: dict[str, Any] | None = None
 
 
 class EmbeddingsBody(BaseModel):
@@ -134,7 +135,16 @@ def openai_router(
         created = int(time.time())
         if body.stream:
             return StreamingResponse(
-                _stream(service, body.messages, llm, completion_id, created, model_name, scrub),
+                _stream(
+                    service,
+                    body.messages,
+                    llm,
+                    completion_id,
+                    created,
+                    model_name,
+                    scrub,
+                    include_usage=bool((body.stream_options or {}).get("include_usage")),
+                ),
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache"},
             )
@@ -227,7 +237,10 @@ def _stream(
     created: int,
     model: str,
     scrub: Callable[[str], str],
+    include_usage: bool = False,
 ) -> Iterator[str]:
+    usage: dict[str, int] | None = None
+
     def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
         data = {
             "id": completion_id,
@@ -249,8 +262,13 @@ def _stream(
                     tail = sources_text(event.answer)
                     if tail:
                         yield chunk({"content": tail})
+                    usage = _usage(event.answer, event.answer.text + tail)
         except Exception as exc:  # the stream has begun: say so in the reply
             message = scrub(str(exc)) if isinstance(exc, TwokeysError) else type(exc).__name__
             yield chunk({"content": f"\n\n[twokeys error: {message}]"})
     yield chunk({}, "stop")
+    if include_usage and usage is not None:  # OpenAI's stream_options.include_usage
+        data = {"id": completion_id, "object": "chat.completion.chunk", "created": created}
+        final = {**data, "model": model, "choices": [], "usage": usage}
+        yield f"data: {json.dumps(final)}\n\n"
     yield "data: [DONE]\n\n"

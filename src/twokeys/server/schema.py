@@ -10,10 +10,9 @@ the shapes ``Hit.to_dict`` and ``Answer.to_dict`` produce (a test compares the k
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal, NotRequired, get_type_hints
+from typing import Any, Literal, NotRequired, get_args, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
-from pydantic.config import JsonDict
 from typing_extensions import TypedDict  # pydantic reads only this one on 3.11
 
 from twokeys.rag.ask import DECOMPOSE, PROMPT_STYLES, AskOptions
@@ -22,6 +21,7 @@ from twokeys.request import MODES, RETRIEVERS, SearchRequest
 from twokeys.retrievers.hybrid import FUSIONS
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
+_DERIVED = ConfigDict(extra="forbid")  # strictness per field (fields_of)
 
 #: allowed values, shown in the schema (the library checks them again)
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -34,38 +34,54 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 
 
 def fields_of(cls: type[Any], *, exclude: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """``create_model`` field definitions for a dataclass's fields: its types and defaults."""
+    """``create_model`` field definitions for a dataclass's fields: its types and defaults.
+
+    Scalars are strict (``"5"`` is not a ``k``); containers are not, so a JSON array
+    fills a tuple field.
+    """
     hints = get_type_hints(cls)
     out: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         if f.name in exclude:
             continue
-        extra: JsonDict | None = {"enum": list(_CHOICES[f.name])} if f.name in _CHOICES else None
+        hint = hints[f.name]
+        options: dict[str, Any] = {"strict": True} if _scalar(hint) else {}
+        if f.name in _CHOICES:
+            options["json_schema_extra"] = {"enum": list(_CHOICES[f.name])}
         if f.default is not dataclasses.MISSING:
-            out[f.name] = (hints[f.name], Field(default=f.default, json_schema_extra=extra))
-        else:
-            out[f.name] = (hints[f.name], Field(json_schema_extra=extra))
+            options["default"] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            options["default_factory"] = f.default_factory
+        out[f.name] = (hint, Field(**options))
     return out
+
+
+def _scalar(hint: Any) -> bool:
+    args = [a for a in get_args(hint) if a is not type(None)] if get_args(hint) else [hint]
+    return all(a in (str, int, float, bool) for a in args)
 
 
 SearchBody: type[BaseModel] = create_model(
     "SearchBody",
-    __config__=_STRICT,
+    __config__=_DERIVED,
     __doc__="A search: the fields of twokeys.request.SearchRequest; ``mode`` is a shorthand "
     "(hybrid-rrf, hybrid+e5, ...) for retriever/fusion/reranker.",
-    mode=(str | None, Field(default=None, json_schema_extra={"enum": list(MODES)})),
+    mode=(str | None, Field(default=None, strict=True, json_schema_extra={"enum": list(MODES)})),
     **fields_of(SearchRequest),
 )
 
 AskBody: type[BaseModel] = create_model(
     "AskBody",
-    __config__=_STRICT,
+    __config__=_DERIVED,
     __doc__="A question, with the options of twokeys.rag.AskOptions; ``budget`` is the total "
     "of tokens for prompt plus answer; ``stream`` answers with server-sent events.",
-    question=(str, Field()),
-    stream=(bool, Field(default=False)),
-    with_context=(bool, Field(default=False, description="include the context and prompt")),
-    budget=(int, Field(default=Budget().total, ge=MIN_TOTAL)),
+    question=(str, Field(strict=True)),
+    stream=(bool, Field(default=False, strict=True)),
+    with_context=(
+        bool,
+        Field(default=False, strict=True, description="include the context and prompt"),
+    ),
+    budget=(int, Field(default=Budget().total, ge=MIN_TOTAL, strict=True)),
     **fields_of(AskOptions, exclude=frozenset({"budget"})),
 )
 
