@@ -28,6 +28,7 @@ does), since they carry no spaces.
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
@@ -202,16 +203,20 @@ class Analyzer:
     The terms of a raw token depend on nothing but the token, so each distinct raw token
     is analysed once and its terms memoised (up to :data:`TERM_CACHE_SIZE` tokens per
     kind); a repeated token then costs one dictionary lookup.
+
+    Safe to share between threads: the caches are dictionaries whose entries never
+    change once set (two threads may compute the same entry, with the same result), and
+    each thread stems with its own stemmer object.
     """
 
     def __init__(self, spec: AnalyzerSpec | None = None) -> None:
         self.spec = spec or AnalyzerSpec()
         self._stopwords = STOPWORD_SETS[self.spec.stopwords]
-        # PyStemmer's own word cache is off (size 0): the term caches below already keep
-        # every stem, and its bookkeeping made a new word several times slower to stem.
-        self._stemmer = (
-            None if self.spec.stemmer == "none" else Stemmer.Stemmer(self.spec.stemmer, 0)
-        )
+        # One PyStemmer object per thread (a Snowball stemmer keeps its working state in
+        # the object, so threads must not share one); its own word cache is off (size 0):
+        # the term caches below already keep every stem, and its bookkeeping made a new
+        # word several times slower to stem.
+        self._stemmers = threading.local()
         self._index_cache = _TermCache(partial(self._raw_terms, for_query=False), TERM_CACHE_SIZE)
         self._query_cache = _TermCache(partial(self._raw_terms, for_query=True), TERM_CACHE_SIZE)
 
@@ -312,10 +317,13 @@ class Analyzer:
             w = w[:-2]
         if not w or w in self._stopwords:
             return None
-        if self._stemmer is not None:
-            result: str = self._stemmer.stemWord(w)
-            return result
-        return w
+        if self.spec.stemmer == "none":
+            return w
+        stemmer = getattr(self._stemmers, "stemmer", None)
+        if stemmer is None:
+            stemmer = self._stemmers.stemmer = Stemmer.Stemmer(self.spec.stemmer, 0)
+        result: str = stemmer.stemWord(w)
+        return result
 
 
 def _normalize(text: str) -> str:

@@ -210,6 +210,14 @@ def index(
     default=None,
     help=f"How many of the top hits --rerank re-scores [default: {DEFAULTS['rerank_top']}].",
 )
+@click.option(
+    "--filter",
+    "filters",
+    multiple=True,
+    metavar="FILTER",
+    help="Only documents that match, e.g. 'path:policies/*', 'kind:markdown', 'id:a.md', "
+    "'lang=en', 'version>=2', 'updated<2024-06-01' (repeatable; all must match).",
+)
 @click.option("--explain", is_flag=True, help="Show why each hit ranked where it did.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def search(
@@ -223,6 +231,7 @@ def search(
     lexical_weight: float | None,
     rerank: str | None,
     rerank_top: int | None,
+    filters: tuple[str, ...],
     explain: bool,
     as_json: bool,
 ) -> None:
@@ -237,6 +246,7 @@ def search(
         lexical_weight=lexical_weight,
         reranker=rerank,
         rerank_top=rerank_top,
+        filters=filters,
         explain=explain or as_json,
     )
     with open_index(index_path) as kb:

@@ -4,10 +4,33 @@ import twokeys
 kb = twokeys.open_index("kb.twokeys")
 for hit in kb.search("What does error code ZX-4821 mean?", k=5):
     print(hit.rank, hit.path, hit.chunk.heading)
+
+Concurrency contract. One :class:`Index` may answer searches from any number of threads
+at once, and every answer is the one a serial search would give (tested with 8 threads
+x 500 mixed-mode queries). What makes it so:
+
+* Reading never writes (:mod:`twokeys.optimize`): the index files a search reads never
+  change under it, so there is nothing to lock on disk. A local index is a committed
+  generation that a new ``twokeys index`` does not touch (it writes the next one).
+* Immutable values between stages: requests, runs and hits are frozen; retrievers hold
+  no per-query state.
+* Everything loaded lazily is loaded once, under a lock: the encoder and rerankers
+  (here), the backend's lexical and vector indexes, the classic models' weights.
+* Shared caches only ever gain entries equal to what any thread would compute (the
+  analyzer's term caches). What cannot be shared is per thread (each thread stems with
+  its own stemmer object) or taken in turn (the local backend's SQLite connection runs
+  one statement at a time, under a lock, and fetches its rows before letting go).
+
+A search that overlaps a re-index sees the generation that was current when the
+:class:`Index` was opened, whole (its files stay open after a build removes the
+folder); reopen the index to see the new one. Never a mix of the two. Encoders and rerankers must be
+thread-safe for this to hold (the built-in ones are: ONNX Runtime sessions and
+Hugging Face tokenizers run concurrently; HTTP encoders share nothing per call).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from importlib import import_module
@@ -17,18 +40,21 @@ from typing import Any
 from twokeys.analysis import analyzer_for
 from twokeys.dense.encoder import Encoder, get_encoder
 from twokeys.errors import ConfigError, EncoderMismatchError
+from twokeys.filters import Filter, allowed_rows
 from twokeys.request import MODES, SearchRequest
 from twokeys.rerank.base import Reranker, get_reranker
 from twokeys.retrievers import BM25Retriever, DenseRetriever, HybridRetriever, Retriever
 from twokeys.retrievers.base import RetrieverResult
 from twokeys.retrievers.catalog import EXTRA_RETRIEVERS
 from twokeys.retrievers.reranking import RerankingRetriever
-from twokeys.store.base import IndexBackend
+from twokeys.store.base import IndexBackend, RowMask
 from twokeys.store.local import LocalIndex
 from twokeys.store.vectors import describe as describe_vectors
-from twokeys.types import Hit
+from twokeys.types import Chunk, Hit
 
-__all__ = ["MODES", "Index", "SearchRequest", "open_index"]
+__all__ = ["MODES", "Filter", "Index", "SearchRequest", "open_index"]
+
+_MASKS_KEPT = 64  # filter masks kept per open index (one bool per chunk each)
 
 
 def open_index(path: str | Path, *, encoder: Encoder | None = None) -> Index:
@@ -50,6 +76,8 @@ class Index:
         self.analyzer = analyzer_for(self.manifest.analyzer)
         self._encoder = encoder
         self._rerankers: dict[str, Reranker] = {}
+        self._masks: dict[tuple[Filter, ...], RowMask] = {}  # filters -> allowed rows
+        self._lock = threading.Lock()  # guards the lazy encoder, rerankers and masks
         if encoder is not None:
             self._check_encoder(encoder)
 
@@ -72,8 +100,11 @@ class Index:
                 "this index has no dense vectors (built with --no-dense); use --mode bm25"
             )
         if self._encoder is None:
-            self._encoder = get_encoder(info.name)
-            self._check_encoder(self._encoder)
+            with self._lock:
+                if self._encoder is None:
+                    encoder = get_encoder(info.name)
+                    self._check_encoder(encoder)
+                    self._encoder = encoder
         return self._encoder
 
     def _check_encoder(self, encoder: Encoder) -> None:
@@ -90,34 +121,57 @@ class Index:
     def retriever(self, request: SearchRequest) -> Retriever:
         """The retriever stack that answers ``request`` (its query, k and explain aside)."""
         if request.reranker is not None:
-            name = request.reranker
-            if name not in self._rerankers:
-                self._rerankers[name] = get_reranker(name).for_index(self)
             inner = self.retriever(replace(request, reranker=None))
             return RerankingRetriever(
-                inner, self._rerankers[name], self.backend, top_n=request.rerank_top
+                inner, self._reranker(request.reranker), self.backend, top_n=request.rerank_top
             )
         if request.retriever in EXTRA_RETRIEVERS:
             module, _, function = EXTRA_RETRIEVERS[request.retriever].partition(":")
             factory = getattr(import_module(module), function)
             retriever: Retriever = factory(self, request)
             return retriever
+        allowed = self.allowed_rows(request.filters)
+        lexical = BM25Retriever(self.analyzer, self.backend.lexical, allowed=allowed)
         if request.retriever == "bm25":
-            return BM25Retriever(self.analyzer, self.backend.lexical)
+            return lexical
         vectors = self.backend.vectors
         if vectors is None:
             raise ConfigError("this index has no dense vectors; use --mode bm25")
-        dense = DenseRetriever(self.encoder, vectors)
+        dense = DenseRetriever(self.encoder, vectors, allowed=allowed)
         if request.retriever == "dense":
             return dense
         return HybridRetriever(
-            BM25Retriever(self.analyzer, self.backend.lexical),
+            lexical,
             dense,
             candidates=request.candidates,
             fusion=request.fusion,
             k=request.rrf_k,
             lexical_weight=request.lexical_weight,
         )
+
+    def allowed_rows(self, filters: Sequence[Filter]) -> RowMask | None:
+        """The chunk rows ``filters`` allow (None without filters), kept for reuse."""
+        if not filters:
+            return None
+        key = tuple(filters)
+        mask = self._masks.get(key)
+        if mask is None:
+            n_rows = int(self.manifest.counts.get("chunks", 0))
+            mask = allowed_rows(self.backend.all_documents(), key, n_rows)
+            with self._lock:
+                if len(self._masks) >= _MASKS_KEPT:
+                    self._masks.pop(next(iter(self._masks)))
+                self._masks[key] = mask
+        return mask
+
+    def _reranker(self, name: str) -> Reranker:
+        reranker = self._rerankers.get(name)
+        if reranker is None:
+            with self._lock:
+                if name not in self._rerankers:
+                    self._rerankers[name] = get_reranker(name).for_index(self)
+                reranker = self._rerankers[name]
+        return reranker
 
     # -- search ---------------------------------------------------------------------
 
@@ -167,6 +221,11 @@ class Index:
             ]
             for result in results
         ]
+
+    def passages(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        """Chunks by stable id (``hit.chunk_id``), e.g. kept from an earlier search; ids
+        whose document or position the index no longer has are absent."""
+        return self.backend.passages(chunk_ids)
 
     def info(self) -> dict[str, Any]:
         """Counts, parameters and on-disk sizes, as recorded in the manifest."""

@@ -3,12 +3,13 @@
 The CLI, the Python API and an HTTP API all build a request; the engine
 (:meth:`twokeys.engine.Index.search`) answers it. A request names its stages
 separately: a ``retriever`` (``bm25``, ``dense``, ``hybrid``, or a classic model), the
-hybrid's ``fusion`` and its parameters, an optional ``reranker``, and the result's size
-``k``. Mode names such as ``hybrid-rrf`` or ``hybrid+e5`` are shorthands for fields and
-are parsed once, by :meth:`SearchRequest.parse`; an option that contradicts the mode
-(``mode="hybrid-rrf", fusion="minmax"``) or that no stage of the request would read
-(``rrf_k`` with the ``minmax`` fusion) is a :class:`~twokeys.errors.ConfigError` that
-names both, never silently dropped.
+hybrid's ``fusion`` and its parameters, an optional ``reranker``, ``filters`` on the
+documents (:mod:`twokeys.filters`) and the result's size ``k``. Mode names such as
+``hybrid-rrf`` or ``hybrid+e5`` are shorthands for fields and are parsed once, by
+:meth:`SearchRequest.parse`; an option that contradicts the mode (``mode="hybrid-rrf",
+fusion="minmax"``) or that no stage of the request would read (``rrf_k`` with the
+``minmax`` fusion) is a :class:`~twokeys.errors.ConfigError` that names both, never
+silently dropped.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from twokeys.errors import ConfigError
+from twokeys.filters import Filter, parse_filters
 from twokeys.fusion.normalization import NORMALIZERS
 from twokeys.fusion.rrf import DEFAULT_K
 from twokeys.retrievers.catalog import EXTRA_RETRIEVERS
@@ -72,6 +74,7 @@ class SearchRequest:
     candidates: int = DEFAULT_CANDIDATES
     reranker: str | None = None
     rerank_top: int = DEFAULT_TOP_N
+    filters: tuple[Filter, ...] = ()
     explain: bool = False
 
     def __post_init__(self) -> None:
@@ -101,6 +104,12 @@ class SearchRequest:
             raise ConfigError(f"reranker: must be a reranker name, got {self.reranker!r}")
         if not isinstance(self.explain, bool):
             raise ConfigError(f"explain: must be true or false, got {self.explain!r}")
+        if not isinstance(self.filters, tuple) or not all(
+            isinstance(f, Filter) for f in self.filters
+        ):
+            raise ConfigError(
+                "filters: must be a tuple of Filter values (SearchRequest.parse takes strings)"
+            )
 
     # -- building ---------------------------------------------------------------------
 
@@ -114,6 +123,10 @@ class SearchRequest:
         ``rerank_top`` without a reranker).
         """
         given = {name: value for name, value in options.items() if value is not None}
+        if "filters" in given:
+            if isinstance(given["filters"], str | Filter):
+                given["filters"] = [given["filters"]]
+            given["filters"] = parse_filters(given["filters"])
         unknown = sorted(set(given) - _FIELDS - {"query"})
         if unknown:
             raise ConfigError(f"search: unknown option(s) {', '.join(unknown)}")
@@ -162,8 +175,10 @@ class SearchRequest:
     # -- serialisation ----------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field, JSON-ready."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """Every field, JSON-ready (filters in their string form)."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["filters"] = [str(f) for f in self.filters]
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SearchRequest:
@@ -181,6 +196,7 @@ class SearchRequest:
     def pipeline(self) -> tuple[Any, ...]:
         """The fields that choose the retriever stack (a cache key): all but query, k, explain."""
         return (
+            self.filters,
             self.retriever,
             self.fusion,
             self.rrf_k,

@@ -32,6 +32,21 @@ def top_k(
     return candidates[order].astype(np.int64), values[order].astype(np.float32)
 
 
+def top_k_allowed(
+    scores: npt.NDArray[np.floating],
+    k: int,
+    allowed: npt.NDArray[np.bool_] | None,
+    *,
+    only_positive: bool = False,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """:func:`top_k` among the rows ``allowed`` marks (all rows when it is None)."""
+    if allowed is None:
+        return top_k(scores, k, only_positive=only_positive)
+    rows = np.flatnonzero(allowed)
+    positions, values = top_k(scores[rows], k, only_positive=only_positive)
+    return rows[positions].astype(np.int64), values  # rows ascend: ties still break by row
+
+
 def top_k_entries(
     ids: npt.NDArray[np.integer], scores: npt.NDArray[np.floating], k: int
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:

@@ -37,6 +37,10 @@ class Chunk:
     ``start``/``end`` are character offsets into ``Document.text`` and
     ``text == document.text[start:end]``. ``heading_path`` is the chain of headings
     above the chunk, e.g. ``("Troubleshooting", "Power", "ZX-4821")``.
+
+    Its :attr:`id`, ``<document id>#<position>``, is stable: re-indexing other documents
+    leaves it (and what it names) unchanged, unlike the chunk's row in an index, which
+    every build may renumber.
     """
 
     doc_id: str
@@ -100,7 +104,13 @@ class Hit:
 
     @property
     def doc_id(self) -> str:
+        """The document's stable id (its path, or its record id)."""
         return self.chunk.doc_id
+
+    @property
+    def chunk_id(self) -> str:
+        """The chunk's stable id, ``<document id>#<position>`` (see :class:`Chunk`)."""
+        return self.chunk.id
 
     @property
     def text(self) -> str:
@@ -112,7 +122,7 @@ class Hit:
             "rank": self.rank,
             "score": self.score,
             "doc_id": self.doc_id,
-            "chunk_id": self.chunk.id,
+            "chunk_id": self.chunk_id,
             "path": self.path,
             "title": self.title,
             "heading": self.chunk.heading,

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import SUPPORT_KB
 from twokeys import IndexOptions, build_index, open_index
-from twokeys.evaluation.answers import evaluate_answers, load_qa
+from twokeys.evaluation.answers import SystemScore, evaluate_answers, load_qa
 from twokeys.rag import ask
 
 pytestmark = pytest.mark.slow
@@ -23,15 +23,20 @@ def kb_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def _test_split(score: SystemScore) -> SystemScore:
+    return SystemScore(score.name, tuple(o for o in score.outcomes if o.item.split == "test"))
+
+
 def test_answers_on_the_support_kb(kb_path: Path) -> None:
     items = load_qa(SUPPORT_KB / "qa.jsonl")
     with open_index(kb_path) as kb:
         result = evaluate_answers(kb, items, budget=1000)
         refund = ask(kb, "Can I get my money back if the item arrived broken?")
-    ours, naive = result.system("twokeys"), result.system("naive-2000chars")
+    assert result.system("twokeys").abstention == 1.0  # every unanswerable question, both splits
+    # the reported figures: the test split, which no rule was tuned on
+    ours, naive = (_test_split(result.system(name)) for name in ("twokeys", "naive-2000chars"))
     assert ours.context_recall is not None and naive.context_recall is not None
     assert ours.context_recall >= 0.94
     assert ours.context_recall >= naive.context_recall + 0.15
-    assert ours.abstention == 1.0
     assert ours.false_abstention is not None and ours.false_abstention <= 0.05
     assert "qualifies for a full refund" in refund.text

@@ -72,7 +72,7 @@ def test_extractive_answer_quotes_and_cites_the_right_page(kb_path: Path) -> Non
     assert answer.kind == "extractive" and answer.llm is None
     assert answer.text.startswith(EXTRACTIVE_NOTE)
     assert "below the safe operating threshold. [1]" in answer.text
-    assert answer.sources[0].path == "errors/zx-4821.md" and answer.cited == (1,)
+    assert answer.sources[0].path == "errors/zx-4821.md" and answer.cited[0] == 1
     context = answer.context
     assert approx_token_counter([context.text])[0] == context.section("context").used
     assert context.section("context").used <= context.section("context").budget

@@ -240,8 +240,26 @@ def test_eval_answers_compares_ask_with_the_baselines(kb_path: Path) -> None:
     data = json.loads(result.stdout)
     systems = {s["system"]: s for s in data["systems"]}
     assert list(systems) == ["twokeys", "naive-2000chars", "naive-4000chars", "top-k"]
-    assert data["questions"] == 19 and data["budget"] == 1000
+    assert data["questions"] == 43 and data["budget"] == 1000
     ours = systems["twokeys"]
     assert ours["context_recall"] > systems["naive-2000chars"]["context_recall"]
     assert ours["abstention"] > 0.5 and systems["top-k"]["abstention"] == 0.0
     assert systems["naive-2000chars"]["fact_containment"] is None
+
+
+def test_an_empty_generated_answer_falls_back_to_the_extractive_one(kb_path: Path) -> None:
+    with open_index(kb_path) as kb:
+        answer = ask(kb, "What does error code ZX-4821 mean?", llm=StubLLM("  "), options=BM25)
+    assert answer.kind == "extractive" and answer.model_error == "stub returned an empty answer"
+    assert "below the safe operating threshold" in answer.text
+
+
+def test_llm_decomposition_with_the_model_down_says_so_once(kb_path: Path) -> None:
+    options = AskOptions(mode="bm25", decompose="llm")
+    with open_index(kb_path) as kb:
+        events = list(
+            ask_events(kb, "What does error code ZX-4821 mean?", llm=DownLLM(), options=options)
+        )
+    assert [type(e).__name__ for e in events].count("ModelFailed") == 1
+    answer = events[-1].answer  # type: ignore[union-attr]
+    assert answer.kind == "extractive" and answer.model_error is not None

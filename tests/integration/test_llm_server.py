@@ -23,6 +23,7 @@ from conftest import SUPPORT_KB, write_docs
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.cli import main
 from twokeys.errors import EncoderMismatchError
+from twokeys.llm.openai_compat import OpenAICompatLLM
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("xllamacpp", reason="needs the local-llm extra")
@@ -168,6 +169,11 @@ def test_ask_an_openai_compatible_server(server_url: str, kb_path: Path) -> None
     assert "Answer (openai:gemma-3-270m):" in result.stdout
     assert "\nSources:\n  [1] errors/zx-4821.md" in result.stdout
     print(f"server asks took {time.monotonic() - started:.1f}s; answer: {answer!r}")
+
+    # the server says whether its model has a chat template; auto style follows it
+    template = httpx.get(f"{server_url}/props", timeout=30).json().get("chat_template")
+    with OpenAICompatLLM("gemma-3-270m", base_url=f"{server_url}/v1") as llm:
+        assert llm.detect_chat() is bool(template and template.strip())
 
 
 def test_ask_the_embedded_local_model(kb_path: Path) -> None:

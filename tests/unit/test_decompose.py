@@ -117,3 +117,14 @@ def test_parse_query_list_strips_bullets_numbers_and_quotes() -> None:
         "second",
         "third",
     ]
+
+
+def test_llm_decomposition_rejects_chat_template_junk() -> None:
+    prompt = "Why was nomic-embed-text chosen, and what does --unrestricted do?"
+    for junk in (
+        "<|im_end|>\n<|im_start|>",
+        "<end_of_turn>\nuser",
+        "Queries:\nRequest: x",
+        "--\n?",
+    ):
+        assert decompose_with_llm(prompt, ScriptedLLM(junk)) == decompose(prompt), junk

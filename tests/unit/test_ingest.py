@@ -211,7 +211,11 @@ def test_markdown_front_matter_goes_to_metadata(tmp_path: Path) -> None:
     )
     doc = _one(tmp_path, "power.md", content)
     assert doc.title == "Power troubleshooting"
-    assert doc.metadata == {"title": "Power troubleshooting", "author": "Ann Lee"}
+    assert doc.metadata == {
+        "title": "Power troubleshooting",
+        "author": "Ann Lee",
+        "tags": ["power"],
+    }
     assert doc.text == "# Heading in body\nText.\n"
 
 
@@ -224,6 +228,31 @@ def test_markdown_front_matter_without_title_falls_back_to_heading(
         {"author": "Bo"},
         "# Real title\n",
     )
+
+
+def test_markdown_front_matter_keeps_yaml_types(tmp_path: Path) -> None:
+    content = (
+        "---\n"
+        "lang: en\n"
+        "version: 3\n"
+        "draft: false\n"
+        "updated: 2024-05-01\n"
+        "tags: [power, 'ZX-4821']\n"
+        "owner: {team: support}\n"
+        "---\n"
+        "# T\n"
+    )
+    doc = _one(tmp_path, "t.md", content)
+    assert doc.metadata == {
+        "lang": "en",
+        "version": 3,
+        "draft": False,
+        "updated": "2024-05-01",
+        "tags": ["power", "ZX-4821"],
+        "owner": {"team": "support"},
+    }
+    broken = "---\ntitle: [unclosed\n---\n# T\n"
+    assert _one(tmp_path, "b.md", broken).text == broken  # not YAML: not front matter
 
 
 def test_markdown_thematic_break_is_not_front_matter(tmp_path: Path) -> None:

@@ -410,3 +410,70 @@ def test_http_encoders_resolve_by_family_name(monkeypatch: pytest.MonkeyPatch) -
         get_encoder("openai:text-embedding-3-small")
     with pytest.raises(ConfigError, match=r"unknown encoder 'cohere:x'; available: .*ollama:MODEL"):
         get_encoder("cohere:x")
+
+
+# --- non-streaming answers, chat templates, malformed addresses --------------------------
+
+
+def test_a_server_that_does_not_stream_still_gives_its_answer() -> None:
+    whole = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Low [1]."}}]}
+    rec = Recorder(httpx.Response(200, json=whole))
+    assert list(rec.openai().stream(MESSAGES)) == ["Low [1]."]
+    rec = Recorder(httpx.Response(200, json={"message": {"content": "Low."}, "done": True}))
+    assert list(rec.ollama().stream(MESSAGES)) == ["Low."]
+
+
+@pytest.mark.parametrize("client", ["openai", "ollama"])
+def test_an_html_page_instead_of_an_answer_is_a_clear_error(client: str) -> None:
+    page = httpx.Response(
+        200,
+        content=b"<!DOCTYPE html><html><body>Welcome</body></html>",
+        headers={"content-type": "text/html"},
+    )
+    rec = Recorder(page)
+    llm = rec.openai() if client == "openai" else rec.ollama()
+    with pytest.raises(
+        ServiceResponseError, match="text/html, not the API's JSON.*check --base-url"
+    ):
+        list(llm.stream(MESSAGES))
+
+
+def test_an_event_stream_without_events_is_an_error() -> None:
+    rec = Recorder(
+        httpx.Response(200, content=b": ping\n\n", headers={"content-type": "text/event-stream"})
+    )
+    with pytest.raises(ServiceResponseError, match="the stream held no answer"):
+        list(rec.openai().stream(MESSAGES))
+
+
+def test_chat_template_detection() -> None:
+    def props(template: str | None) -> Handler:
+        def handle(request: httpx.Request) -> httpx.Response:
+            assert request.url == "http://127.0.0.1:8080/props"
+            return httpx.Response(200, json={} if template is None else {"chat_template": template})
+
+        return handle
+
+    assert Recorder(props("")).openai().detect_chat() is False  # a base model
+    assert Recorder(props("{% for m in messages %}...")).openai().detect_chat() is True
+    assert Recorder(httpx.Response(404, json={"error": "no"})).openai().detect_chat() is True
+    base = Recorder(httpx.Response(200, json={"template": "{{ .Prompt }}"})).ollama()
+    assert base.detect_chat() is False and base.chat is False
+    chat = Recorder(httpx.Response(200, json={"template": "{{ if .System }}<|im_start|>..."}))
+    assert chat.ollama().detect_chat() is True
+    assert Recorder(httpx.ConnectError("refused")).ollama().detect_chat() is True
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[::1",
+        "http://localhost:80a/v1",
+        "http://",
+        "http://local host:8080",
+        "http://h:99999",
+    ],
+)
+def test_a_malformed_base_url_is_one_line(url: str) -> None:
+    with pytest.raises(ConfigError, match="base_url: "):
+        from_spec("openai:x", base_url=url)

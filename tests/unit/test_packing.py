@@ -256,3 +256,16 @@ def test_output_is_deterministic() -> None:
     assert all(pack(runs, budget_for_context(150), words) == first for _ in range(3))
     assert SEPARATOR.join(b.render() for b in first.blocks) == first.text
     assert re.match(r"\[1\] ", first.text)
+
+
+def test_a_merged_block_knows_the_heading_of_each_chunk() -> None:
+    first = Chunk("d.md", 0, "Intro text here.", 0, 16, ("Doc", "ADR-015"))
+    second = Chunk("d.md", 1, "Second part text.", 17, 34, ("Doc", "ADR-017"))
+    third = Chunk("d.md", 2, "Third part text.", 35, 51, ("Doc", "ADR-018"))
+    hits = tuple(Hit(i + 1, 1.0, c, "Doc", "d.md") for i, c in enumerate((second, third, first)))
+    block = pack([SubQueryHits("q", hits)], Budget(), approx_token_counter).blocks[0]
+    assert block.chunk_ids == ("d.md#0", "d.md#1", "d.md#2")  # the first was prepended
+    assert block.heading_path == ("Doc", "ADR-015")
+    for chunk in (first, second, third):
+        offset = block.text.index(chunk.text)
+        assert block.heading_at(offset) == " > ".join(chunk.heading_path)

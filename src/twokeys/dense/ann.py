@@ -40,7 +40,7 @@ import numpy.typing as npt
 from twokeys.dense.exact import ExactVectorIndex, cosine_scores
 from twokeys.dense.selection import HnswParams
 from twokeys.errors import ConfigError, MissingExtraError
-from twokeys.store.base import VectorIndex
+from twokeys.store.base import RowMask, VectorIndex
 from twokeys.store.pagecache import read_ahead, read_ahead_in_background
 from twokeys.types import ScoredChunk
 
@@ -196,7 +196,11 @@ class HnswVectorIndex(VectorIndex):
         index._tail = (path, head, size)
         return index
 
-    def search(self, query: npt.NDArray[np.float32], k: int) -> list[ScoredChunk]:
+    def search(
+        self, query: npt.NDArray[np.float32], k: int, *, allowed: RowMask | None = None
+    ) -> list[ScoredChunk]:
+        if allowed is not None:  # a filtered search is exact over the rows it allows
+            return self._exact.search(query, k, allowed=allowed)
         n = int(self._embeddings.shape[0])
         if n == 0 or k <= 0:
             return []

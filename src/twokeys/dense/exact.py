@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from twokeys.store.base import VectorIndex
-from twokeys.topk import top_k
+from twokeys.store.base import RowMask, VectorIndex
+from twokeys.topk import top_k_allowed
 from twokeys.types import ScoredChunk
 
 #: float16 rows widened at a time: 1,024 x 384 dims is a 1.5 MB buffer that stays in cache.
@@ -61,10 +61,12 @@ class ExactVectorIndex(VectorIndex):
     def __init__(self, embeddings: npt.NDArray[np.floating]) -> None:
         self._embeddings = embeddings
 
-    def search(self, query: npt.NDArray[np.float32], k: int) -> list[ScoredChunk]:
+    def search(
+        self, query: npt.NDArray[np.float32], k: int, *, allowed: RowMask | None = None
+    ) -> list[ScoredChunk]:
         if self._embeddings.shape[0] == 0:
             return []
-        rows, values = top_k(cosine_scores(self._embeddings, query), k)
+        rows, values = top_k_allowed(cosine_scores(self._embeddings, query), k, allowed)
         return [
             ScoredChunk(row=int(r), score=float(s), rank=i + 1)
             for i, (r, s) in enumerate(zip(rows, values, strict=True))

@@ -34,6 +34,7 @@ from twokeys.evaluation.experiment import (
 from twokeys.evaluation.measures import PRIMARY, label
 from twokeys.evaluation.report import render_report
 from twokeys.evaluation.significance import PairedComparison
+from twokeys.filters import parse_filters
 from twokeys.optimize import DERIVED, optimize
 from twokeys.request import MODES, VECTOR_MODES
 
@@ -128,6 +129,13 @@ def _compare_pair(value: str | None, names: list[str]) -> tuple[str, str] | None
     default=None,
     help="Write one TREC run file per retriever into this folder.",
 )
+@click.option(
+    "--filter",
+    "filters",
+    multiple=True,
+    metavar="FILTER",
+    help="Search only documents that match (repeatable; as for 'twokeys search').",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 def eval_command(
@@ -142,6 +150,7 @@ def eval_command(
     disagreements: int | None,
     report_path: Path | None,
     save_runs: Path | None,
+    filters: tuple[str, ...],
     as_json: bool,
     quiet: bool,
 ) -> None:
@@ -152,6 +161,7 @@ def eval_command(
     Recall@100, MRR@10, MAP, over documents (chunk hits collapse to their document).
     """
     names = _retrievers(retrievers, no_dense)
+    parse_filters(filters)  # a malformed filter fails before any indexing
     pair = _compare_pair(compare, names)
     disagreement_pair = None
     if disagreements is not None:
@@ -185,7 +195,7 @@ def eval_command(
     else:
         err.print(f"reusing index {escape(str(path))}")
     with open_index(path) as kb, progress_bars(quiet) as stage:
-        runs = run_retrievers(kb, collection, names, progress=stage)
+        runs = run_retrievers(kb, collection, names, filters=filters, progress=stage)
     experiment = score_experiment(
         collection, runs, split=split, compare_pair=pair, disagreement_pair=disagreement_pair
     )

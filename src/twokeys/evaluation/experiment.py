@@ -66,9 +66,13 @@ def run_retrievers(
     depth: int = 100,
     chunk_depth: int = 300,
     *,
+    filters: Sequence[str] = (),
     progress: ProgressFactory | None = None,
 ) -> dict[str, RetrieverRun]:
     """Search every judged query with each retriever (one of :data:`twokeys.engine.MODES`).
+
+    ``filters`` (:mod:`twokeys.filters`) restrict every search to the documents they
+    allow, so filtered retrieval is measured as a user would run it.
 
     Each query asks for ``chunk_depth`` chunks, collapsed to the top ``depth`` documents.
     Latency is the wall time of :meth:`Index.search`, query encoding included, after one
@@ -86,7 +90,8 @@ def run_retrievers(
     for name in dict.fromkeys(retrievers):
         advance = progress(f"Searching ({name})", len(collection.queries)) if progress else None
         if queries:
-            index.search(next(iter(queries.values())), mode=name, k=chunk_depth)  # warm-up
+            warm_up = next(iter(queries.values()))
+            index.search(warm_up, mode=name, k=chunk_depth, filters=filters)
         run: dict[str, dict[str, float]] = {}
         latency: dict[str, float] = {}
         top: dict[str, tuple[TopDoc, ...]] = {}
@@ -95,7 +100,7 @@ def run_retrievers(
             hits = []
             if text is not None:  # an empty query retrieves nothing and is not timed
                 started = time.perf_counter()
-                hits = index.search(text, mode=name, k=chunk_depth)
+                hits = index.search(text, mode=name, k=chunk_depth, filters=filters)
                 latency[qid] = time.perf_counter() - started
             run[qid] = doc_ranking(hits, depth)
             best: dict[str, TopDoc] = {}

@@ -9,6 +9,7 @@ the walk goes on: one bad file never aborts an ingest.
 from __future__ import annotations
 
 import codecs
+import datetime
 import hashlib
 import itertools
 import os
@@ -16,8 +17,9 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
+import yaml
 from charset_normalizer import from_bytes
 
 from twokeys.errors import IngestError
@@ -48,7 +50,6 @@ _FRONT_MATTER = re.compile(
     r"\A---[ \t]*\n(?P<body>.*?)^(?:---|\.\.\.)[ \t]*(?:\n|\Z)",
     re.DOTALL | re.MULTILINE,
 )
-_FRONT_MATTER_KEY = re.compile(r"^(?P<key>[A-Za-z_][\w.-]*)[ \t]*:(?:[ \t]+(?P<value>.*))?$")
 _ATX_H1 = re.compile(r"^ {0,3}#[ \t]+(?P<title>.+?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})")
 _RST_ADORNMENT = re.compile(r"^([=\-~*#])\1*$")
@@ -159,10 +160,11 @@ def _read_document(path: Path, rel: str, kind: str) -> Document | SkippedFile:
     except _UndecodableError as exc:
         return SkippedFile(rel, exc.reason)
     stem = Path(rel).stem
-    metadata: dict[str, str] = {}
+    metadata: dict[str, Any] = {}
     if kind == "markdown":
         metadata, text = _split_front_matter(text)
-        title = metadata.get("title") or _markdown_title(text) or stem
+        front_title = metadata.get("title")
+        title = (str(front_title).strip() if front_title else "") or _markdown_title(text) or stem
     elif kind == "rst":
         title = _rst_title(text) or stem
     elif kind == "html":
@@ -228,34 +230,40 @@ def _decode(raw: bytes) -> str:
     return str(best)
 
 
-def _split_front_matter(text: str) -> tuple[dict[str, str], str]:
-    """Split YAML-style front matter (simple ``key: value`` lines) from Markdown.
+def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
+    """Split YAML front matter from Markdown, parsed by PyYAML (``safe_load``).
 
-    Values are kept as strings, surrounding quotes removed; keys without a value
-    (e.g. the head of a YAML list) are dropped. A block with a line that is neither
-    ``key: value``, a comment, blank, nor an indented or ``-`` continuation is not
-    front matter (it is likely a thematic break) and the text is returned unchanged.
+    Values keep their YAML types (strings, numbers, booleans, lists, mappings); dates
+    and times become ISO 8601 strings. A block that is not a YAML mapping (likely a
+    thematic break around a paragraph) or not valid YAML is not front matter: the text
+    is returned unchanged.
     """
     match = _FRONT_MATTER.match(text)
     if match is None:
         return {}, text
-    metadata: dict[str, str] = {}
-    for line in match.group("body").split("\n"):
-        if not line.strip() or line.lstrip().startswith("#") or line[0] in " \t-":
-            continue
-        entry = _FRONT_MATTER_KEY.match(line.rstrip())
-        if entry is None:
-            return {}, text
-        value = _unquote((entry.group("value") or "").strip())
-        if value:
-            metadata[entry.group("key")] = value
+    try:
+        data = yaml.safe_load(match.group("body"))
+    except yaml.YAMLError:
+        return {}, text
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return {}, text
+    metadata = {str(key): _plain(value) for key, value in data.items() if value is not None}
     return metadata, text[match.end() :].lstrip("\n")
 
 
-def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    return value
+def _plain(value: Any) -> Any:
+    """A YAML value as JSON-ready data: dates as ISO strings, containers recursively."""
+    if isinstance(value, datetime.date):  # datetime.datetime is a date too
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
 
 
 def _markdown_title(text: str) -> str:

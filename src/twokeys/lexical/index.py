@@ -13,8 +13,8 @@ import numpy.typing as npt
 import scipy.sparse  # type: ignore[import-untyped, unused-ignore]
 
 from twokeys.lexical import bm25
-from twokeys.store.base import LexicalIndex
-from twokeys.topk import top_k, top_k_entries
+from twokeys.store.base import LexicalIndex, RowMask
+from twokeys.topk import top_k, top_k_allowed, top_k_entries
 from twokeys.types import ScoredChunk
 
 # A batch search multiplies a block of queries at a time; a block's postings (an upper
@@ -56,11 +56,15 @@ class ArrayLexicalIndex(LexicalIndex):
                 counts[term] = counts.get(term, 0.0) + 1.0
         return {vocabulary[t]: c for t, c in sorted(counts.items())}
 
-    def search(self, terms: Sequence[str], k: int) -> list[ScoredChunk]:
+    def search(
+        self, terms: Sequence[str], k: int, *, allowed: RowMask | None = None
+    ) -> list[ScoredChunk]:
         ids = self._query_ids(terms)
         if not ids:
             return []
         scores = bm25.score(ids, self._indptr, self._indices, self._weights, self._n_docs)
+        if allowed is not None:
+            return _run(*top_k_allowed(scores, k, allowed, only_positive=True))
         return _run(*top_k(scores, k, only_positive=True))
 
     def search_many(

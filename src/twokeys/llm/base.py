@@ -30,6 +30,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import httpx
+
 from twokeys.chunking import TokenCounter
 from twokeys.errors import ConfigError
 from twokeys.llm.http import DEFAULT_TIMEOUT
@@ -128,9 +130,17 @@ def resolve_base_url(
 ) -> str:
     """``base_url``, else ``TWOKEYS_BASE_URL``, else the provider's default address."""
     env = os.environ if env is None else env
-    url = base_url or env.get("TWOKEYS_BASE_URL") or DEFAULT_BASE_URLS[provider]
+    url = (base_url or env.get("TWOKEYS_BASE_URL") or DEFAULT_BASE_URLS[provider]).strip()
     if not url.startswith(("http://", "https://")):
         raise ConfigError(f"base_url: {url!r} must start with http:// or https://")
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ConfigError(f"base_url: {url!r} is not a valid URL ({exc})") from None
+    if not parsed.host or any(c.isspace() for c in url):
+        raise ConfigError(f"base_url: {url!r} names no valid host, e.g. http://127.0.0.1:8080/v1")
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        raise ConfigError(f"base_url: {url!r}: port {parsed.port} is out of range")
     return url.rstrip("/")
 
 

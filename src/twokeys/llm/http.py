@@ -27,6 +27,8 @@ import httpx
 from twokeys.errors import ConfigError, TwokeysError
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+_SSE_TYPES = ("text/event-stream",)
+_NDJSON_TYPES = ("application/x-ndjson", "application/jsonl", "application/jsonlines")
 DEFAULT_TIMEOUT = 120.0
 
 
@@ -114,6 +116,13 @@ class JSONService:
                 self._check(url, response, attempt, retry)
                 if retry.wait is not None:
                     continue
+                kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                if kind and kind not in (_SSE_TYPES if sse else _NDJSON_TYPES):
+                    # the server ignored "stream": one whole answer, or not an API at all
+                    retry.started = True
+                    yield self._whole(url, response.read().decode("utf-8", "replace"), kind)
+                    return
+                events = 0
                 for line in response.iter_lines():
                     payload = _event_payload(line, sse)
                     if payload is None:
@@ -122,7 +131,10 @@ class JSONService:
                         return
                     event = self._json(url, payload)
                     retry.started = True
+                    events += 1
                     yield event
+                if events == 0:
+                    raise ServiceResponseError(f"{self.name} at {url}: the stream held no answer")
                 return
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -186,6 +198,26 @@ class JSONService:
             raise ServiceResponseError(
                 f"{self.name} at {url}: the answer is not valid JSON: {snippet!r}"
             ) from None
+
+    def _whole(self, url: str, text: str, kind: str) -> Any:
+        """A non-streamed answer given to a streaming request: its JSON, or a clear error."""
+        try:
+            return json.loads(text)
+        except ValueError:
+            snippet = " ".join(text.split())[:120]
+            raise ServiceResponseError(
+                f"{self.name} at {url}: answered {kind or 'an untyped body'}, not the API's "
+                f"JSON: {snippet!r}; check --base-url"
+            ) from None
+
+    def get(self, path: str) -> Any:
+        """GET ``path`` once (no retries) and return the parsed JSON answer."""
+        url = self.url(path)
+        with self._failures(url, self.retries) as retry:
+            response = self._client.get(url)
+            self._check(url, response, self.retries, retry)
+            return self._json(url, response.text)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _delay(self, attempt: int, retry_after: str | None) -> float:
         if retry_after is not None:

@@ -15,7 +15,13 @@ from typing import Any
 import httpx
 
 from twokeys.llm.base import LLM, Prompt, check_generation
-from twokeys.llm.http import DEFAULT_TIMEOUT, JSONService, ServiceResponseError, json_field
+from twokeys.llm.http import (
+    DEFAULT_TIMEOUT,
+    JSONService,
+    ServiceError,
+    ServiceResponseError,
+    json_field,
+)
 
 
 class OllamaLLM(LLM):
@@ -38,9 +44,36 @@ class OllamaLLM(LLM):
         self.service = JSONService(
             "ollama", base_url, timeout=timeout, retries=retries, transport=transport, **service
         )
+        self._chat: bool | None = None
+        self._transport = transport
 
     def close(self) -> None:
         self.service.close()
+
+    def detect_chat(self) -> bool:
+        """``/api/show`` gives the model's prompt template: a base model's is empty or just
+        ``{{ .Prompt }}``, and it gets a completion prompt instead of chat messages."""
+        if self._chat is None:
+            probe = JSONService(
+                "ollama",
+                self.service.base_url,
+                timeout=min(self.service.timeout, 10.0),
+                retries=0,
+                transport=self._transport,
+            )
+            try:
+                data = probe.post("api/show", {"model": self.model})
+            except ServiceError:
+                data = None
+            finally:
+                probe.close()
+            template = data.get("template") if isinstance(data, dict) else None
+            if isinstance(template, str):
+                self._chat = template.replace(" ", "") not in ("", "{{.Prompt}}")
+            else:
+                self._chat = True
+            self.chat = self._chat
+        return self._chat
 
     def _request(
         self, prompt: Prompt, stop: Sequence[str], max_tokens: int, temperature: float, stream: bool

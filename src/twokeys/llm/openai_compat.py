@@ -6,6 +6,11 @@ Streaming answers are server-sent events: ``data: {...}`` lines with the text in
 ``choices[0].delta.content`` (chat) or ``choices[0].text`` (completions), ended by
 ``data: [DONE]``. OpenAI accepts at most four stop strings; the first four are sent.
 
+A server that ignores ``"stream": true`` and sends one whole JSON answer is read as
+that answer; an HTML page or other non-JSON body is a clear error, never an empty
+answer. :meth:`OpenAICompatLLM.detect_chat` asks llama.cpp's ``/props`` whether the
+model has a chat template, so a base model gets a completion prompt.
+
 Token counting: llama.cpp's server exposes its model's tokenizer at ``/tokenize`` (beside
 ``/v1``); :meth:`OpenAICompatLLM.token_counter` uses it when the server answers there,
 and returns None otherwise (the caller then estimates).
@@ -61,6 +66,7 @@ class OpenAICompatLLM(LLM):
         self._transport = transport
         self._tokenizer: JSONService | None = None
         self._probed = False
+        self._chat: bool | None = None
 
     def close(self) -> None:
         self.service.close()
@@ -115,7 +121,10 @@ class OpenAICompatLLM(LLM):
                         f"{self.service.name} at {self.service.url(path)}: {event['error']}"
                     )
                 continue  # e.g. a final usage-only event
-            text = self._text(path, event, field, optional=True)
+            whole = _choice(event).get("message") is not None  # the server did not stream
+            text = self._text(
+                path, event, ("message", "content") if whole else field, optional=True
+            )
             if text:
                 yield text
 
@@ -134,6 +143,33 @@ class OpenAICompatLLM(LLM):
                 f"{self.service.name} at {url}: answer text is not a string: {value!r}"
             )
         return value
+
+    # -- chat template --------------------------------------------------------------------
+
+    def detect_chat(self) -> bool:
+        """llama.cpp's ``/props`` tells whether the loaded model has a chat template (a
+        base model has none and loops on role markers when sent messages); other
+        servers do not answer there and get chat messages."""
+        if self._chat is None:
+            root = self.service.base_url.removesuffix("/v1")
+            props = JSONService(
+                self.service.name,
+                root,
+                headers=self._headers,
+                timeout=min(self.service.timeout, 10.0),
+                retries=0,
+                transport=self._transport,
+            )
+            try:
+                data = props.get("props")
+            except ServiceError:
+                data = None
+            finally:
+                props.close()
+            template = data.get("chat_template") if isinstance(data, dict) else None
+            self._chat = bool(template.strip()) if isinstance(template, str) else True
+            self.chat = self._chat
+        return self._chat
 
     # -- tokenizer ----------------------------------------------------------------------
 
@@ -160,6 +196,12 @@ class OpenAICompatLLM(LLM):
         if service is None:
             return None
         return lambda texts: [len(_tokenize(service, t)) if t else 0 for t in texts]
+
+
+def _choice(event: Any) -> dict[str, Any]:
+    choices = event.get("choices") if isinstance(event, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    return first if isinstance(first, dict) else {}
 
 
 def _tokenize(service: JSONService, text: str) -> list[int]:

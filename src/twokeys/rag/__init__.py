@@ -3,7 +3,22 @@ prompts, extractive answers and the ``ask`` orchestration."""
 
 from __future__ import annotations
 
-from twokeys.rag.ask import Answer, AskOptions, Plan, Source, ask, generate, prepare
+from twokeys.rag.ask import (
+    Answer,
+    AskOptions,
+    Done,
+    Event,
+    ModelFailed,
+    Packed,
+    Plan,
+    Retrieved,
+    Source,
+    TextDelta,
+    ask,
+    ask_events,
+    generate,
+    prepare,
+)
 from twokeys.rag.decompose import decompose, decompose_with_llm
 from twokeys.rag.packing import Block, Budget, PackedContext, SubQueryHits, pack
 
@@ -12,11 +27,18 @@ __all__ = [
     "AskOptions",
     "Block",
     "Budget",
+    "Done",
+    "Event",
+    "ModelFailed",
+    "Packed",
     "PackedContext",
     "Plan",
+    "Retrieved",
     "Source",
     "SubQueryHits",
+    "TextDelta",
     "ask",
+    "ask_events",
     "decompose",
     "decompose_with_llm",
     "generate",

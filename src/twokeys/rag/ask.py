@@ -420,6 +420,11 @@ def _generate_events(
         yield from _extractive_events(plan, tools, model_error=str(exc))
         return
     text = "".join(pieces).strip()
+    if not text:
+        error = f"{llm.name} returned an empty answer"
+        yield ModelFailed(error)
+        yield from _extractive_events(plan, tools, model_error=error)
+        return
     checks = check_sentences(text, blocks, tools.text_terms)
     if options.strict:
         text = strict_text(checks)
@@ -451,9 +456,6 @@ def _extractive_events(
 def _abstention_text(plan: Plan) -> str:
     reasons = "; ".join(f"{c.query}: {c.reason}" for c in plan.confidence)
     return f"{ABSTAINED} ({reasons}.) The closest passages are listed below."
-
-
-_CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 
 
 def citations(text: str, n_blocks: int) -> tuple[int, ...]:

@@ -140,7 +140,7 @@ def ask(
                 if isinstance(event, Packed) and show_context and not as_json:
                     _print_context(event.plan, llm.name if llm else None)
                 elif isinstance(event, ModelFailed) and not as_json:
-                    click.echo(f"warning: {event.error}; giving the extractive answer", err=True)
+                    click.echo(f"warning: {event.error} (giving the extractive answer)", err=True)
                     streaming = False
                 elif isinstance(event, TextDelta) and streaming:
                     if not header and llm is not None:

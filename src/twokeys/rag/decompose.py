@@ -25,7 +25,8 @@ budget fairly between them.
    ``max_parts`` parts are kept, the rest joined into the last.
 
 :func:`decompose_with_llm` asks a language model instead and falls back to the rules
-when its answer is not a usable list.
+when its answer is not a usable list: too many lines, or a line that is a chat-template
+token (``<|im_end|>``), an echo of the prompt's labels, or has no words.
 """
 
 from __future__ import annotations
@@ -108,9 +109,28 @@ def decompose_with_llm(
             max_tokens=max_tokens,
         )
     parts = parse_query_list(answer)
-    if not 1 <= len(parts) <= max_parts or any(len(p) > 400 for p in parts):
+    if not 1 <= len(parts) <= max_parts or not all(usable_query(p) for p in parts):
         return decompose(prompt, max_parts=max_parts)
     return parts if len(parts) > 1 else [prompt.strip()]
+
+
+_SPECIAL_TOKEN = re.compile(
+    r"<\|[^|>]*\|>|</?s>|<(?:start|end)_of_turn>|</?(?:bos|eos|pad|unk)>|\[/?INST\]|<<SYS>>",
+    re.IGNORECASE,
+)
+_ECHO = re.compile(r"^(?:request|queries|query|answer|question|user|assistant|model)\s*:", re.I)
+
+
+def usable_query(part: str) -> bool:
+    """Whether a model-written sub-query is a search query: not a chat-template token
+    (``<|im_end|>``, ``<end_of_turn>``), not an echo of the prompt's labels, has two or
+    more letters and is at most 400 characters."""
+    return (
+        len(part) <= 400
+        and sum(c.isalpha() for c in part) >= 2
+        and not _SPECIAL_TOKEN.search(part)
+        and not _ECHO.match(part)
+    )
 
 
 def parse_query_list(text: str) -> list[str]:

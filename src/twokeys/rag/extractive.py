@@ -38,8 +38,9 @@ Similarity = Callable[[str, Sequence[str]], list[float]]
 """``similarity(query, sentences)``: the cosine of the query to each sentence."""
 
 RELATIVE_FLOOR = 0.5  # a further quote scores at least half the best one (lexical only)
-DENSE_FLOOR = 0.85  # with the dense model: at least this share of the best score
+DENSE_FLOOR = 0.8  # with the dense model: at least this share of the best score (dev)
 LEXICAL_SHARE = 0.6  # what the lexical share adds to the cosine (set on the dev split)
+HEADING_SHARE = 0.5  # a query word in the sentence's own heading counts half (set on dev)
 _LIST_MARKER = re.compile(r"^(?:[-*+]|\d{1,9}[.)])\s+")
 
 EXTRACTIVE_NOTE = (
@@ -83,7 +84,7 @@ def extract(
     *,
     query_terms: Terms,
     text_terms: Terms,
-    per_query: int = 2,
+    per_query: int = 3,
     similarity: Similarity | None = None,
     unanswered: Collection[int] = (),
 ) -> Extract:
@@ -105,6 +106,11 @@ def extract(
         if _quotable(block.text[a:b])
     ]
     terms = [set(text_terms(s.text)) for s in sentences]
+    # the words of a sentence's own (innermost) heading count too, at HEADING_SHARE
+    above = [
+        set(text_terms(s.heading.rpartition(" > ")[2])) - ts
+        for s, ts in zip(sentences, terms, strict=True)
+    ]
     df = Counter(t for ts in terms for t in ts)
     n = len(sentences)
     quotes: list[Quote] = []
@@ -116,7 +122,12 @@ def extract(
         weight = {t: math.log(1 + n / max(df[t], 1)) for t in wanted}
         mass = sum(weight.values()) or 1.0
         lexical = [
-            sum(weight[t] for t in wanted & sentence_terms) / mass for sentence_terms in terms
+            (
+                sum(weight[t] for t in wanted & sentence_terms)
+                + HEADING_SHARE * sum(weight[t] for t in wanted & heading_terms)
+            )
+            / mass
+            for sentence_terms, heading_terms in zip(terms, above, strict=True)
         ]
         own = [i for i, s in enumerate(sentences) if qi in s.queries and i not in seen]
         if not any(lexical[i] > 0 for i in own) and similarity is None:

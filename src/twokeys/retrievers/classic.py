@@ -15,7 +15,9 @@ The maths lives in :mod:`twokeys.lexical` (``boolean``, ``tfidf``, ``variants``,
 
 from __future__ import annotations
 
+import copy
 import os
+import threading
 import warnings
 import weakref
 from collections import Counter
@@ -32,9 +34,9 @@ from twokeys.errors import ConfigError
 from twokeys.lexical import boolean, lsi, tfidf, variants
 from twokeys.lexical.bm25 import TermMatrix, score, term_weight
 from twokeys.retrievers.base import Retriever, RetrieverResult
-from twokeys.store.base import IndexBackend
+from twokeys.store.base import IndexBackend, RowMask
 from twokeys.store.local import LocalIndex, load_derived, save_derived
-from twokeys.topk import top_k
+from twokeys.topk import top_k, top_k_allowed
 from twokeys.types import Evidence, ScoredChunk
 
 if TYPE_CHECKING:
@@ -48,11 +50,17 @@ T = TypeVar("T")
 _CACHE: weakref.WeakKeyDictionary[IndexBackend, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
+_CACHE_LOCK = threading.RLock()  # computes run under it: each value is computed once
+
+
 def _cached(backend: IndexBackend, key: str, compute: Callable[[], T]) -> T:
-    """``compute()`` once per backend object and key."""
-    store = _CACHE.setdefault(backend, {})
-    if key not in store:
-        store[key] = compute()
+    """``compute()`` once per backend object and key, whichever threads ask."""
+    store = _CACHE.get(backend)
+    if store is None or key not in store:
+        with _CACHE_LOCK:
+            store = _CACHE.setdefault(backend, {})
+            if key not in store:
+                store[key] = compute()
     value: T = store[key]
     return value
 
@@ -106,7 +114,24 @@ def _run(rows: npt.NDArray[np.int64], values: npt.NDArray[np.float32]) -> list[S
 # -- sparse weighted models: tf-idf, BM25+, BM25L --------------------------------------
 
 
-class SparseRetriever(Retriever):
+class _Restrictable(Retriever):
+    """A classic retriever ranks all rows, or, restricted by a filter, the rows allowed.
+
+    The retrievers are kept per open index (their weights are costly), so a filtered
+    search ranks with a shallow copy that holds the filter's mask.
+    """
+
+    allowed: RowMask | None = None
+
+    def restricted(self, allowed: RowMask | None) -> Retriever:
+        if allowed is None:
+            return self
+        copy_ = copy.copy(self)
+        copy_.allowed = allowed
+        return copy_
+
+
+class SparseRetriever(_Restrictable):
     """Scores a query as ``sum_t qw(t) * w(t, d)`` over precomputed posting weights."""
 
     def __init__(
@@ -127,7 +152,7 @@ class SparseRetriever(Retriever):
             return RetrieverResult([])
         m = self.lexicon.matrix
         scores = score(qw, m.indptr, m.indices, self.weights, m.n_docs)
-        run = _run(*top_k(scores, k, only_positive=True))
+        run = _run(*top_k_allowed(scores, k, self.allowed, only_positive=True))
         evidence = {}
         if explain:
             for hit in run:
@@ -181,7 +206,7 @@ class BM25VariantRetriever(SparseRetriever):
 # -- boolean -------------------------------------------------------------------------
 
 
-class BooleanRetriever(Retriever):
+class BooleanRetriever(_Restrictable):
     """Exact-match boolean queries (:mod:`twokeys.lexical.boolean`), matches ranked by BM25."""
 
     name = "boolean"
@@ -195,6 +220,8 @@ class BooleanRetriever(Retriever):
         tree = boolean.compile_query(query, self.analyzer.query_terms)
         n_docs = self.lexicon.matrix.n_docs
         rows = boolean.evaluate(tree, self.lexicon.postings, n_docs, self.verify_phrase)
+        if self.allowed is not None:
+            rows = rows[self.allowed[rows]]
         if not rows.size:
             return RetrieverResult([])
         terms = list(boolean.positive_terms(tree))
@@ -230,7 +257,7 @@ class BooleanRetriever(Retriever):
 # -- LSI -----------------------------------------------------------------------------
 
 
-class LsiRetriever(Retriever):
+class LsiRetriever(_Restrictable):
     """Latent semantic indexing with query folding (:mod:`twokeys.lexical.lsi`)."""
 
     name = "lsi"
@@ -246,7 +273,7 @@ class LsiRetriever(Retriever):
         if not qw or self.model.rank == 0:
             return RetrieverResult([])
         scores = lsi.cosine_scores(self.model, lsi.fold_query(self.model, qw))
-        run = _run(*top_k(scores, k))
+        run = _run(*top_k_allowed(scores, k, self.allowed))
         evidence = {}
         if explain:
             evidence = {hit.row: (Evidence(self.name, hit.rank, hit.score),) for hit in run}
@@ -321,12 +348,14 @@ def _fits(model: lsi.LsiModel, matrix: TermMatrix) -> bool:
 
 
 def build_boolean(index: Index, request: SearchRequest) -> Retriever:
-    return BooleanRetriever(index.analyzer, index.backend, lexicon(index, "boolean"))
+    retriever = BooleanRetriever(index.analyzer, index.backend, lexicon(index, "boolean"))
+    return retriever.restricted(index.allowed_rows(request.filters))
 
 
 def build_tfidf(index: Index, request: SearchRequest) -> Retriever:
     lex = lexicon(index, "tfidf")
-    return _cached(index.backend, "tfidf", lambda: TfidfRetriever(index.analyzer, lex))
+    retriever = _cached(index.backend, "tfidf", lambda: TfidfRetriever(index.analyzer, lex))
+    return retriever.restricted(index.allowed_rows(request.filters))
 
 
 def build_bm25plus(index: Index, request: SearchRequest) -> Retriever:
@@ -337,7 +366,7 @@ def build_bm25plus(index: Index, request: SearchRequest) -> Retriever:
         index.backend,
         f"bm25+:{params}",
         lambda: BM25VariantRetriever("bm25+", index.analyzer, lex, params),
-    )
+    ).restricted(index.allowed_rows(request.filters))
 
 
 def build_bm25l(index: Index, request: SearchRequest) -> Retriever:
@@ -348,7 +377,7 @@ def build_bm25l(index: Index, request: SearchRequest) -> Retriever:
         index.backend,
         f"bm25l:{params}",
         lambda: BM25VariantRetriever("bm25l", index.analyzer, lex, params),
-    )
+    ).restricted(index.allowed_rows(request.filters))
 
 
 def build_lsi(index: Index, request: SearchRequest, *, rank: int | None = None) -> Retriever:
@@ -356,7 +385,8 @@ def build_lsi(index: Index, request: SearchRequest, *, rank: int | None = None) 
     if rank is None:
         rank = _env_rank()
     lex = lexicon(index, "lsi")
-    return LsiRetriever(index.analyzer, lex, lsi_model(index, lex, lsi.LsiParams(rank=rank)))
+    model = lsi_model(index, lex, lsi.LsiParams(rank=rank))
+    return LsiRetriever(index.analyzer, lex, model).restricted(index.allowed_rows(request.filters))
 
 
 def lsi_params() -> lsi.LsiParams:

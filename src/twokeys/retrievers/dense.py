@@ -4,20 +4,23 @@ from __future__ import annotations
 
 from twokeys.dense.encoder import Encoder
 from twokeys.retrievers.base import Retriever, RetrieverResult
-from twokeys.store.base import VectorIndex
+from twokeys.store.base import RowMask, VectorIndex
 from twokeys.types import Evidence
 
 
 class DenseRetriever(Retriever):
     name = "dense"
 
-    def __init__(self, encoder: Encoder, index: VectorIndex) -> None:
+    def __init__(
+        self, encoder: Encoder, index: VectorIndex, *, allowed: RowMask | None = None
+    ) -> None:
         self.encoder = encoder
         self.index = index
+        self.allowed = allowed  # the rows a filtered search ranks (None: all)
 
     def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
         vector = self.encoder.encode_query(query)
-        run = self.index.search(vector, k)
+        run = self.index.search(vector, k, allowed=self.allowed)
         evidence = {}
         if explain:
             evidence = {hit.row: (Evidence(self.name, hit.rank, hit.score),) for hit in run}

@@ -9,20 +9,23 @@ from twokeys.analysis import Analyzer
 from twokeys.fusion.adaptive import QueryFeatures, is_identifier_like, quoted_strings
 from twokeys.fusion.confidence import lexical_confidence
 from twokeys.retrievers.base import Retriever, RetrieverResult
-from twokeys.store.base import LexicalIndex
+from twokeys.store.base import LexicalIndex, RowMask
 from twokeys.types import Evidence, ScoredChunk
 
 
 class BM25Retriever(Retriever):
     name = "bm25"
 
-    def __init__(self, analyzer: Analyzer, index: LexicalIndex) -> None:
+    def __init__(
+        self, analyzer: Analyzer, index: LexicalIndex, *, allowed: RowMask | None = None
+    ) -> None:
         self.analyzer = analyzer
         self.index = index
+        self.allowed = allowed  # the rows a filtered search ranks (None: all)
 
     def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
         terms = self.analyzer.query_terms(query)
-        run = self.index.search(terms, k)
+        run = self.index.search(terms, k, allowed=self.allowed)
         evidence = {}
         if explain:
             for hit in run:
@@ -36,8 +39,8 @@ class BM25Retriever(Retriever):
         self, queries: Sequence[str], k: int, *, explain: bool = False
     ) -> list[RetrieverResult]:
         """:meth:`retrieve` for each query, scored as one batch on every core."""
-        if explain:
-            return super().retrieve_many(queries, k, explain=True)
+        if explain or self.allowed is not None:
+            return super().retrieve_many(queries, k, explain=explain)
         runs = self.index.search_many([self.analyzer.query_terms(q) for q in queries], k)
         return [RetrieverResult(run) for run in runs]
 

@@ -22,6 +22,9 @@ from twokeys.errors import ConfigError, IndexFormatError
 from twokeys.lexical.bm25 import BM25Params
 from twokeys.types import Chunk, ScoredChunk
 
+#: which chunk rows a filtered search may return (True: allowed), one entry per row
+RowMask = npt.NDArray[np.bool_]
+
 FORMAT_NAME = "twokeys-index"
 FORMAT_VERSION = 1
 
@@ -135,8 +138,11 @@ class LexicalIndex(ABC):
     """Ranks chunks by analysed query terms (BM25 in the embedded backend)."""
 
     @abstractmethod
-    def search(self, terms: Sequence[str], k: int) -> list[ScoredChunk]:
-        """The top ``k`` chunks with a positive score, ordered by (-score, row)."""
+    def search(
+        self, terms: Sequence[str], k: int, *, allowed: RowMask | None = None
+    ) -> list[ScoredChunk]:
+        """The top ``k`` chunks with a positive score, ordered by (-score, row); with
+        ``allowed`` (a mask over rows, see :mod:`twokeys.filters`), among those only."""
 
     def search_many(
         self, queries: Sequence[Sequence[str]], k: int, *, threads: int | None = None
@@ -165,8 +171,11 @@ class VectorIndex(ABC):
     """Ranks chunks by cosine similarity to a query vector."""
 
     @abstractmethod
-    def search(self, query: npt.NDArray[np.float32], k: int) -> list[ScoredChunk]:
-        """The top ``k`` chunks, ordered by (-cosine, row)."""
+    def search(
+        self, query: npt.NDArray[np.float32], k: int, *, allowed: RowMask | None = None
+    ) -> list[ScoredChunk]:
+        """The top ``k`` chunks, ordered by (-cosine, row); with ``allowed`` (a mask over
+        rows), among those only."""
 
     @abstractmethod
     def similarity(self, query: npt.NDArray[np.float32], row: int) -> float:
@@ -214,6 +223,27 @@ class IndexBackend(ABC):
     @abstractmethod
     def all_documents(self) -> list[DocumentInfo]:
         """Every document, in id order."""
+
+    def passages(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        """Chunks by their stable id (:attr:`Chunk.id`, ``<document id>#<position>``).
+
+        An id names a document and a position in it, so it survives re-indexing of other
+        documents (which renumbers rows); an id whose document or position no longer
+        exists is absent from the result. This default reads the documents' first rows.
+        """
+        wanted: dict[str, tuple[str, int]] = {}
+        for chunk_id in chunk_ids:
+            doc_id, sep, position = chunk_id.rpartition("#")
+            if sep and doc_id and position.isdigit():
+                wanted[chunk_id] = (doc_id, int(position))
+        docs = self.documents(sorted({doc_id for doc_id, _ in wanted.values()}))
+        rows = {
+            chunk_id: docs[doc_id].first_row + position
+            for chunk_id, (doc_id, position) in wanted.items()
+            if doc_id in docs and position < docs[doc_id].n_chunks
+        }
+        found = self.chunks(list(rows.values()))
+        return {chunk_id: chunk for chunk_id, chunk in zip(rows, found, strict=True)}
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release files and connections."""

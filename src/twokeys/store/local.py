@@ -30,6 +30,7 @@ import json
 import os
 import shutil
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -119,9 +120,18 @@ class LocalIndex(IndexBackend):
             self._db.execute("SELECT count(*) FROM documents").fetchone()
         except sqlite3.Error as exc:
             raise IndexFormatError(f"{db_file}: unreadable database ({exc})") from exc
+        # One connection, opened now (so it outlives the generation's removal by a later
+        # build), used by one thread at a time: statements run and fetch under this lock,
+        # which also guards the lazy loads below.
+        self._lock = threading.RLock()
         self._lexical: ArrayLexicalIndex | None = None
         self._vectors: VectorIndex | None = None
         self._vectors_loaded = False
+
+    def _rows(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
+        """All rows of one statement, run while no other thread uses the connection."""
+        with self._lock:
+            return self._db.execute(sql, parameters).fetchall()
 
     def _array(self, name: str) -> npt.NDArray[Any]:
         """A memory-mapped array, as a plain ``ndarray`` view that keeps the mapping.
@@ -139,6 +149,12 @@ class LocalIndex(IndexBackend):
 
     @property
     def lexical(self) -> LexicalIndex:
+        if self._lexical is not None:
+            return self._lexical
+        with self._lock:
+            return self._load_lexical()
+
+    def _load_lexical(self) -> ArrayLexicalIndex:
         if self._lexical is None:
             vocab_file = self.gen_dir / "lexical.vocab.txt"
             try:
@@ -157,11 +173,14 @@ class LocalIndex(IndexBackend):
 
     @property
     def vectors(self) -> VectorIndex | None:
-        if not self._vectors_loaded:
-            from twokeys.store.vectors import open_vector_index  # it builds on this module
+        if self._vectors_loaded:
+            return self._vectors
+        from twokeys.store.vectors import open_vector_index  # it builds on this module
 
-            self._vectors = open_vector_index(self)
-            self._vectors_loaded = True
+        with self._lock:
+            if not self._vectors_loaded:
+                self._vectors = open_vector_index(self)
+                self._vectors_loaded = True
         return self._vectors
 
     def embeddings(self) -> npt.NDArray[Any] | None:
@@ -188,7 +207,7 @@ class LocalIndex(IndexBackend):
         for batch_start in range(0, len(rows), 500):
             batch = [int(r) for r in rows[batch_start : batch_start + 500]]
             marks = ",".join("?" * len(batch))
-            for row, doc_id, position, start, end, heading, text in self._db.execute(
+            for row, doc_id, position, start, end, heading, text in self._rows(
                 "SELECT row, doc_id, position, start, end, heading, text FROM chunks "
                 f"WHERE row IN ({marks})",
                 batch,
@@ -214,7 +233,7 @@ class LocalIndex(IndexBackend):
         for batch_start in range(0, len(rows), 500):
             batch = [int(r) for r in rows[batch_start : batch_start + 500]]
             marks = ",".join("?" * len(batch))
-            for row, doc_id, position, start, end, heading, text, title, path in self._db.execute(
+            for row, doc_id, position, start, end, heading, text, title, path in self._rows(
                 "SELECT c.row, c.doc_id, c.position, c.start, c.end, c.heading, c.text, "
                 "d.title, d.path FROM chunks AS c LEFT JOIN documents AS d ON d.id = c.doc_id "
                 f"WHERE c.row IN ({marks})",
@@ -229,10 +248,17 @@ class LocalIndex(IndexBackend):
 
     def iter_chunks(self) -> Iterator[tuple[int, Chunk]]:
         """Every chunk in row order."""
-        for row, doc_id, position, start, end, heading, text in self._db.execute(
-            "SELECT row, doc_id, position, start, end, heading, text FROM chunks ORDER BY row"
-        ):
-            yield row, Chunk(doc_id, position, text, start, end, _heading_path(heading))
+        with self._lock:
+            cursor = self._db.execute(
+                "SELECT row, doc_id, position, start, end, heading, text FROM chunks ORDER BY row"
+            )
+        while True:
+            with self._lock:
+                batch = cursor.fetchmany(1000)
+            if not batch:
+                return
+            for row, doc_id, position, start, end, heading, text in batch:
+                yield row, Chunk(doc_id, position, text, start, end, _heading_path(heading))
 
     def _doc(self, r: tuple[Any, ...]) -> DocumentInfo:
         return DocumentInfo(
@@ -255,7 +281,7 @@ class LocalIndex(IndexBackend):
         for batch_start in range(0, len(unique), 500):
             batch = unique[batch_start : batch_start + 500]
             marks = ",".join("?" * len(batch))
-            for r in self._db.execute(
+            for r in self._rows(
                 f"SELECT {self._DOC_COLUMNS} FROM documents WHERE id IN ({marks})", batch
             ):
                 out[r[0]] = self._doc(r)
@@ -264,11 +290,12 @@ class LocalIndex(IndexBackend):
     def all_documents(self) -> list[DocumentInfo]:
         return [
             self._doc(r)
-            for r in self._db.execute(f"SELECT {self._DOC_COLUMNS} FROM documents ORDER BY id")
+            for r in self._rows(f"SELECT {self._DOC_COLUMNS} FROM documents ORDER BY id")
         ]
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            self._db.close()
 
 
 def _heading_path(stored: str) -> tuple[str, ...]:
