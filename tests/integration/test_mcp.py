@@ -67,6 +67,12 @@ def test_tools_and_resources_in_process(kb: Path) -> None:
                 await client.call_tool("search", {"query": ZX, "mode": "bm25", "explain": True})
             )["hits"]
             assert bm25[0]["evidence"][0]["matched_terms"]
+            policies = structured(
+                await client.call_tool(
+                    "search", {"query": "refund", "k": 3, "filters": ["path:policies/"]}
+                )
+            )["hits"]
+            assert [h["doc_id"][:9] for h in policies] == ["policies/"] * 3
             answer = structured(await client.call_tool("ask", {"question": ZX}))
             assert answer["kind"] == "extractive"
             assert answer["sources"][0]["path"] == "errors/zx-4821.md"

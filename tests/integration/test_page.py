@@ -79,6 +79,7 @@ def page_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def test_the_page_shows_both_sensors_the_fusion_and_a_streamed_answer(page_url: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
+    sync_api.expect.set_options(timeout=30_000)  # a shared, loaded machine: be patient
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         try:
@@ -122,13 +123,19 @@ def test_the_page_shows_both_sensors_the_fusion_and_a_streamed_answer(page_url: 
             assert page.evaluate("location.hash") == "#block-1"
             page.screenshot(path=str(ARTIFACTS / "search-page.png"), full_page=True)
 
-            # the filter box keeps only the documents whose id it names
+            # the filter box: every retriever ranks only the documents the filter allows
             page.fill("#q", "Can I get my money back if the item arrived broken?")
-            page.fill("#filter", "policies/")
+            page.fill("#filter", "path:policies/")
             page.click("#search")
             where = page.locator("#col-hybrid li.hit .where")
             sync_api.expect(where.first).to_contain_text("policies/")
-            assert all("policies/" in t for t in where.all_inner_texts())
+            assert all(t.startswith("policies/") for t in where.all_inner_texts())
+            for column in ("bm25", "dense"):
+                texts = page.locator(f"#col-{column} li.hit .where").all_inner_texts()
+                assert texts and all(t.startswith("policies/") for t in texts), column
+            page.fill("#filter", "colour=")
+            page.click("#search")
+            sync_api.expect(page.locator("#error")).to_contain_text("400: filter")
             assert errors == []
         finally:
             browser.close()

@@ -153,6 +153,13 @@ def test_search_answers_a_search_request_with_the_library_s_hits(base: str, buil
     assert data["hits"] == json.loads(json.dumps(expected))
     assert {e["retriever"] for e in data["hits"][0]["evidence"]} == {"bm25", "dense"}
     assert set(data["hits"][0]) == set(HitData.__annotations__)
+    body = {"query": "refund broken item", "k": 5, "filters": ["path:policies/", "kind:markdown"]}
+    filtered = httpx.post(f"{base}/search", json=body).json()
+    assert filtered["request"]["filters"] == ["path:policies/", "kind:markdown"]
+    assert len(filtered["hits"]) == 5
+    assert all(h["doc_id"].startswith("policies/") for h in filtered["hits"])
+    r = httpx.post(f"{base}/search", json={"query": ZX, "filters": ["colour"]})
+    assert r.status_code == 400 and r.json()["detail"].startswith("filter")
     short = httpx.post(f"{base}/search", json={"query": ZX, "mode": "bm25", "k": 2}).json()
     assert short["request"]["retriever"] == "bm25"
     assert len(short["hits"]) == 2
@@ -163,8 +170,10 @@ def test_the_openapi_schema_is_the_search_request_s_fields(base: str) -> None:
     props = schema["components"]["schemas"]["SearchBody"]["properties"]
     names = [f.name for f in dataclasses.fields(SearchRequest)]
     assert list(props) == ["mode", *names]
-    for name, default in DEFAULTS.items():
-        assert props[name].get("default") == default, name
+    defaults = SearchRequest(ZX).to_dict()  # JSON forms (filters as strings)
+    for name in DEFAULTS:
+        assert props[name].get("default") == defaults[name], name
+    assert props["filters"]["items"] == {"type": "string"}
     assert "bm25" in props["retriever"]["enum"]
     assert schema["components"]["schemas"]["SearchBody"]["required"] == ["query"]
     paths = set(schema["paths"])

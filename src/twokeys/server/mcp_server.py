@@ -58,15 +58,21 @@ def create_mcp(
 
     @mcp.tool()
     def search(
-        query: str, k: int = 5, mode: str = "hybrid", explain: bool = False
+        query: str,
+        k: int = 5,
+        mode: str = "hybrid",
+        filters: list[str] | None = None,
+        explain: bool = False,
     ) -> dict[str, Any]:
         """Rank the index's chunks for a query. mode: bm25 (exact words, identifiers),
         dense (meaning), hybrid (both, fused; the default) or a shorthand such as
-        hybrid-rrf. Returns hits with rank, score, document id, heading and text."""
+        hybrid-rrf. filters (all must hold): path:policies/* or path:policies/,
+        kind:markdown, id:a.md,b.md, lang=en, version>=2. Returns hits with rank, score,
+        document id, chunk id, heading and text."""
         guard(limits.check_text, "query", query)
         guard(limits.check_count, "k", k, limits.max_k)
         try:
-            request = SearchRequest.parse(query, mode, k=k, explain=explain)
+            request = SearchRequest.parse(query, mode, k=k, explain=explain, filters=filters)
             with service.reader() as index:
                 hits = index.search(request)
         except TwokeysError as exc:

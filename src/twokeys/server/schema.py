@@ -33,6 +33,17 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: fields whose JSON form differs from their Python type: filters travel as the strings
+#: ``SearchRequest.to_dict`` writes and ``SearchRequest.from_dict`` parses
+_WIRE_TYPES: dict[str, tuple[Any, str]] = {
+    "filters": (
+        list[str],
+        "all must hold: path:policies/* (glob), path:policies/ (prefix), kind:markdown,html, "
+        "id:a.md,b.md, lang=en (metadata), version>=2, updated<2024-06-01",
+    ),
+}
+
+
 def fields_of(cls: type[Any], *, exclude: frozenset[str] = frozenset()) -> dict[str, Any]:
     """``create_model`` field definitions for a dataclass's fields: its types and defaults.
 
@@ -46,10 +57,12 @@ def fields_of(cls: type[Any], *, exclude: frozenset[str] = frozenset()) -> dict[
             continue
         hint = hints[f.name]
         options: dict[str, Any] = {"strict": True} if _scalar(hint) else {}
+        if f.name in _WIRE_TYPES:
+            hint, options["description"] = _WIRE_TYPES[f.name]
         if f.name in _CHOICES:
             options["json_schema_extra"] = {"enum": list(_CHOICES[f.name])}
         if f.default is not dataclasses.MISSING:
-            options["default"] = f.default
+            options["default"] = list(f.default) if isinstance(f.default, tuple) else f.default
         elif f.default_factory is not dataclasses.MISSING:
             options["default_factory"] = f.default_factory
         out[f.name] = (hint, Field(**options))
