@@ -61,11 +61,17 @@ class SlowScriptedLLM(LLM):
 
 
 @pytest.fixture(scope="module")
-def page_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def kb_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which(CHROMIUM) is None and not Path(CHROMIUM).is_file():
         pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)")
     path = tmp_path_factory.mktemp("page") / "support.twokeys"
     build_index(SUPPORT_KB / "docs", path, IndexOptions())  # the real MiniLM encoder
+    return path
+
+
+@pytest.fixture(scope="module")
+def page_url(kb_path: Path) -> Iterator[str]:
+    path = kb_path
     answer = (
         "ZX-4821 means the Hub measured its input voltage and found it below the safe "
         "minimum [1]. Check the power supply and cable [1]."
@@ -139,3 +145,27 @@ def test_the_page_shows_both_sensors_the_fusion_and_a_streamed_answer(page_url: 
             assert errors == []
         finally:
             browser.close()
+
+
+def test_the_page_asks_for_the_key_of_a_keyed_server(kb_path: Path) -> None:
+    from twokeys.server.config import ServerConfig
+
+    key = "page-key-0123456789abcdef"
+    service = IndexService(kb_path)
+    app = create_app(service, config=ServerConfig(api_key=key))
+    with running(app) as url, sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(url)
+            sync_api.expect(page.locator("#keybox")).to_be_visible(timeout=30_000)
+            page.fill("#key", key)
+            page.click("#savekey")
+            sync_api.expect(page.locator("#stats")).to_contain_text("34 documents", timeout=30_000)
+            page.fill("#q", ZX)
+            page.click("#search")
+            first = page.locator("#col-bm25 li.hit .where").first
+            sync_api.expect(first).to_contain_text("errors/zx-4821.md", timeout=30_000)
+        finally:
+            browser.close()
+    service.close()

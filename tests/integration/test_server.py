@@ -208,6 +208,15 @@ def test_limits_and_malformed_bodies_are_4xx_saying_what_was_wrong(built: Path) 
         assert r.status_code == 400 and "limit is 50" in r.json()["detail"]
         r = post("/search", content=json.dumps({"query": "x" * 5000}))
         assert r.status_code == 413 and "limit is 4096" in r.json()["detail"]
+
+        def chunked() -> Iterator[bytes]:  # no Content-Length: counted as it arrives
+            yield b'{"query": "'
+            for _ in range(10):
+                yield b"x" * 1000
+            yield b'"}'
+
+        r = post("/search", content=chunked(), headers={"content-type": "application/json"})
+        assert r.status_code == 413 and "over 4096 bytes" in r.json()["detail"]
         r = post("/documents", files={"file": ("big.md", b"# Big\n\n" + b"word " * 1000)})
         assert r.status_code == 413 and "upload" in r.json()["detail"]
         r = post("/search", content=b'{"query": ', headers={"content-type": "application/json"})

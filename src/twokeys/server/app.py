@@ -90,28 +90,35 @@ class _BodyLimit:
             return
         seen = 0
         started = False
+        refused = False  # the 413 is sent: whatever the app answers afterwards is dropped
 
         async def limited_receive() -> Message:
-            nonlocal seen
+            nonlocal seen, refused
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > limit:
-                    raise RequestError(413, f"{what}: over {limit} bytes; the limit is {limit}")
+                    if not started and not refused:
+                        refused = True
+                        await _send_error(
+                            scope, send, 413, f"{what}: over {limit} bytes; the limit is {limit}"
+                        )
+                    raise RequestError(413, f"{what}: over {limit} bytes")
             return message
 
         async def tracking_send(message: Message) -> None:
             nonlocal started
+            if refused:
+                return
             if message["type"] == "http.response.start":
                 started = True
             await send(message)
 
         try:
             await self.app(scope, limited_receive, tracking_send)
-        except RequestError as exc:
-            if started:
+        except RequestError:
+            if not refused:
                 raise
-            await _send_error(scope, send, exc.status, exc.message)
 
 
 async def _send_error(scope: Scope, send: Send, status: int, message: str) -> None:
