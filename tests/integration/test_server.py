@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -176,6 +177,8 @@ def test_the_openapi_schema_is_the_search_request_s_fields(base: str) -> None:
     assert props["filters"]["items"] == {"type": "string"}
     assert "bm25" in props["retriever"]["enum"]
     assert schema["components"]["schemas"]["SearchBody"]["required"] == ["query"]
+    refs = re.findall(r'"\$ref": "#/components/schemas/([^"]+)"', json.dumps(schema))
+    assert refs and set(refs) <= set(schema["components"]["schemas"])  # none dangles
     paths = set(schema["paths"])
     assert {"/search", "/ask", "/documents", "/documents/{doc_id}", "/stats"} <= paths
     assert {"/v1/chat/completions", "/v1/models", "/v1/embeddings", "/healthz"} <= paths

@@ -457,6 +457,21 @@ def create_app(
     app.include_router(
         openai_router(service, shared_llm, config, scrub), dependencies=[Depends(require_key)]
     )
+    base_openapi = app.openapi
+
+    def full_openapi() -> dict[str, Any]:
+        """FastAPI's schema, plus the JSON body of ``POST /documents`` (read by hand there,
+        as the route also takes uploads)."""
+        if app.openapi_schema is None:
+            schema = base_openapi()
+            body = DocumentsBody.model_json_schema(ref_template="#/components/schemas/{model}")
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            components.update(body.pop("$defs", {}))
+            components["DocumentsBody"] = body
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = full_openapi  # type: ignore[method-assign]
     app.add_middleware(_BodyLimit, limits=limits)
     if config.cors_origins:
         app.add_middleware(
