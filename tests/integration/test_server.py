@@ -602,3 +602,35 @@ def test_chat_completions_with_the_embedded_local_model(built: Path) -> None:
     assert "errors/zx-4821.md" in text.split("Sources:")[-1]
     data = reply.model_extra["twokeys"]  # type: ignore[index]
     assert data["kind"] == "generated" and data["llm"] == "local"
+
+
+def test_chat_accepts_what_open_webui_sends(base: str) -> None:
+    """Open WebUI's request: a system prompt, content as parts (an image among them),
+    sampling fields and metadata twokeys does not use, a usage chunk asked for."""
+    body = {
+        "model": "twokeys",
+        "messages": [
+            {"role": "system", "content": "You are helpful."},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": ZX},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+                ],
+            },
+        ],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "temperature": 0.7,
+        "max_tokens": 512,
+        "user": "someone",
+        "metadata": {"chat_id": "abc"},
+    }
+    with httpx.stream("POST", f"{base}/v1/chat/completions", json=body) as r:
+        assert r.status_code == 200
+        lines = [line for line in r.iter_lines() if line.startswith("data: ")]
+    assert lines[-1] == "data: [DONE]"
+    chunks = [json.loads(line[len("data: ") :]) for line in lines[:-1]]
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
+    assert "ZX-4821" in text and "[1] errors/zx-4821.md" in text
+    assert chunks[-1]["usage"]["total_tokens"] > 0
