@@ -263,3 +263,15 @@ def test_llm_decomposition_with_the_model_down_says_so_once(kb_path: Path) -> No
     assert [type(e).__name__ for e in events].count("ModelFailed") == 1
     answer = events[-1].answer  # type: ignore[union-attr]
     assert answer.kind == "extractive" and answer.model_error is not None
+
+
+def test_eval_answers_with_a_model_counts_its_citations(kb_path: Path) -> None:
+    from twokeys.evaluation.answers import evaluate_answers, load_qa
+
+    items = [i for i in load_qa(SUPPORT_KB / "qa.jsonl", split="dev") if i.id in ("qa01", "qa07")]
+    with open_index(kb_path) as kb:
+        result = evaluate_answers(kb, items, options=BM25, llm=StubLLM("Paris [1]."))
+    ours = result.systems[0]
+    assert ours.name == "twokeys+stub"
+    assert ours.fact_containment == 0.0  # the stub never states a gold fact
+    assert ours.citation_precision == 1.0  # but block [1] holds it on both questions

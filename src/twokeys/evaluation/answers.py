@@ -45,6 +45,7 @@ from statistics import mean
 from twokeys.chunking import approx_token_counter
 from twokeys.engine import Index
 from twokeys.errors import ConfigError
+from twokeys.llm.base import LLM
 from twokeys.rag.ask import AskOptions, ask
 from twokeys.rag.packing import SEPARATOR, Budget
 
@@ -312,8 +313,8 @@ def _tokens(text: str) -> int:
 # --- systems --------------------------------------------------------------------------
 
 
-def run_twokeys(index: Index, item: QAItem, options: AskOptions) -> Outcome:
-    answer = ask(index, item.question, options=options)
+def run_twokeys(index: Index, item: QAItem, options: AskOptions, llm: LLM | None = None) -> Outcome:
+    answer = ask(index, item.question, options=options, llm=llm)
     blocks = answer.context.blocks
     pieces = tuple(Piece(b.path, b.text) for b in blocks)
     cited = tuple(n - 1 for n in answer.cited)
@@ -363,10 +364,13 @@ def evaluate_answers(
     budget: int = 1000,
     options: AskOptions | None = None,
     naive_chars: Sequence[int] = NAIVE_CHARS,
+    llm: LLM | None = None,
 ) -> AnswerEvaluation:
     """Score twokeys' ``ask`` and the baselines on ``items`` (see the module docstring).
 
-    ``options`` sets the retrieval of ``ask`` (its budget is replaced by ``budget``)."""
+    ``options`` sets the retrieval of ``ask`` (its budget is replaced by ``budget``);
+    with ``llm`` the answers are generated (fact containment then counts the gold facts
+    the model wrote verbatim), else extractive."""
     if not items:
         raise ConfigError("questions: none to evaluate")
     base = options or AskOptions()
@@ -376,10 +380,12 @@ def evaluate_answers(
         budget=Budget.for_total(budget),
         decompose=base.decompose,
         max_parts=base.max_parts,
+        prompt_style=base.prompt_style,
         abstain=base.abstain,
+        strict=base.strict,
     )
-    ours = [run_twokeys(index, item, ask_options) for item in items]
-    systems = [SystemScore("twokeys", tuple(ours))]
+    ours = [run_twokeys(index, item, ask_options, llm) for item in items]
+    systems = [SystemScore(f"twokeys+{llm.name}" if llm else "twokeys", tuple(ours))]
     naive_mode = NAIVE_MODE if index.manifest.encoder is not None else "bm25"
     for chars in naive_chars:
         runs = tuple(run_naive(index, item, chars, mode=naive_mode) for item in items)

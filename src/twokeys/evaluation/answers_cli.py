@@ -12,6 +12,7 @@ from rich.table import Table
 from twokeys.cliutil import index_option, out
 from twokeys.engine import MODES, open_index
 from twokeys.evaluation.answers import SPLITS, AnswerEvaluation, evaluate_answers, load_qa
+from twokeys.llm.base import SPEC_FORMS, from_spec
 from twokeys.rag.ask import AskOptions
 from twokeys.rag.packing import MIN_TOTAL
 
@@ -47,14 +48,36 @@ LEGEND = (
     default=None,
     help="Only the questions of this split [default: all].",
 )
+@click.option(
+    "--llm",
+    "llm_spec",
+    envvar="TWOKEYS_LLM",
+    default=None,
+    help=f"Generate the answers with this model ({SPEC_FORMS}); without it they are extractive.",
+)
+@click.option("--base-url", envvar="TWOKEYS_BASE_URL", default=None, help="Model server address.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def eval_answers(
-    qa_file: Path, index_path: Path, mode: str, budget: int, split: str | None, as_json: bool
+    qa_file: Path,
+    index_path: Path,
+    mode: str,
+    budget: int,
+    split: str | None,
+    llm_spec: str | None,
+    base_url: str | None,
+    as_json: bool,
 ) -> None:
     """Score 'ask' on the questions of QA_FILE (JSONL with gold documents and facts)."""
     items = load_qa(qa_file, split=split)
-    with open_index(index_path) as kb:
-        result = evaluate_answers(kb, items, budget=budget, options=AskOptions(mode=mode))
+    llm = from_spec(llm_spec, base_url=base_url, context_tokens=budget) if llm_spec else None
+    try:
+        with open_index(index_path) as kb:
+            result = evaluate_answers(
+                kb, items, budget=budget, options=AskOptions(mode=mode), llm=llm
+            )
+    finally:
+        if llm is not None:
+            llm.close()
     if as_json:
         out.print_json(json.dumps(result.to_dict()))
         return
@@ -86,7 +109,7 @@ def _print(result: AnswerEvaluation, split: str | None) -> None:
     out.print(table)
     out.print(LEGEND)
     misses = result.to_dict()["misses"]
-    ours = misses.get("twokeys") if isinstance(misses, dict) else None
+    ours = misses.get(result.systems[0].name) if isinstance(misses, dict) else None
     if ours:
         ids = ", ".join(str(m["id"]) for m in ours)
         out.print(f"twokeys misses (evidence not packed, or wrong abstention): {ids}")
