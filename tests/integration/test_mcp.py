@@ -122,24 +122,24 @@ def test_stdio_transport(lexical_kb: Path) -> None:
     anyio.run(main)
 
 
-@pytest.fixture
-def http_server(lexical_kb: Path) -> Iterator[str]:
+KEY = "mcp-key-0123456789abcdef"
+
+
+@pytest.fixture(params=["open", "keyed"])
+def http_server(
+    lexical_kb: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[str, str | None]]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    key = KEY if request.param == "keyed" else None
+    extra: list[str] = []
+    if key:
+        (tmp_path / "key").write_text(key)
+        extra = ["--api-key-file", str(tmp_path / "key")]
+    command = ["mcp", "--index", str(lexical_kb), "--transport", "http", "--port", str(port)]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "twokeys.cli",
-            "mcp",
-            "--index",
-            str(lexical_kb),
-            "--transport",
-            "http",
-            "--port",
-            str(port),
-        ],
+        [sys.executable, "-m", "twokeys.cli", *command, *extra],
         env=_env(),
         stderr=subprocess.DEVNULL,
     )
@@ -153,20 +153,31 @@ def http_server(lexical_kb: Path) -> Iterator[str]:
             assert proc.poll() is None and time.monotonic() < deadline, "mcp did not start"
             time.sleep(0.2)
     try:
-        yield url
+        yield url, key
     finally:
         proc.terminate()
         proc.wait(timeout=30)
 
 
 @pytest.mark.slow
-def test_streamable_http_transport(http_server: str) -> None:
+def test_streamable_http_transport(http_server: tuple[str, str | None]) -> None:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    url, key = http_server
+    if key is not None:
+        r = httpx.post(url, json={}, headers={"Authorization": "Bearer wrong"})
+        assert r.status_code == 401 and "API key" in r.text
+
     async def main() -> None:
-        async with Client(http_server) as client:
-            result = await client.call_tool("search", {"query": ZX, "mode": "bm25", "k": 2})
-            assert structured(result)["hits"][0]["doc_id"] == "errors/zx-4821.md"
-            tools = {t.name for t in (await client.list_tools()).tools}
-            assert tools == {"search", "ask", "get_document"}
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        async with httpx2.AsyncClient(headers=headers) as http:
+            transport = streamable_http_client(url, http_client=http)
+            async with Client(transport) as client:
+                result = await client.call_tool("search", {"query": ZX, "mode": "bm25", "k": 2})
+                assert structured(result)["hits"][0]["doc_id"] == "errors/zx-4821.md"
+                tools = {t.name for t in (await client.list_tools()).tools}
+                assert tools == {"search", "ask", "get_document"}
 
     anyio.run(main)
 

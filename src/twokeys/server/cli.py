@@ -173,8 +173,15 @@ def serve(
     show_default=True,
     help="stdio (launched by the client) or streamable HTTP (at /mcp).",
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: a loopback address.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: address to bind.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8001, show_default=True)
+@click.option(
+    "--api-key-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    envvar="TWOKEYS_API_KEY_FILE",
+    default=None,
+    help="HTTP: file holding the key clients send as 'Authorization: Bearer KEY'.",
+)
 @llm_option
 @base_url_option
 @timeout_option
@@ -183,6 +190,7 @@ def mcp(
     transport: str,
     host: str,
     port: int,
+    api_key_file: Path | None,
     llm_spec: str | None,
     base_url: str | None,
     timeout: float,
@@ -193,11 +201,14 @@ def mcp(
     from twokeys.server.mcp_server import create_mcp
     from twokeys.server.service import IndexService
 
-    if transport == "http" and not is_loopback(host):
+    api_key = read_api_key(api_key_file)
+    if transport == "http" and not is_loopback(host) and api_key is None:
         raise ConfigError(
-            f"--host {host}: the MCP HTTP transport has no key, so it binds loopback "
-            "addresses only (put it behind a proxy that authenticates)"
+            f"--host {host}: without --api-key-file the MCP HTTP transport binds loopback "
+            "addresses only"
         )
+    if transport == "stdio" and api_key is not None:
+        raise ConfigError("--api-key-file: stdio has no key (the client launches the server)")
     service = IndexService(index_path)
     llm = make_llm(llm_spec, base_url, timeout)
     server = create_mcp(service, llm=llm)
@@ -205,8 +216,19 @@ def mcp(
         if transport == "stdio":
             server.run("stdio")
         else:
+            import uvicorn
+
+            from twokeys.server.mcp_server import require_bearer
+
+            app = server.streamable_http_app(host=host)
             click.echo(f"twokeys: MCP on http://{host}:{port}/mcp", err=True)
-            server.run("streamable-http", host=host, port=port)
+            uvicorn.run(
+                require_bearer(app, api_key) if api_key else app,
+                host=host,
+                port=port,
+                log_level="warning",
+                server_header=False,
+            )
     finally:
         if llm is not None:
             llm.close()

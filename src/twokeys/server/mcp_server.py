@@ -4,13 +4,15 @@ Tools: ``search`` (ranked chunks, as ``POST /search``), ``ask`` (an answer with 
 sources, as ``POST /ask``), ``get_document`` (a document's chunks). Resources: each
 document as ``twokeys://documents/{id}`` (listed up to :data:`MAX_LISTED`; any id can be
 read through the template). Transports: stdio (what desktop and coding assistants
-launch) and streamable HTTP on a loopback address (``/mcp``; there is no key, so it
-refuses other addresses). It only reads: writes go through ``twokeys serve``.
+launch) and streamable HTTP (``/mcp``; on a loopback address, or on any with an API key
+that every request must send as ``Authorization: Bearer KEY``). It only reads: writes go
+through ``twokeys serve``.
 """
 
 from __future__ import annotations
 
 import functools
+import hmac
 import json
 from typing import Any
 from urllib.parse import quote
@@ -29,6 +31,9 @@ from twokeys.server.config import Limits, RequestError
 from twokeys.server.documents import document_record
 from twokeys.server.service import IndexService
 
+_UNAUTHORIZED = json.dumps(
+    {"detail": "missing or wrong API key: send 'Authorization: Bearer KEY'"}
+).encode()
 MAX_LISTED = 1_000  # documents listed as resources; more are still readable by id
 URI_PREFIX = "twokeys://documents/"
 
@@ -128,3 +133,28 @@ def create_mcp(
             )
         )
     return mcp
+
+
+def require_bearer(app: Any, key: str) -> Any:
+    """``app`` (ASGI) behind ``Authorization: Bearer KEY``, compared in constant time."""
+    expected = f"Bearer {key}".encode()
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if not hmac.compare_digest(given, expected):
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b"Bearer"),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": _UNAUTHORIZED})
+                return
+        await app(scope, receive, send)
+
+    return guarded
