@@ -101,11 +101,16 @@ class IndexService:
             index.close()
 
     def _reopen(self) -> None:
-        with self._write_lock:
+        # a writer in this process swaps in its own commit: readers keep the current
+        # generation meanwhile instead of waiting for it
+        if not self._write_lock.acquire(blocking=False):
+            return
+        try:
             stamp = self._manifest_stamp()
-            if stamp == self._stamp:
-                return  # another thread reopened it
-            self._swap(stamp)
+            if stamp != self._stamp:  # else another thread reopened it
+                self._swap(stamp)
+        finally:
+            self._write_lock.release()
 
     def _swap(self, stamp: tuple[int, int, int]) -> None:
         fresh = self._open()
