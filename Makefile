@@ -3,11 +3,22 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.twokeys-installed
+RUNTIME_STAMP := $(VENV)/.twokeys-runtime
 DEMO_INDEX ?= .demo/support-kb.twokeys
 
-.PHONY: venv demo test test-full lint typecheck unit clean
+.PHONY: venv runtime demo test test-full lint typecheck unit clean
 
 venv: $(STAMP)
+
+# `make demo` needs the runtime only: no torch, no test or benchmark extras
+runtime: $(RUNTIME_STAMP)
+
+$(RUNTIME_STAMP): pyproject.toml
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "twokeys needs Python 3.11+"'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUNTIME_STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "twokeys needs Python 3.11+"'
@@ -15,9 +26,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUNTIME_STAMP)
 
-demo: venv
+demo: runtime
 	$(BIN)/twokeys index examples/support-kb/docs --index $(DEMO_INDEX)
 	$(BIN)/twokeys info --index $(DEMO_INDEX)
 	@for mode in bm25 dense hybrid; do \

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any
 
 from twokeys.errors import ConfigError
@@ -78,10 +78,7 @@ class SearchRequest:
     explain: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.query, str):
-            raise ConfigError(f"query: must be a string, got {type(self.query).__name__}")
-        if not self.query.strip():
-            raise ConfigError("query: is empty")
+        _check_query(self.query)
         _check_int("k", self.k)
         _check_int("candidates", self.candidates)
         _check_int("rerank_top", self.rerank_top)
@@ -169,8 +166,12 @@ class SearchRequest:
             raise ConfigError("rerank_top: applies only with a reranker")
 
     def with_query(self, query: str) -> SearchRequest:
-        """The same request for another query."""
-        return replace(self, query=query)
+        """The same request for another query (only the query is checked again)."""
+        _check_query(query)
+        other = object.__new__(SearchRequest)
+        other.__dict__.update(self.__dict__)
+        object.__setattr__(other, "query", query)
+        return other
 
     # -- serialisation ----------------------------------------------------------------
 
@@ -211,16 +212,24 @@ _FIELDS = frozenset(f.name for f in fields(SearchRequest))
 DEFAULTS = {f.name: f.default for f in fields(SearchRequest) if f.name != "query"}
 
 
+def _check_query(query: object) -> None:
+    if not isinstance(query, str):
+        raise ConfigError(f"query: must be a string, got {type(query).__name__}")
+    if not query.strip():
+        raise ConfigError("query: is empty")
+
+
 def _check_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if type(value) is not int:  # not a bool, not a float
         raise ConfigError(f"{name}: must be an integer, got {value!r}")
     if value < 1:
         raise ConfigError(f"{name}: must be >= 1, got {value}")
 
 
 def _number(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if type(value) is not float and type(value) is not int:  # not a bool, not a string
         raise ConfigError(f"{name}: must be a number, got {value!r}")
-    if not math.isfinite(value):
+    number = float(value)
+    if not math.isfinite(number):
         raise ConfigError(f"{name}: must be finite, got {value!r}")
-    return float(value)
+    return number

@@ -10,6 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
+#: which chunk rows a filtered search may return (True: allowed), one entry per row
+RowMask = npt.NDArray[np.bool_]
+
 
 @dataclass(frozen=True, slots=True)
 class Document:

@@ -37,12 +37,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from twokeys.dense.base import VectorIndex
 from twokeys.dense.exact import ExactVectorIndex, cosine_scores
 from twokeys.dense.selection import HnswParams
 from twokeys.errors import ConfigError, MissingExtraError
-from twokeys.store.base import RowMask, VectorIndex
-from twokeys.store.pagecache import read_ahead, read_ahead_in_background
-from twokeys.types import ScoredChunk
+from twokeys.pagecache import read_ahead, read_ahead_in_background
+from twokeys.types import RowMask, ScoredChunk
 
 #: Bump when the saved layout changes; part of the derived file's name.
 FORMAT_VERSION = 2

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from twokeys.store.base import RowMask, VectorIndex
+from twokeys.dense.base import VectorIndex
 from twokeys.topk import top_k_allowed
-from twokeys.types import ScoredChunk
+from twokeys.types import RowMask, ScoredChunk
 
 #: float16 rows widened at a time: 1,024 x 384 dims is a 1.5 MB buffer that stays in cache.
 BLOCK_ROWS = 1024

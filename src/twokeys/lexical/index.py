@@ -13,9 +13,9 @@ import numpy.typing as npt
 import scipy.sparse  # type: ignore[import-untyped, unused-ignore]
 
 from twokeys.lexical import bm25
-from twokeys.store.base import LexicalIndex, RowMask
+from twokeys.lexical.base import LexicalIndex
 from twokeys.topk import top_k, top_k_allowed, top_k_entries
-from twokeys.types import ScoredChunk
+from twokeys.types import RowMask, ScoredChunk
 
 # A batch search multiplies a block of queries at a time; a block's postings (an upper
 # bound of its sparse scores) stay under this, 32 MB of scores and chunk rows at most.

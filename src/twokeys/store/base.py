@@ -1,5 +1,9 @@
 """What any index backend provides: the manifest, chunk lookup, and two searchable indexes.
 
+The two searchable indexes' interfaces live with their kernels
+(:class:`~twokeys.lexical.base.LexicalIndex`, :class:`~twokeys.dense.base.VectorIndex`),
+which import nothing from storage; they are re-exported here.
+
 The engine and the CLI only talk to these interfaces, so a server backend (say
 PostgreSQL with a GIN-indexed term table and pgvector) can be added as another
 implementation of :class:`IndexBackend` without touching either.
@@ -12,18 +16,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from twokeys.analysis import AnalyzerSpec
 from twokeys.chunking import ChunkerConfig
+from twokeys.dense.base import VectorIndex as VectorIndex
 from twokeys.dense.selection import VectorIndexOptions
 from twokeys.errors import ConfigError, IndexFormatError
+from twokeys.lexical.base import LexicalIndex as LexicalIndex
 from twokeys.lexical.bm25 import BM25Params
-from twokeys.types import Chunk, ScoredChunk
-
-#: which chunk rows a filtered search may return (True: allowed), one entry per row
-RowMask = npt.NDArray[np.bool_]
+from twokeys.types import Chunk
+from twokeys.types import RowMask as RowMask
 
 FORMAT_NAME = "twokeys-index"
 FORMAT_VERSION = 1
@@ -132,54 +133,6 @@ class DocumentInfo:
     first_row: int
     n_chunks: int
     metadata: Mapping[str, Any] = field(default_factory=dict)
-
-
-class LexicalIndex(ABC):
-    """Ranks chunks by analysed query terms (BM25 in the embedded backend)."""
-
-    @abstractmethod
-    def search(
-        self, terms: Sequence[str], k: int, *, allowed: RowMask | None = None
-    ) -> list[ScoredChunk]:
-        """The top ``k`` chunks with a positive score, ordered by (-score, row); with
-        ``allowed`` (a mask over rows, see :mod:`twokeys.filters`), among those only."""
-
-    def search_many(
-        self, queries: Sequence[Sequence[str]], k: int, *, threads: int | None = None
-    ) -> list[list[ScoredChunk]]:
-        """:meth:`search` for each query's terms, with identical results.
-
-        ``threads`` caps the threads a backend may use (None: one per core). This default
-        searches one query after another.
-        """
-        return [self.search(terms, k) for terms in queries]
-
-    @abstractmethod
-    def explain(self, terms: Sequence[str], row: int) -> tuple[tuple[str, float], ...]:
-        """Each matched query term and its contribution to ``row``'s score."""
-
-    @abstractmethod
-    def has_term(self, term: str) -> bool:
-        """Whether any chunk contains ``term``."""
-
-    @abstractmethod
-    def idf(self, terms: Sequence[str]) -> list[float]:
-        """BM25 idf of each term; a term no chunk contains gets the idf of df = 0."""
-
-
-class VectorIndex(ABC):
-    """Ranks chunks by cosine similarity to a query vector."""
-
-    @abstractmethod
-    def search(
-        self, query: npt.NDArray[np.float32], k: int, *, allowed: RowMask | None = None
-    ) -> list[ScoredChunk]:
-        """The top ``k`` chunks, ordered by (-cosine, row); with ``allowed`` (a mask over
-        rows), among those only."""
-
-    @abstractmethod
-    def similarity(self, query: npt.NDArray[np.float32], row: int) -> float:
-        """Cosine similarity between the query and one chunk."""
 
 
 class IndexBackend(ABC):

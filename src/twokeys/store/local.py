@@ -35,20 +35,16 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 import numpy.typing as npt
 
 from twokeys.errors import IndexFormatError, TwokeysError
-from twokeys.lexical.bm25 import TermMatrix, bm25_weights
+from twokeys.lexical.bm25 import BM25Params, TermMatrix, bm25_weights
 from twokeys.lexical.index import ArrayLexicalIndex
-from twokeys.store.base import (
-    DocumentInfo,
-    IndexBackend,
-    LexicalIndex,
-    Manifest,
-    VectorIndex,
-)
+from twokeys.store.base import DocumentInfo, LexicalIndex, Manifest, VectorIndex
+from twokeys.store.contract import IndexReader, IndexWriter
 from twokeys.types import Chunk
 
 MANIFEST = "manifest.json"
@@ -100,7 +96,15 @@ def read_manifest(path: Path) -> Manifest:
 # -- reading -------------------------------------------------------------------------
 
 
-class LocalIndex(IndexBackend):
+def open_local(location: str) -> LocalIndex:
+    """The reader :func:`twokeys.store.contract.open_reader` opens for a path or a
+    ``file://`` URL."""
+    if location.startswith("file://"):
+        return LocalIndex(Path(urlsplit(location).path))
+    return LocalIndex(Path(location))
+
+
+class LocalIndex(IndexReader):
     """A read-only view of one committed generation of a local index."""
 
     def __init__(self, path: Path) -> None:
@@ -338,7 +342,7 @@ def _is_ours(name: str) -> bool:
     return name in (LOCK, MANIFEST) or name.startswith(("gen-", ".tmp-gen-", MANIFEST))
 
 
-class GenerationWriter:
+class GenerationWriter(IndexWriter):
     """Writes one generation into a temporary folder; :meth:`commit` makes it current."""
 
     def __init__(self, index_path: Path) -> None:
@@ -388,7 +392,7 @@ class GenerationWriter:
             ),
         )
 
-    def write_lexical(self, matrix: TermMatrix, manifest_bm25: Any) -> None:
+    def write_lexical(self, matrix: TermMatrix, bm25: BM25Params) -> None:
         vocab_file = self.tmp_dir / "lexical.vocab.txt"
         with open(vocab_file, "w", encoding="utf-8") as fh:
             for term in matrix.vocabulary:
@@ -398,7 +402,7 @@ class GenerationWriter:
         self._save("lexical.indices.npy", matrix.indices)
         self._save("lexical.tf.npy", matrix.tf)
         self._save("lexical.lengths.npy", matrix.lengths)
-        self._save("lexical.weights.npy", bm25_weights(matrix, manifest_bm25))
+        self._save("lexical.weights.npy", bm25_weights(matrix, bm25))
 
     def write_embeddings(self, embeddings: npt.NDArray[np.floating]) -> None:
         self._save("dense.embeddings.npy", embeddings)

@@ -1,0 +1,29 @@
+"""The interface of a vector index: ranks chunk rows by cosine similarity to a query.
+
+The embedded implementations are exact search (:mod:`twokeys.dense.exact`) and an HNSW
+graph (:mod:`twokeys.dense.ann`); a server backend implements it over its own store.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+import numpy.typing as npt
+
+from twokeys.types import RowMask, ScoredChunk
+
+
+class VectorIndex(ABC):
+    """Ranks chunks by cosine similarity to a query vector."""
+
+    @abstractmethod
+    def search(
+        self, query: npt.NDArray[np.float32], k: int, *, allowed: RowMask | None = None
+    ) -> list[ScoredChunk]:
+        """The top ``k`` chunks, ordered by (-cosine, row); with ``allowed`` (a mask over
+        rows), among those only."""
+
+    @abstractmethod
+    def similarity(self, query: npt.NDArray[np.float32], row: int) -> float:
+        """Cosine similarity between the query and one chunk."""

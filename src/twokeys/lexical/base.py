@@ -1,0 +1,45 @@
+"""The interface of a lexical index: ranks chunk rows by analysed query terms.
+
+The embedded implementation is :class:`twokeys.lexical.index.ArrayLexicalIndex`; a
+server backend implements it over its own term tables.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from twokeys.types import RowMask, ScoredChunk
+
+
+class LexicalIndex(ABC):
+    """Ranks chunks by analysed query terms (BM25 in the embedded backend)."""
+
+    @abstractmethod
+    def search(
+        self, terms: Sequence[str], k: int, *, allowed: RowMask | None = None
+    ) -> list[ScoredChunk]:
+        """The top ``k`` chunks with a positive score, ordered by (-score, row); with
+        ``allowed`` (a mask over rows, see :mod:`twokeys.filters`), among those only."""
+
+    def search_many(
+        self, queries: Sequence[Sequence[str]], k: int, *, threads: int | None = None
+    ) -> list[list[ScoredChunk]]:
+        """:meth:`search` for each query's terms, with identical results.
+
+        ``threads`` caps the threads a backend may use (None: one per core). This default
+        searches one query after another.
+        """
+        return [self.search(terms, k) for terms in queries]
+
+    @abstractmethod
+    def explain(self, terms: Sequence[str], row: int) -> tuple[tuple[str, float], ...]:
+        """Each matched query term and its contribution to ``row``'s score."""
+
+    @abstractmethod
+    def has_term(self, term: str) -> bool:
+        """Whether any chunk contains ``term``."""
+
+    @abstractmethod
+    def idf(self, terms: Sequence[str]) -> list[float]:
+        """BM25 idf of each term; a term no chunk contains gets the idf of df = 0."""

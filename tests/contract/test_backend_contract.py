@@ -1,0 +1,185 @@
+"""The storage contract, run against every backend (``BACKENDS``): a new backend is
+accepted when this file passes unchanged with its name added.
+
+Each backend gives a way to build an index from documents and returns the location
+that :func:`twokeys.open_index` opens; everything else goes through the public API.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from conftest import write_docs
+from twokeys import IndexOptions, build_index, open_index
+from twokeys.errors import ConfigError
+from twokeys.store.contract import IndexReader, IndexWriter, open_reader, scheme_of
+from twokeys.store.local import GenerationWriter
+
+Build = Callable[[dict[str, str]], str]
+
+DOCS = {
+    "guides/power.md": "---\nlang: en\nversion: 2\n---\n# Power\n\n## ZX-4821\n\n"
+    "Undervoltage on the power supply. Replace the fuse.\n",
+    "guides/firmware.md": "---\nlang: en\nversion: 3\n---\n# Firmware\n\n## ZX-4812\n\n"
+    "Signature check failed after a firmware update.\n",
+    "policies/refunds.md": "---\nlang: de\nupdated: 2024-03-01\n---\n# Refunds\n\n"
+    "A refund is issued when an item arrives broken or damaged.\n",
+    "policies/shipping.md": "# Shipping\n\nParcels ship within two days; delivery takes five.\n",
+    "notes/misc.txt": "Grub menu entry for the recovery boot; press the reset button.\n",
+}
+MODES = ("bm25", "dense", "hybrid", "hybrid-rrf", "tfidf", "bm25+", "bm25l", "boolean", "lsi")
+
+
+def _local(tmp_path: Path) -> Build:
+    src = tmp_path / "docs"
+    location = tmp_path / "kb.twokeys"
+
+    def build(docs: dict[str, str]) -> str:
+        if src.exists():
+            for file in src.rglob("*"):
+                if file.is_file() and str(file.relative_to(src)) not in docs:
+                    file.unlink()
+        write_docs(src, docs)
+        build_index(src, location, IndexOptions(encoder="test-hash", derived=("lsi",)))
+        return str(location)
+
+    return build
+
+
+BACKENDS = {"local": _local}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def build(request: pytest.FixtureRequest, tmp_path: Path) -> Build:
+    factory: Callable[[Path], Build] = BACKENDS[request.param]
+    return factory(tmp_path)
+
+
+def test_reader_implements_the_contract(build: Build) -> None:
+    location = build(DOCS)
+    reader = open_reader(location)
+    try:
+        assert isinstance(reader, IndexReader)
+        assert reader.stats()["documents"] == len(DOCS)
+    finally:
+        reader.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_mode_searches_and_explains(build: Build, mode: str) -> None:
+    with open_index(build(DOCS)) as kb:
+        query = "power OR fuse" if mode == "boolean" else "power supply fuse"
+        hits = kb.search(query, mode=mode, k=3, explain=True)
+        assert hits and hits[0].doc_id == "guides/power.md"
+        assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+        assert all(h.chunk_id.startswith(f"{h.doc_id}#") for h in hits)
+        assert all(h.evidence for h in hits)
+        assert hits == kb.search(query, mode=mode, k=3, explain=True)  # deterministic
+
+
+def test_add_replace_delete(build: Build) -> None:
+    location = build(DOCS)
+    with open_index(location) as kb:
+        kept = kb.search("grub menu", mode="bm25", k=1)[0]
+    changed = dict(DOCS)
+    changed["guides/firmware.md"] = "# Firmware\n\nThe bootloader was replaced entirely.\n"
+    del changed["policies/shipping.md"]
+    changed["a-first.md"] = "# New\n\nA brand new page about solar panels.\n"
+    location = build(changed)
+    with open_index(location) as kb:
+        assert kb.search("solar panels", mode="bm25", k=1)[0].doc_id == "a-first.md"
+        assert kb.search("bootloader", mode="bm25", k=1)[0].doc_id == "guides/firmware.md"
+        assert kb.search("signature", mode="bm25", k=5) == []
+        assert all(h.doc_id != "policies/shipping.md" for h in kb.search("parcels", k=5))
+        again = kb.search("grub menu", mode="bm25", k=1)[0]
+        assert (again.doc_id, again.chunk_id, again.text) == (kept.doc_id, kept.chunk_id, kept.text)
+        assert kb.passages([kept.chunk_id]) == {kept.chunk_id: kept.chunk}
+        assert kb.backend.stats()["documents"] == len(changed)  # type: ignore[attr-defined]
+
+
+def test_filters_apply_before_top_k(build: Build) -> None:
+    with open_index(build(DOCS)) as kb:
+        for mode in ("bm25", "dense", "hybrid"):
+            hits = kb.search(
+                "refund power parcel grub", mode=mode, k=2, filters=["path:policies/*"]
+            )
+            assert len(hits) == 2 and {h.doc_id for h in hits} <= {
+                "policies/refunds.md",
+                "policies/shipping.md",
+            }
+        assert {h.doc_id for h in kb.search("power firmware refund", k=5, filters=["lang=en"])} == {
+            "guides/power.md",
+            "guides/firmware.md",
+        }
+        assert [h.doc_id for h in kb.search("refund", k=5, filters=["updated>=2024-01-01"])] == [
+            "policies/refunds.md"
+        ]
+        assert kb.search("power", k=5, filters=["kind:html"]) == []
+
+
+def test_many_threads_get_the_serial_answers(build: Build) -> None:
+    work = [(q, m) for q in ("power fuse", "refund broken", "grub reset", "ZX-4812") for m in MODES]
+    location = build(DOCS)
+    with open_index(location) as kb:
+        serial = [
+            kb.search(q.replace(" ", " OR ") if m == "boolean" else q, mode=m) for q, m in work
+        ]
+    with open_index(location) as kb:
+        answers: dict[int, list[object]] = {}
+
+        def run(i: int) -> None:
+            answers[i] = [
+                kb.search(q.replace(" ", " OR ") if m == "boolean" else q, mode=m) for q, m in work
+            ]
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert all(answers[i] == serial for i in range(4))
+
+
+def test_reading_never_writes(build: Build, tmp_path: Path) -> None:
+    location = build(DOCS)
+    if scheme_of(location) != "file":
+        pytest.skip("the listing check is the local backend's")
+    root = Path(location)
+
+    def listing() -> list[tuple[str, int, int]]:
+        return sorted(
+            (str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns)
+            for p in root.rglob("*")
+        )
+
+    before = listing()
+    with open_index(location) as kb:
+        for mode in MODES:
+            kb.search("power OR fuse" if mode == "boolean" else "power fuse", mode=mode)
+        kb.info()
+    assert listing() == before
+
+
+def test_an_aborted_writer_leaves_the_index_as_it_was(build: Build) -> None:
+    location = build(DOCS)
+    if scheme_of(location) != "file":
+        pytest.skip("this backend's writer is exercised by its own crash tests")
+    with open_index(location) as kb:
+        before = kb.search("power fuse", k=3)
+    with pytest.raises(RuntimeError), GenerationWriter(Path(location)) as writer:
+        assert isinstance(writer, IndexWriter)
+        writer.add_documents([])
+        raise RuntimeError("crash midway")
+    with open_index(location) as kb:
+        assert kb.search("power fuse", k=3) == before
+    assert not [p for p in Path(location).iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_unknown_location_schemes_are_errors() -> None:
+    with pytest.raises(ConfigError, match=r"no backend for postgresql://"):
+        open_index("postgresql://db.example/kb")
+    assert scheme_of("/some/path") == scheme_of(Path("rel")) == "file"

@@ -1,0 +1,41 @@
+"""Layers only look down: the kernels import nothing from storage, the engine or the faces."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "src" / "twokeys"
+KERNELS = ("lexical", "dense", "fusion", "analysis.py", "topk.py", "types.py", "pagecache.py")
+ABOVE = ("twokeys.store", "twokeys.engine", "twokeys.request", "twokeys.cli", "twokeys.rag")
+
+
+def _imports(file: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def _files(kernel: str) -> list[Path]:
+    path = PACKAGE / kernel
+    return sorted(path.rglob("*.py")) if path.is_dir() else [path]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_kernels_import_nothing_above_them(kernel: str) -> None:
+    for file in _files(kernel):
+        upward = sorted(n for n in _imports(file) if n.startswith(ABOVE))
+        assert not upward, f"{file.relative_to(ROOT)} imports {', '.join(upward)}"
+
+
+def test_the_engine_names_no_backend_class() -> None:
+    imports = _imports(PACKAGE / "engine.py") | _imports(PACKAGE / "cli.py")
+    assert not {n for n in imports if n.startswith("twokeys.store.local")}
