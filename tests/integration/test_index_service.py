@@ -140,3 +140,17 @@ def test_concurrent_writers_are_serialised(kb: Path) -> None:
         assert index.manifest.counts["documents"] == 6
     service.close()
     shutil.rmtree(kb)
+
+
+def test_another_backend_is_served_read_only(kb: Path) -> None:
+    from twokeys.store.contract import register_backend
+    from twokeys.store.local import LocalIndex
+
+    register_backend("testfs", lambda location: LocalIndex(Path(location[len("testfs://") :])))
+    service = IndexService(f"testfs://{kb}")
+    assert service.path is None
+    with service.reader() as index:
+        assert index.search("aurora", mode="bm25")[0].doc_id == "a.md"
+    with pytest.raises(ConfigError, match="testfs:// is served read-only"):
+        service.write((), ["a.md"])
+    service.close()

@@ -269,9 +269,11 @@ def test_no_route_reveals_a_file_system_path(base: str, built: Path) -> None:
         assert str(SUPPORT_KB) not in text
     from twokeys.server.app import _Scrubber
 
-    scrub = _Scrubber(built)
+    scrub = _Scrubber(built, built)
     message = f"{built.resolve()}/gen-1/x.npy: unreadable (see /etc/passwd, http://a/b)"
     assert scrub(message) == f"{built.name}/gen-1/x.npy: unreadable (see <path>, http://a/b)"
+    url = "postgresql://kb:s3cret@db.example:5432/kb"
+    assert scrub.__class__(url, None)(f"{url}: gone") == "postgresql://db.example: gone"
 
 
 # -- documents -----------------------------------------------------------------------------

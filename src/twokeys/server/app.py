@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Seque
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -142,18 +143,24 @@ def _error_body(path: str, status: int, message: str) -> dict[str, Any]:
 
 
 class _Scrubber:
-    """Takes file system paths out of messages: the index folder becomes its name, any
-    other absolute path ``<path>``."""
+    """Takes file system paths and the index location out of messages: a local index
+    folder becomes its name, another backend's URL its scheme and host (never its
+    credentials), any other absolute path ``<path>``."""
 
     _ABSOLUTE = re.compile(r"(?<![\w:/.])/(?:[^\s/'\"():,]+/)*[^\s/'\"():,]*")
 
-    def __init__(self, index_path: Path) -> None:
-        resolved = str(index_path.resolve())
-        self._index = sorted({resolved, str(index_path)}, key=len, reverse=True)
-        self._name = index_path.resolve().name
+    def __init__(self, location: str | Path, path: Path | None) -> None:
+        if path is not None:
+            prefixes = {str(path.resolve()), str(path), str(location)}
+            self._name = path.resolve().name
+        else:
+            parts = urlsplit(str(location))
+            prefixes = {str(location)}
+            self._name = f"{parts.scheme}://{parts.hostname or ''}"
+        self._prefixes = sorted(prefixes, key=len, reverse=True)
 
     def __call__(self, message: str) -> str:
-        for prefix in self._index:
+        for prefix in self._prefixes:
             message = message.replace(prefix, self._name)
         return self._ABSOLUTE.sub("<path>", message)
 
@@ -211,7 +218,7 @@ def create_app(
     """The FastAPI app serving ``service``'s index (see the module docstring)."""
     config = config or ServerConfig()
     limits = config.limits
-    scrub = _Scrubber(service.path)
+    scrub = _Scrubber(service.location, service.path)
     shared_llm = serial_llm(llm)
     keyed = config.api_key is not None
     app = FastAPI(

@@ -21,12 +21,14 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from twokeys.dense.encoder import Encoder
 from twokeys.engine import Index
-from twokeys.errors import TwokeysError
+from twokeys.errors import ConfigError, TwokeysError
 from twokeys.indexer import IndexReport, update_documents
-from twokeys.store.local import MANIFEST, LocalIndex
+from twokeys.store.contract import LOCAL, open_reader, scheme_of
+from twokeys.store.local import MANIFEST
 from twokeys.types import Document
 
 
@@ -41,8 +43,12 @@ class IndexBusyError(TwokeysError):
 class IndexService:
     """The current generation of the index at ``path``, leased to readers."""
 
-    def __init__(self, path: Path, *, encoder: Encoder | None = None) -> None:
-        self.path = path
+    def __init__(self, location: str | Path, *, encoder: Encoder | None = None) -> None:
+        self.location = location
+        #: the folder of a local index; None for another backend (served read-only)
+        self.path: Path | None = Path(location) if scheme_of(location) == LOCAL else None
+        if isinstance(location, str) and location.startswith("file://"):
+            self.path = Path(urlsplit(location).path)
         self._encoder = encoder
         self._lock = threading.Lock()  # guards the fields below
         self._write_lock = threading.Lock()  # one writer (and one reopen) at a time
@@ -52,6 +58,8 @@ class IndexService:
         self.writes = 0
 
     def _manifest_stamp(self) -> tuple[int, int, int]:
+        if self.path is None:
+            return (0, 0, 0)  # another backend's reader serves one committed state
         try:
             st = os.stat(self.path / MANIFEST)
         except OSError:
@@ -59,7 +67,7 @@ class IndexService:
         return (st.st_mtime_ns, st.st_size, st.st_ino)
 
     def _open(self) -> Index:
-        index = Index(LocalIndex(self.path), encoder=self._encoder)
+        index = Index(open_reader(self.location), encoder=self._encoder)
         backend = index.backend
         backend.lexical  # noqa: B018 - map the arrays now (see the module docstring)
         if index.manifest.encoder is not None:
@@ -122,6 +130,11 @@ class IndexService:
 
     def write(self, upserts: Sequence[Document] = (), deletes: Sequence[str] = ()) -> IndexReport:
         """Add or replace ``upserts`` and delete ``deletes`` in one commit, then serve it."""
+        if self.path is None:
+            raise ConfigError(
+                f"writes over HTTP need a local index; {scheme_of(self.location)}:// is served "
+                "read-only"
+            )
         with self._write_lock:
             if deletes:
                 with self._lease() as index:
