@@ -636,3 +636,35 @@ def test_chat_accepts_what_open_webui_sends(base: str) -> None:
     text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
     assert "ZX-4821" in text and "[1] errors/zx-4821.md" in text
     assert chunks[-1]["usage"]["total_tokens"] > 0
+
+
+def test_a_client_that_leaves_mid_answer_releases_its_lease(built: Path) -> None:
+    class Slow(ScriptedLLM):
+        def stream(self, prompt: Prompt, **kwargs: Any) -> Iterator[str]:
+            for word in super().stream(prompt, **kwargs):
+                time.sleep(0.2)
+                yield word
+
+    service = IndexService(built)
+    llm = Slow("one two three four five six seven eight nine ten [1].")
+    with running(create_app(service, llm=llm)) as url:
+        body = {"question": ZX, "stream": True, "mode": "bm25"}
+        with httpx.stream("POST", f"{url}/ask", json=body) as r:
+            for line in r.iter_lines():
+                if line.startswith("event: delta"):
+                    break  # leave while the model is still writing
+        deadline = time.monotonic() + 20
+        while service._leases and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert service._leases == {}
+        chat = {"model": "twokeys", "stream": True, "messages": [{"role": "user", "content": ZX}]}
+        with httpx.stream("POST", f"{url}/v1/chat/completions", json=chat) as r:
+            for line in r.iter_lines():
+                if '"content": "one' in line:
+                    break
+        deadline = time.monotonic() + 20
+        while service._leases and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert service._leases == {}
+        assert httpx.post(f"{url}/search", json={"query": ZX}).status_code == 200
+    service.close()

@@ -42,7 +42,7 @@ from twokeys.rag.ask import ask_events
 from twokeys.request import SearchRequest
 from twokeys.server.config import Limits, RequestError, ServerConfig
 from twokeys.server.documents import KIND_SUFFIX, check_id, document_record, read_document
-from twokeys.server.events import event_payload, sse
+from twokeys.server.events import closing, event_payload, sse
 from twokeys.server.schema import (
     AnswerData,
     AskBody,
@@ -333,7 +333,7 @@ def create_app(
         with_context: bool = body.with_context  # type: ignore[attr-defined]
         if body.stream:  # type: ignore[attr-defined]
             return StreamingResponse(
-                _sse_stream(service, question, shared_llm, options, with_context, scrub),
+                closing(_sse_stream(service, question, shared_llm, options, with_context, scrub)),
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             )

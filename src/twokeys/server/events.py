@@ -4,7 +4,10 @@ server-sent events: the one wire form the HTTP API, the page and the MCP server 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
+
+from starlette.concurrency import run_in_threadpool
 
 from twokeys.rag.ask import Done, Event, ModelFailed, Packed, Retrieved, TextDelta
 from twokeys.rag.prompt import render_prompt
@@ -57,3 +60,23 @@ def event_payload(event: Event, *, with_context: bool = False) -> tuple[str, dic
 def sse(name: str, data: Any) -> str:
     """One server-sent event."""
     return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+_END = object()
+
+
+async def closing(chunks: Iterator[str]) -> AsyncIterator[str]:
+    """``chunks`` (a generator doing blocking work) for a streaming response, each step on
+    a worker thread; when the client leaves, the generator is closed at once, so its
+    ``finally`` (releasing the index lease, the model) runs then, not at some later
+    garbage collection. A step already running finishes first (anyio waits for it)."""
+    try:
+        while True:
+            chunk = await run_in_threadpool(next, chunks, _END)
+            if chunk is _END:
+                return
+            yield chunk  # type: ignore[misc]
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()

@@ -31,6 +31,7 @@ from twokeys.llm.base import LLM
 from twokeys.rag.ask import Answer, AskOptions, Done, TextDelta, ask_events
 from twokeys.rag.grounding import retrieval_confidence
 from twokeys.server.config import RequestError, ServerConfig
+from twokeys.server.events import closing
 from twokeys.server.service import IndexService
 
 
@@ -135,15 +136,17 @@ def openai_router(
         created = int(time.time())
         if body.stream:
             return StreamingResponse(
-                _stream(
-                    service,
-                    body.messages,
-                    llm,
-                    completion_id,
-                    created,
-                    model_name,
-                    scrub,
-                    include_usage=bool((body.stream_options or {}).get("include_usage")),
+                closing(
+                    _stream(
+                        service,
+                        body.messages,
+                        llm,
+                        completion_id,
+                        created,
+                        model_name,
+                        scrub,
+                        include_usage=bool((body.stream_options or {}).get("include_usage")),
+                    )
                 ),
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache"},
