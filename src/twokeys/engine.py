@@ -48,8 +48,7 @@ from twokeys.retrievers.base import RetrieverResult
 from twokeys.retrievers.catalog import EXTRA_RETRIEVERS
 from twokeys.retrievers.reranking import RerankingRetriever
 from twokeys.store.base import IndexBackend, RowMask
-from twokeys.store.contract import open_reader
-from twokeys.store.vectors import describe as describe_vectors
+from twokeys.store.contract import IndexReader, open_reader
 from twokeys.types import Chunk, Hit
 
 __all__ = ["MODES", "Filter", "Index", "SearchRequest", "open_index"]
@@ -114,11 +113,10 @@ class Index:
         info = self.manifest.encoder
         if info is None:
             return
-        if encoder.id != info.id or encoder.fingerprint() != info.fingerprint:
+        reason = info.mismatch(encoder.id, encoder.fingerprint(), encoder.tokenizer_fingerprint())
+        if reason:
             raise EncoderMismatchError(
-                f"index was built with encoder {info.id} ({info.fingerprint[:19]}), "
-                f"not {encoder.id} ({encoder.fingerprint()[:19]}); rebuild it with "
-                "'twokeys index' or search with the original encoder"
+                f"{reason}; rebuild it with 'twokeys index' or search with the original encoder"
             )
 
     def retriever(self, request: SearchRequest) -> Retriever:
@@ -250,12 +248,10 @@ class Index:
         return self.backend.passages(chunk_ids)
 
     def info(self) -> dict[str, Any]:
-        """Counts, parameters and on-disk sizes, as recorded in the manifest."""
-        data = self.manifest.to_dict()
-        data["path"] = str(getattr(self.backend, "path", ""))
-        data["size_bytes"] = sum(self.manifest.files.values())
-        data["vector_search"] = describe_vectors(self.manifest)
-        return data
+        """Counts, parameters and sizes, as the backend reports them (:meth:`IndexReader.info`)."""
+        if isinstance(self.backend, IndexReader):
+            return self.backend.info()
+        return IndexReader.info(self.backend)  # type: ignore[arg-type]  # a bare IndexBackend
 
 
 def _request(query: str | SearchRequest, options: dict[str, Any]) -> SearchRequest:

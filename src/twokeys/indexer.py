@@ -177,7 +177,7 @@ def _open_previous(
     elif (old.encoder is None) != (encoder is None):
         reason = "dense index added or removed"
     elif encoder is not None and old.encoder is not None:
-        if old.encoder.id != encoder.id or old.encoder.fingerprint != encoder.fingerprint():
+        if old.encoder.mismatch(encoder.id, encoder.fingerprint(), encoder.tokenizer_fingerprint()):
             reason = f"encoder changed ({old.encoder.id} -> {encoder.id})"
         elif old.encoder.dtype != options.dtype:
             reason = f"vector dtype changed ({old.encoder.dtype} -> {options.dtype})"
@@ -289,6 +289,7 @@ def _write(
             fingerprint=encoder.fingerprint(),
             dim=encoder.dim,
             dtype=options.dtype,
+            tokenizer=encoder.tokenizer_fingerprint(),
         )
 
     analyzer = analyzer_for(options.analyzer)

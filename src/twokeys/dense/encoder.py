@@ -41,6 +41,12 @@ class Encoder(ABC):
     def fingerprint(self) -> str:
         """A hash of the model weights, so an index can detect a changed model."""
 
+    def tokenizer_fingerprint(self) -> str:
+        """A hash of the tokenizer's files, so an index can detect a changed tokenizer
+        (which changes every vector as surely as new weights); "" when the encoder has
+        no tokenizer of its own (a remote model) or its fingerprint covers it."""
+        return ""
+
     @abstractmethod
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Model tokens of each text, without special tokens (used by the chunker)."""

@@ -114,6 +114,7 @@ class OnnxMiniLM(Encoder):
         self.graph = graph
         model, tokenizer_file = model_files()
         self._model_path = str(model)
+        self._tokenizer_path = str(tokenizer_file)
         self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(MAX_TOKENS)
@@ -139,6 +140,10 @@ class OnnxMiniLM(Encoder):
         from twokeys.dense.minilm_graph import GRAPH_RECIPE
 
         return "sha256:" + hashlib.sha256(f"{source}\n{GRAPH_RECIPE}".encode()).hexdigest()
+
+    def tokenizer_fingerprint(self) -> str:
+        """sha256 of ``tokenizer.json``: another vocabulary or normaliser is another encoder."""
+        return "sha256:" + _file_sha256(self._tokenizer_path)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         encodings = self._counter.encode_batch(list(texts), add_special_tokens=False)

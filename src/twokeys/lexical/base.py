@@ -36,6 +36,13 @@ class LexicalIndex(ABC):
     def explain(self, terms: Sequence[str], row: int) -> tuple[tuple[str, float], ...]:
         """Each matched query term and its contribution to ``row``'s score."""
 
+    def explain_many(
+        self, terms: Sequence[str], rows: Sequence[int]
+    ) -> list[tuple[tuple[str, float], ...]]:
+        """:meth:`explain` for each of ``rows``, in order, in one call (one round trip
+        for a server backend). This default explains one row after another."""
+        return [self.explain(terms, row) for row in rows]
+
     @abstractmethod
     def has_term(self, term: str) -> bool:
         """Whether any chunk contains ``term``."""

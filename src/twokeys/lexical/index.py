@@ -150,6 +150,27 @@ class ArrayLexicalIndex(LexicalIndex):
                 out.append((term, qtf * w))
         return tuple(sorted(out, key=lambda tw: (-tw[1], tw[0])))
 
+    def explain_many(
+        self, terms: Sequence[str], rows: Sequence[int]
+    ) -> list[tuple[tuple[str, float], ...]]:
+        """:meth:`explain` of every row at once: one binary search per term over its
+        postings for all the rows, not one per (term, row)."""
+        counts = Counter(t for t in terms if t in self._vocabulary)
+        wanted = np.asarray(rows, np.int64)
+        found: list[list[tuple[str, float]]] = [[] for _ in range(len(wanted))]
+        for term, qtf in counts.items():
+            t = self._vocabulary[term]
+            start, end = int(self._indptr[t]), int(self._indptr[t + 1])
+            if start == end:
+                continue
+            postings = self._indices[start:end]
+            at = np.minimum(np.searchsorted(postings, wanted), end - start - 1)
+            for i in np.flatnonzero(postings[at] == wanted).tolist():
+                w = float(self._weights[start + int(at[i])])
+                if w > 0:
+                    found[i].append((term, qtf * w))
+        return [tuple(sorted(f, key=lambda tw: (-tw[1], tw[0]))) for f in found]
+
     def has_term(self, term: str) -> bool:
         return term in self._vocabulary
 

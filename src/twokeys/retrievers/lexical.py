@@ -28,8 +28,8 @@ class BM25Retriever(Retriever):
         run = self.index.search(terms, k, allowed=self.allowed)
         evidence = {}
         if explain:
-            for hit in run:
-                matched = self.index.explain(terms, hit.row)
+            matched_all = self.index.explain_many(terms, [hit.row for hit in run])
+            for hit, matched in zip(run, matched_all, strict=True):
                 evidence[hit.row] = (
                     Evidence(self.name, hit.rank, hit.score, matched_terms=matched),
                 )

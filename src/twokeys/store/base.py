@@ -39,6 +39,7 @@ class EncoderInfo:
     fingerprint: str
     dim: int
     dtype: str = "float32"
+    tokenizer: str = ""  # the tokenizer's fingerprint ("" if none, or an older index)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -47,7 +48,23 @@ class EncoderInfo:
             "fingerprint": self.fingerprint,
             "dim": self.dim,
             "dtype": self.dtype,
+            "tokenizer": self.tokenizer,
         }
+
+    def mismatch(self, encoder_id: str, fingerprint: str, tokenizer: str) -> str:
+        """Why an encoder with these id and fingerprints did not build these vectors, or
+        "" if it did. (An index that recorded no tokenizer is not checked for one.)"""
+        if encoder_id != self.id or fingerprint != self.fingerprint:
+            return (
+                f"index was built with encoder {self.id} ({self.fingerprint[:19]}), "
+                f"not {encoder_id} ({fingerprint[:19]})"
+            )
+        if self.tokenizer and tokenizer != self.tokenizer:
+            return (
+                f"index was built with encoder {self.id} and tokenizer "
+                f"{self.tokenizer[:19]}, not tokenizer {tokenizer[:19] or 'none'}"
+            )
+        return ""
 
 
 @dataclass(frozen=True)
@@ -100,6 +117,7 @@ class Manifest:
                     fingerprint=str(enc["fingerprint"]),
                     dim=int(enc["dim"]),
                     dtype=str(enc.get("dtype", "float32")),
+                    tokenizer=str(enc.get("tokenizer", "")),
                 )
                 if enc
                 else None

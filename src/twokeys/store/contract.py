@@ -52,6 +52,14 @@ class IndexReader(IndexBackend, ABC):
         """Counts: documents, chunks, terms, postings."""
         return dict(self.manifest.counts)
 
+    def info(self) -> dict[str, Any]:
+        """What ``twokeys info`` shows: the manifest's parameters and counts, plus
+        ``path``, ``size_bytes`` and ``vector_search`` (which vector index, and why),
+        which a backend fills in its own terms."""
+        data = self.manifest.to_dict()
+        data.update(path="", size_bytes=0, vector_search={"used": "unknown", "reason": ""})
+        return data
+
 
 class IndexWriter(ABC):
     """Builds the next committed state of an index; readers see it only after commit.

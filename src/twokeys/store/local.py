@@ -187,6 +187,15 @@ class LocalIndex(IndexReader):
                 self._vectors_loaded = True
         return self._vectors
 
+    def info(self) -> dict[str, Any]:
+        from twokeys.store.vectors import describe  # it builds on this module
+
+        data = super().info()
+        data["path"] = str(self.path)
+        data["size_bytes"] = sum(self.manifest.files.values())
+        data["vector_search"] = describe(self.manifest)
+        return data
+
     def embeddings(self) -> npt.NDArray[Any] | None:
         if self.manifest.encoder is None:
             return None
