@@ -171,7 +171,9 @@ class Index:
         if isinstance(query, SearchRequest) or not isinstance(query, str):
             return _request(query, options)
         try:
-            key = tuple(sorted(options.items()))
+            # in call order (one call site, one key), with each value's type: k=10.0 must
+            # not reuse the request parsed for k=10
+            key = tuple((name, type(v), v) for name, v in options.items())
             template = self._templates.get(key)
         except TypeError:  # an unhashable option value (a list of filters): parse it
             return _request(query, options)

@@ -58,6 +58,16 @@ def test_lexical_weight_reaches_the_fusion(kb: Index) -> None:
     assert {e.weight for e in dense[0].evidence if e.retriever == "dense"} == {1.0}
 
 
+def test_keyword_requests_are_checked_each_time(kb: Index) -> None:
+    assert kb.search("power", mode="bm25", k=2) == kb.search("power", mode="bm25", k=2)
+    with pytest.raises(ConfigError, match="k: must be an integer"):
+        kb.search("power", mode="bm25", k=2.0)
+    with pytest.raises(ConfigError, match="k: must be an integer"):
+        kb.search("power", mode="bm25", k=True)
+    with pytest.raises(ConfigError, match="query: is empty"):
+        kb.search("  ", mode="bm25", k=2)
+
+
 def test_request_with_options_is_an_error(kb: Index) -> None:
     with pytest.raises(ConfigError, match=r"options \(k\) given with a SearchRequest"):
         kb.search(SearchRequest("power"), k=3)
