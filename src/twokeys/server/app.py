@@ -85,6 +85,7 @@ class _BodyLimit:
         what = "upload" if upload else "request body"
         length = headers.get("content-length", "")
         if length.isdigit() and int(length) > limit:
+            await _drain(receive, more=True)
             await _send_error(
                 scope, send, 413, f"{what}: {int(length)} bytes; the limit is {limit}"
             )
@@ -101,6 +102,7 @@ class _BodyLimit:
                 if seen > limit:
                     if not started and not refused:
                         refused = True
+                        await _drain(receive, more=bool(message.get("more_body")))
                         await _send_error(
                             scope, send, 413, f"{what}: over {limit} bytes; the limit is {limit}"
                         )
@@ -120,6 +122,22 @@ class _BodyLimit:
         except RequestError:
             if not refused:
                 raise
+
+
+_DRAIN_BYTES = 64 << 20  # read (and drop) at most this much of a refused body
+
+
+async def _drain(receive: Receive, *, more: bool) -> None:
+    """Read the rest of a refused body (up to :data:`_DRAIN_BYTES`) before answering: a
+    server that closes with unread input makes the client's TCP stack reset the
+    connection, and the client may never see the 413."""
+    drained = 0
+    while more and drained <= _DRAIN_BYTES:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        drained += len(message.get("body", b""))
+        more = bool(message.get("more_body"))
 
 
 async def _send_error(scope: Scope, send: Send, status: int, message: str) -> None:
