@@ -77,7 +77,7 @@ def page_url(kb_path: Path) -> Iterator[str]:
         "minimum [1]. Check the power supply and cable [1]."
     )
     service = IndexService(path)
-    app = create_app(service, llm=SlowScriptedLLM(answer, delay=0.08))
+    app = create_app(service, llm=SlowScriptedLLM(answer, delay=0.25))
     with running(app) as url:
         yield url
     service.close()
