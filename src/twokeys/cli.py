@@ -464,6 +464,10 @@ main.add_command(eval_command, name="eval")
 from twokeys.evaluation.answers_cli import eval_answers  # noqa: E402
 
 main.add_command(eval_answers)
+from twokeys.server.cli import mcp, serve  # noqa: E402
+
+main.add_command(serve)
+main.add_command(mcp)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -463,3 +463,98 @@ def _old_embeddings(previous: LocalIndex | None) -> npt.NDArray[np.floating] | N
         return previous.embeddings()
     except IndexFormatError:
         return None
+
+
+def update_documents(
+    index_path: Path,
+    upserts: Sequence[Document] = (),
+    deletes: Sequence[str] = (),
+    *,
+    encoder: Encoder | None = None,
+) -> IndexReport:
+    """Add or replace ``upserts`` and drop the documents ``deletes`` names, as one commit.
+
+    The index's own settings (analyzer, BM25, chunker, encoder, dtype) are kept; every
+    other document keeps its chunks and embeddings, so only the new text is embedded.
+    Like :func:`build_index` it writes a whole new generation: a reader sees the index
+    before or after the change, never half of it. A document given in both lists is an
+    error. ``encoder`` is the index's encoder instance (loaded once by the caller);
+    without it the registry's is loaded.
+    """
+    started = time.perf_counter()
+    report = IndexReport()
+    ids = [d.id for d in upserts]
+    if len(set(ids)) != len(ids):
+        raise ConfigError("documents: the same id is given twice")
+    both = sorted(set(ids) & set(deletes))
+    if both:
+        raise ConfigError(f"documents: {both[0]!r} is both added and deleted")
+    with write_lock(index_path):
+        previous = LocalIndex(index_path)
+        try:
+            manifest = previous.manifest
+            info = manifest.encoder
+            options = IndexOptions(
+                analyzer=manifest.analyzer,
+                bm25=manifest.bm25,
+                chunker=manifest.chunker,
+                encoder=info.name if info is not None else None,
+                dtype=info.dtype if info is not None else "float32",
+                vector_index=manifest.vector_index,
+            )
+            if info is None:
+                encoder = None
+            elif encoder is None:
+                encoder = get_encoder(info.name)
+            counter = encoder.count_tokens if encoder is not None else approx_token_counter
+            new = {d.id: d for d in upserts}
+            gone = set(deletes)
+            pending: list[_Pending] = []
+            olds = previous.all_documents()
+            for old in olds:
+                if old.id in gone:
+                    report.removed += 1
+                elif old.id in new and old.sha256 != new[old.id].sha256:
+                    report.changed += 1
+                elif old.id in new:  # the same content again: keep it, embed nothing
+                    report.unchanged += 1
+                    doc = new.pop(old.id)
+                    pending.append(
+                        _Pending(
+                            _with_rows(_info(doc), 0, old.n_chunks), [], old_first_row=old.first_row
+                        )
+                    )
+                else:
+                    report.unchanged += 1
+                    pending.append(_Pending(replace(old, first_row=0), [], old.first_row))
+            unknown = sorted(gone - {d.id for d in olds})
+            if unknown:
+                raise ConfigError(f"documents: no document {unknown[0]!r} to delete")
+            report.added = len(new) - report.changed
+            for doc in new.values():
+                pending.append(_Pending(_info(doc), chunk_document(doc, counter, options.chunker)))
+            pending.sort(key=lambda p: p.info.id)
+            writer = GenerationWriter(index_path)
+            try:
+                written = _write(
+                    writer,
+                    pending,
+                    options,
+                    encoder,
+                    options.encoder,
+                    previous,
+                    _noop_progress,
+                    report,
+                )
+                committed = writer.commit(replace(written, source=manifest.source))
+            except BaseException:
+                writer.abort()
+                raise
+        finally:
+            previous.close()
+        remove_stale(index_path)  # the replaced generation, unless a reader holds it
+        report.vector_index = chosen_kind(committed)
+        if report.vector_index == "hnsw":  # the other derived structures wait for optimize
+            _build_derived(index_path, _noop_progress, ("hnsw",))
+    report.seconds = time.perf_counter() - started
+    return report

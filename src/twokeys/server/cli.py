@@ -1,0 +1,235 @@
+"""``twokeys serve`` and ``twokeys mcp``: the index over HTTP, and as an MCP server."""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+from pathlib import Path
+
+import click
+
+from twokeys.cliutil import index_option
+from twokeys.errors import ConfigError, MissingExtraError
+from twokeys.llm.base import LLM, SPEC_FORMS, from_spec
+from twokeys.llm.http import DEFAULT_TIMEOUT
+from twokeys.server.config import Limits, ServerConfig
+
+_LIMITS = Limits()
+
+
+def _require(module: str, extra: str) -> None:
+    try:
+        __import__(module)
+    except ImportError:
+        raise MissingExtraError(
+            f"{module} is not installed: pip install 'twokeys[{extra}]'"
+        ) from None
+
+
+def read_api_key(path: Path | None) -> str | None:
+    """The key in ``path`` (its first line, stripped), or None without a file."""
+    if path is None:
+        return None
+    try:
+        key = path.read_text(encoding="utf-8").strip().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--api-key-file {path}: unreadable ({exc})") from exc
+    if not key or len(key[0].strip()) < 16:
+        raise ConfigError(f"--api-key-file {path}: the key must be at least 16 characters")
+    return key[0].strip()
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+llm_option = click.option(
+    "--llm",
+    "llm_spec",
+    envvar="TWOKEYS_LLM",
+    default=None,
+    help=f"Model for answers: {SPEC_FORMS} (env TWOKEYS_LLM). Without it answers are extractive.",
+)
+base_url_option = click.option(
+    "--base-url", envvar="TWOKEYS_BASE_URL", default=None, help="The model server's address."
+)
+timeout_option = click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    default=DEFAULT_TIMEOUT,
+    show_default=True,
+    help="Seconds to wait for the model.",
+)
+
+
+def make_llm(spec: str | None, base_url: str | None, timeout: float) -> LLM | None:
+    return from_spec(spec, base_url=base_url, timeout=timeout) if spec else None
+
+
+@click.command()
+@index_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option(
+    "--api-key-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    envvar="TWOKEYS_API_KEY_FILE",
+    default=None,
+    help="File holding the API key; then every route but /healthz needs "
+    "'Authorization: Bearer KEY' (env TWOKEYS_API_KEY_FILE).",
+)
+@llm_option
+@base_url_option
+@timeout_option
+@click.option(
+    "--cors-origin",
+    "cors_origins",
+    multiple=True,
+    help="Allow browser requests from this origin (repeatable). CORS is off without it.",
+)
+@click.option("--max-k", type=click.IntRange(min=1), default=_LIMITS.max_k, show_default=True)
+@click.option(
+    "--max-query-chars",
+    type=click.IntRange(min=1),
+    default=_LIMITS.max_query_chars,
+    show_default=True,
+)
+@click.option(
+    "--max-body-bytes",
+    type=click.IntRange(min=1024),
+    default=_LIMITS.max_body_bytes,
+    show_default=True,
+)
+@click.option(
+    "--max-upload-bytes",
+    type=click.IntRange(min=1024),
+    default=_LIMITS.max_upload_bytes,
+    show_default=True,
+)
+@click.option("--model-name", default="twokeys", show_default=True, help="Model id for /v1.")
+def serve(
+    index_path: Path,
+    host: str,
+    port: int,
+    api_key_file: Path | None,
+    llm_spec: str | None,
+    base_url: str | None,
+    timeout: float,
+    cors_origins: tuple[str, ...],
+    max_k: int,
+    max_query_chars: int,
+    max_body_bytes: int,
+    max_upload_bytes: int,
+    model_name: str,
+) -> None:
+    """Serve the index over HTTP: /search, /ask, /documents, /v1 (OpenAI), / (a page)."""
+    _require("fastapi", "serve")
+    _require("uvicorn", "serve")
+    import uvicorn
+
+    from twokeys.server.app import create_app
+    from twokeys.server.service import IndexService
+
+    api_key = read_api_key(api_key_file)
+    if not is_loopback(host) and api_key is None:
+        click.echo(
+            f"warning: serving on {host} without --api-key-file: anyone who can reach it "
+            "can read and change the index",
+            err=True,
+        )
+    limits = Limits(
+        max_query_chars=max_query_chars,
+        max_k=max_k,
+        max_body_bytes=max_body_bytes,
+        max_upload_bytes=max_upload_bytes,
+    )
+    config = ServerConfig(
+        api_key=api_key, limits=limits, cors_origins=cors_origins, model_name=model_name
+    )
+    service = IndexService(index_path)
+    llm = make_llm(llm_spec, base_url, timeout)
+    app = create_app(service, llm=llm, config=config)
+    click.echo(f"twokeys: serving {index_path.name} on http://{host}:{port}", err=True)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
+    finally:
+        if llm is not None:
+            llm.close()
+        service.close()
+    sys.exit(0)
+
+
+@click.command()
+@index_option
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio (launched by the client) or streamable HTTP (at /mcp).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: address to bind.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8001, show_default=True)
+@click.option(
+    "--api-key-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    envvar="TWOKEYS_API_KEY_FILE",
+    default=None,
+    help="HTTP: file holding the key clients send as 'Authorization: Bearer KEY'.",
+)
+@llm_option
+@base_url_option
+@timeout_option
+def mcp(
+    index_path: Path,
+    transport: str,
+    host: str,
+    port: int,
+    api_key_file: Path | None,
+    llm_spec: str | None,
+    base_url: str | None,
+    timeout: float,
+) -> None:
+    """Serve the index to MCP clients: tools search, ask, get_document; documents as
+    resources."""
+    _require("mcp", "mcp")
+    from twokeys.server.mcp_server import create_mcp
+    from twokeys.server.service import IndexService
+
+    api_key = read_api_key(api_key_file)
+    if transport == "http" and not is_loopback(host) and api_key is None:
+        raise ConfigError(
+            f"--host {host}: without --api-key-file the MCP HTTP transport binds loopback "
+            "addresses only"
+        )
+    if transport == "stdio" and api_key is not None:
+        raise ConfigError("--api-key-file: stdio has no key (the client launches the server)")
+    service = IndexService(index_path)
+    llm = make_llm(llm_spec, base_url, timeout)
+    server = create_mcp(service, llm=llm)
+    try:
+        if transport == "stdio":
+            server.run("stdio")
+        else:
+            import uvicorn
+
+            from twokeys.server.mcp_server import require_bearer
+
+            app = server.streamable_http_app(host=host)
+            click.echo(f"twokeys: MCP on http://{host}:{port}/mcp", err=True)
+            uvicorn.run(
+                require_bearer(app, api_key) if api_key else app,
+                host=host,
+                port=port,
+                log_level="warning",
+                server_header=False,
+            )
+    finally:
+        if llm is not None:
+            llm.close()
+        service.close()

@@ -1,0 +1,45 @@
+"""The server's settings: the API key, request limits, CORS origins, the model name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may ask for; beyond it the answer is a 4xx naming the limit."""
+
+    max_query_chars: int = 2_000  # a query, a question, a chat message, an embedding input
+    max_k: int = 100
+    max_candidates: int = 1_000  # candidates and rerank_top
+    max_body_bytes: int = 1 << 20  # JSON bodies
+    max_upload_bytes: int = 10 << 20  # multipart uploads, all files together
+    max_documents: int = 100  # per write
+    max_embedding_inputs: int = 256
+
+    def check_text(self, name: str, text: str) -> None:
+        if len(text) > self.max_query_chars:
+            raise RequestError(
+                400, f"{name}: {len(text)} characters; the limit is {self.max_query_chars}"
+            )
+
+    def check_count(self, name: str, value: int, limit: int) -> None:
+        if value > limit:
+            raise RequestError(400, f"{name}: {value}; the limit is {limit}")
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    api_key: str | None = None
+    limits: Limits = field(default_factory=Limits)
+    cors_origins: tuple[str, ...] = ()
+    model_name: str = "twokeys"  # the model id the OpenAI-compatible routes answer to
+
+
+class RequestError(Exception):
+    """A request the server refuses, with its HTTP status and a message saying why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message

@@ -1,0 +1,109 @@
+"""Documents sent over HTTP, read exactly as ``twokeys index`` reads files.
+
+The bytes are written to a private temporary folder under a name with the right
+suffix and read with :func:`twokeys.ingest.load_documents`, so front matter, titles
+and HTML conversion behave as for a folder; the document then takes the id the client
+gave (and that id as its path: nothing of the server's file system is kept).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tempfile
+import time
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from twokeys.engine import Index
+from twokeys.errors import ConfigError
+from twokeys.ingest import SUPPORTED_SUFFIXES, SkippedFile, load_documents
+from twokeys.types import Document
+
+#: suffix of each ``kind`` a JSON document may name
+KIND_SUFFIX = {"markdown": ".md", "text": ".txt", "html": ".html", "rst": ".rst"}
+UPLOAD_SUFFIXES = tuple(s for s in SUPPORTED_SUFFIXES if s != ".jsonl")
+MAX_ID_CHARS = 512
+
+
+def check_id(doc_id: str) -> str:
+    """``doc_id`` if it is a usable document id, else a :class:`ConfigError` saying why."""
+    if not doc_id or not doc_id.strip():
+        raise ConfigError("id: is empty")
+    if len(doc_id) > MAX_ID_CHARS:
+        raise ConfigError(f"id: {len(doc_id)} characters; the limit is {MAX_ID_CHARS}")
+    if doc_id != doc_id.strip():
+        raise ConfigError(f"id: {doc_id!r} starts or ends with white space")
+    if any(unicodedata.category(c).startswith("C") for c in doc_id):
+        raise ConfigError(f"id: {doc_id!r} holds a control character")
+    return doc_id
+
+
+def read_document(
+    raw: bytes,
+    doc_id: str,
+    suffix: str,
+    *,
+    title: str | None = None,
+    metadata: Mapping[str, str] | None = None,
+) -> Document:
+    """The document ``raw`` holds, read as a file with ``suffix`` (``.md``, ``.html``, ...)."""
+    check_id(doc_id)
+    suffix = suffix.lower()
+    if suffix not in UPLOAD_SUFFIXES:
+        raise ConfigError(
+            f"{doc_id}: unsupported file type {suffix or '(none)'!r}; "
+            f"use one of {', '.join(UPLOAD_SUFFIXES)}"
+        )
+    stem = re.sub(r"[^\w.-]+", "_", Path(doc_id.split("#")[0]).stem)[:100] or "document"
+    skipped: list[SkippedFile] = []
+    with tempfile.TemporaryDirectory(prefix="twokeys-upload-") as tmp:
+        file = Path(tmp) / f"{stem}{suffix}"
+        file.write_bytes(raw)
+        docs = list(load_documents(file, on_skip=skipped.append))
+    if not docs:
+        reason = skipped[0].reason if skipped else "no text"
+        raise ConfigError(f"{doc_id}: {reason}")
+    doc = docs[0]
+    given = dict(metadata or {})
+    extra = json.dumps([title, given], sort_keys=True).encode()
+    return replace(
+        doc,
+        id=doc_id,
+        path=doc_id,
+        title=title or doc.title,
+        mtime=time.time(),
+        sha256=hashlib.sha256(raw + b"\0" + extra).hexdigest(),
+        metadata={**doc.metadata, **given},
+    )
+
+
+def document_record(index: Index, doc_id: str) -> dict[str, Any] | None:
+    """A document's record and its chunks (``DocumentData``), or None if there is none."""
+    found = index.backend.documents([doc_id]).get(doc_id)
+    if found is None:
+        return None
+    chunks = index.backend.chunks(range(found.first_row, found.first_row + found.n_chunks))
+    return {
+        "id": found.id,
+        "title": found.title,
+        "path": found.path,
+        "kind": found.kind,
+        "sha256": found.sha256,
+        "metadata": dict(found.metadata),
+        "chunks": [
+            {
+                "chunk_id": c.id,
+                "position": c.position,
+                "heading": c.heading,
+                "start": c.start,
+                "end": c.end,
+                "text": c.text,
+            }
+            for c in chunks
+        ],
+    }

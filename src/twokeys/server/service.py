@@ -1,0 +1,160 @@
+"""One index behind a server: readers lease the open generation, one writer at a time.
+
+A reader takes a lease on the current :class:`~twokeys.engine.Index` for the length of
+its request (a whole streamed answer included) and so always reads one committed
+generation. A write (:meth:`IndexService.write`) builds and commits a new generation
+with :func:`~twokeys.indexer.update_documents`, under an in-process lock (one writer)
+and the index folder's own lock (no other process), then opens it and makes it
+current; the previous one is closed when its last lease ends. A commit made by another
+process (``twokeys index`` run beside the server) is noticed on the next request, by
+the manifest's change time.
+
+Each generation is *warmed* when opened (its lexical arrays and vectors mapped), so
+readers still on a generation that the commit removed from disk keep reading the open
+files: nothing is loaded lazily from a folder that may be gone.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from twokeys.dense.encoder import Encoder
+from twokeys.engine import Index
+from twokeys.errors import ConfigError, TwokeysError
+from twokeys.indexer import IndexReport, update_documents
+from twokeys.store.contract import LOCAL, open_reader, scheme_of
+from twokeys.store.local import MANIFEST
+from twokeys.types import Document
+
+
+class UnknownDocumentError(TwokeysError):
+    """No document has this id."""
+
+
+class IndexBusyError(TwokeysError):
+    """Another process holds the index's write lock (``twokeys index`` running beside)."""
+
+
+class IndexService:
+    """The current generation of the index at ``path``, leased to readers."""
+
+    def __init__(self, location: str | Path, *, encoder: Encoder | None = None) -> None:
+        self.location = location
+        #: the folder of a local index; None for another backend (served read-only)
+        self.path: Path | None = Path(location) if scheme_of(location) == LOCAL else None
+        if isinstance(location, str) and location.startswith("file://"):
+            self.path = Path(urlsplit(location).path)
+        self._encoder = encoder
+        self._lock = threading.Lock()  # guards the fields below
+        self._write_lock = threading.Lock()  # one writer (and one reopen) at a time
+        self._leases: dict[int, int] = {}
+        self._stamp = self._manifest_stamp()
+        self._current = self._open()
+        self.writes = 0
+
+    def _manifest_stamp(self) -> tuple[int, int, int]:
+        if self.path is None:
+            return (0, 0, 0)  # another backend's reader serves one committed state
+        try:
+            st = os.stat(self.path / MANIFEST)
+        except OSError:
+            return (0, 0, 0)
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    def _open(self) -> Index:
+        index = Index(open_reader(self.location), encoder=self._encoder)
+        backend = index.backend
+        backend.lexical  # noqa: B018 - map the arrays now (see the module docstring)
+        if index.manifest.encoder is not None:
+            backend.vectors  # noqa: B018
+            self._encoder = index.encoder  # loaded once, shared by every later generation
+        return index
+
+    @property
+    def encoder(self) -> Encoder | None:
+        return self._encoder
+
+    @contextmanager
+    def reader(self) -> Iterator[Index]:
+        """The current index, kept open until the block ends."""
+        if self._manifest_stamp() != self._stamp:
+            self._reopen()
+        with self._lease() as index:
+            yield index
+
+    @contextmanager
+    def _lease(self) -> Iterator[Index]:
+        with self._lock:
+            index = self._current
+            self._leases[id(index)] = self._leases.get(id(index), 0) + 1
+        try:
+            yield index
+        finally:
+            self._release(index)
+
+    def _release(self, index: Index) -> None:
+        with self._lock:
+            left = self._leases[id(index)] - 1
+            if left:
+                self._leases[id(index)] = left
+                return
+            del self._leases[id(index)]
+            retired = index is not self._current
+        if retired:
+            index.close()
+
+    def _reopen(self) -> None:
+        # a writer in this process swaps in its own commit: readers keep the current
+        # generation meanwhile instead of waiting for it
+        if not self._write_lock.acquire(blocking=False):
+            return
+        try:
+            stamp = self._manifest_stamp()
+            if stamp != self._stamp:  # else another thread reopened it
+                self._swap(stamp)
+        finally:
+            self._write_lock.release()
+
+    def _swap(self, stamp: tuple[int, int, int]) -> None:
+        fresh = self._open()
+        with self._lock:
+            old, self._current, self._stamp = self._current, fresh, stamp
+            idle = id(old) not in self._leases
+        if idle:
+            old.close()
+
+    def write(self, upserts: Sequence[Document] = (), deletes: Sequence[str] = ()) -> IndexReport:
+        """Add or replace ``upserts`` and delete ``deletes`` in one commit, then serve it."""
+        if self.path is None:
+            raise ConfigError(
+                f"writes over HTTP need a local index; {scheme_of(self.location)}:// is served "
+                "read-only"
+            )
+        with self._write_lock:
+            if deletes:
+                with self._lease() as index:
+                    found = index.backend.documents(deletes)
+                missing = [d for d in deletes if d not in found]
+                if missing:
+                    raise UnknownDocumentError(f"no document {missing[0]!r}")
+            try:
+                report = update_documents(self.path, upserts, deletes, encoder=self._encoder)
+            except TwokeysError as exc:
+                if "being written by another" in str(exc):  # store.local.write_lock's refusal
+                    raise IndexBusyError(f"{exc}; try again when it is done") from None
+                raise
+            finally:
+                stamp = self._manifest_stamp()
+                if stamp != self._stamp:  # committed (even if a later step failed)
+                    self._swap(stamp)
+            self.writes += 1
+            return report
+
+    def close(self) -> None:
+        with self._lock:
+            self._current.close()
