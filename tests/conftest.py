@@ -84,3 +84,20 @@ def write_docs(root: Path, files: dict[str, str]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return root
+
+
+@pytest.fixture(scope="module")
+def support_kb_bm25(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A lexical-only index of the example support KB (fast to build), one per module."""
+    from twokeys import IndexOptions, build_index
+
+    path = tmp_path_factory.mktemp("support-kb") / "support.twokeys"
+    build_index(SUPPORT_KB / "docs", path, IndexOptions(encoder=None))
+    return path
+
+
+@pytest.fixture
+def no_llm_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The developer's own model settings (TWOKEYS_LLM, ...) never reach a test."""
+    for name in ("TWOKEYS_LLM", "TWOKEYS_BASE_URL", "TWOKEYS_INDEX", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)

@@ -30,17 +30,12 @@ THREE_DOCS = {"errors/zx-4821.md", "engineering/decision-log.md", "guides/studio
 BM25 = AskOptions(mode="bm25")
 
 
+pytestmark = pytest.mark.usefixtures("no_llm_from_environment")
+
+
 @pytest.fixture(scope="module")
-def kb_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("ask") / "support.twokeys"
-    build_index(SUPPORT_KB / "docs", path, IndexOptions(encoder=None))
-    return path
-
-
-@pytest.fixture(autouse=True)
-def no_llm_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("TWOKEYS_LLM", "TWOKEYS_BASE_URL", "TWOKEYS_INDEX"):
-        monkeypatch.delenv(name, raising=False)
+def kb_path(support_kb_bm25: Path) -> Path:
+    return support_kb_bm25
 
 
 class ScriptedLLM(LLM):

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import SUPPORT_KB
-from twokeys import IndexOptions, build_index, open_index
+from twokeys import open_index
 from twokeys.cli import main
 from twokeys.llm.base import LLM, Prompt
 from twokeys.llm.http import ServiceUnavailableError
@@ -25,17 +25,12 @@ from twokeys.rag.grounding import check_sentences
 BM25 = AskOptions(mode="bm25")
 
 
+pytestmark = pytest.mark.usefixtures("no_llm_from_environment")
+
+
 @pytest.fixture(scope="module")
-def kb_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("grounding") / "support.twokeys"
-    build_index(SUPPORT_KB / "docs", path, IndexOptions(encoder=None))
-    return path
-
-
-@pytest.fixture(autouse=True)
-def no_llm_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("TWOKEYS_LLM", "TWOKEYS_BASE_URL", "TWOKEYS_INDEX"):
-        monkeypatch.delenv(name, raising=False)
+def kb_path(support_kb_bm25: Path) -> Path:
+    return support_kb_bm25
 
 
 class StubLLM(LLM):

@@ -42,17 +42,14 @@ KEY = "test-key-0123456789abcdef"
 ZX = "What does error code ZX-4821 mean?"
 
 
+pytestmark = pytest.mark.usefixtures("no_llm_from_environment")
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("serve") / "support.twokeys"
     build_index(SUPPORT_KB / "docs", path, IndexOptions(encoder="test-hash"))
     return path
-
-
-@pytest.fixture(autouse=True)
-def no_llm_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("TWOKEYS_LLM", "TWOKEYS_BASE_URL", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture(scope="module")
