@@ -101,3 +101,19 @@ def no_llm_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """The developer's own model settings (TWOKEYS_LLM, ...) never reach a test."""
     for name in ("TWOKEYS_LLM", "TWOKEYS_BASE_URL", "TWOKEYS_INDEX", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+
+
+def filter_corpus() -> dict[str, str]:
+    """Pages with front matter (lang, version, updated) in two folders, for filter tests."""
+    docs = {}
+    for i in range(12):
+        lang = "en" if i % 3 else "de"
+        folder = "policies" if i % 2 else "guides"
+        docs[f"{folder}/doc-{i:02d}.md"] = (
+            f"---\nlang: {lang}\nversion: {i}\nupdated: 2024-0{1 + i % 9}-15\n---\n"
+            f"# Power page {i}\n\npower supply fuse number {i}. The power fuse rating.\n"
+        )
+    docs["notes/other.txt"] = "power power power fuse fuse supply\n"
+    for i in range(8):  # pages without the query's words, so that their idf is positive
+        docs[f"misc/page-{i}.md"] = f"# Misc {i}\n\nrefund parcel delivery screen update {i}\n"
+    return docs

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import write_docs
+from conftest import filter_corpus, write_docs
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.cli import main
 from twokeys.engine import Index
@@ -17,26 +17,11 @@ from twokeys.request import SearchRequest
 MODES = ("bm25", "dense", "hybrid", "hybrid-rrf", "hybrid-minmax", "tfidf", "bm25+", "lsi")
 
 
-def _docs() -> dict[str, str]:
-    docs = {}
-    for i in range(12):
-        lang = "en" if i % 3 else "de"
-        folder = "policies" if i % 2 else "guides"
-        docs[f"{folder}/doc-{i:02d}.md"] = (
-            f"---\nlang: {lang}\nversion: {i}\nupdated: 2024-0{1 + i % 9}-15\n---\n"
-            f"# Power page {i}\n\npower supply fuse number {i}. The power fuse rating.\n"
-        )
-    docs["notes/other.txt"] = "power power power fuse fuse supply\n"
-    for i in range(8):  # pages without the query's words, so that their idf is positive
-        docs[f"misc/page-{i}.md"] = f"# Misc {i}\n\nrefund parcel delivery screen update {i}\n"
-    return docs
-
-
 @pytest.fixture(scope="module")
 def index_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("filters")
     path = root / "kb.twokeys"
-    build_index(write_docs(root / "docs", _docs()), path, IndexOptions(encoder="test-hash"))
+    build_index(write_docs(root / "docs", filter_corpus()), path, IndexOptions(encoder="test-hash"))
     return path
 
 

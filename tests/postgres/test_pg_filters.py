@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_docs
+from conftest import filter_corpus, write_docs
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.store.postgres.indexer import index_into_postgres
 
@@ -22,23 +22,8 @@ FILTERS = (
 )
 
 
-def _docs() -> dict[str, str]:
-    docs = {}
-    for i in range(12):
-        lang = "en" if i % 3 else "de"
-        folder = "policies" if i % 2 else "guides"
-        docs[f"{folder}/doc-{i:02d}.md"] = (
-            f"---\nlang: {lang}\nversion: {i}\nupdated: 2024-0{1 + i % 9}-15\n---\n"
-            f"# Power page {i}\n\npower supply fuse number {i}. The power fuse rating.\n"
-        )
-    docs["notes/other.txt"] = "power power power fuse fuse supply\n"
-    for i in range(8):
-        docs[f"misc/page-{i}.md"] = f"# Misc {i}\n\nrefund parcel delivery screen update {i}\n"
-    return docs
-
-
 def test_filtered_searches_equal_the_embedded_engine(tmp_path: Path, pg_url: str) -> None:
-    src = write_docs(tmp_path / "docs", _docs())
+    src = write_docs(tmp_path / "docs", filter_corpus())
     build_index(src, tmp_path / "kb.twokeys", OPTIONS)
     index_into_postgres(src, pg_url, OPTIONS)
     with open_index(str(tmp_path / "kb.twokeys")) as a, open_index(pg_url) as b:
@@ -53,7 +38,7 @@ def test_filtered_searches_equal_the_embedded_engine(tmp_path: Path, pg_url: str
 def test_a_filter_sees_documents_written_after_the_index_was_opened(
     tmp_path: Path, pg_url: str
 ) -> None:
-    src = write_docs(tmp_path / "docs", _docs())
+    src = write_docs(tmp_path / "docs", filter_corpus())
     index_into_postgres(src, pg_url, OPTIONS)
     with open_index(pg_url) as kb:
         before = kb.search("power fuse", mode="bm25", k=50, filters=["lang=fr"])
@@ -67,7 +52,7 @@ def test_a_filter_sees_documents_written_after_the_index_was_opened(
 def test_hnsw_search_uses_the_index_and_a_filter_still_fills_k(tmp_path: Path, pg_url: str) -> None:
     from twokeys.dense.selection import VectorIndexOptions
 
-    src = write_docs(tmp_path / "docs", _docs())
+    src = write_docs(tmp_path / "docs", filter_corpus())
     hnsw = IndexOptions(encoder="test-hash", vector_index=VectorIndexOptions(kind="hnsw"))
     index_into_postgres(src, pg_url, hnsw)
     build_index(src, tmp_path / "exact.twokeys", OPTIONS)
