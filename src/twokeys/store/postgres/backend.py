@@ -111,23 +111,6 @@ ORDER BY score DESC, p.row_id
 LIMIT %(k)s
 """
 
-# Each matched term's contribution to one chunk's score.
-_EXPLAIN = """
-WITH q AS (SELECT term, qtf FROM unnest(%(terms)s::text[], %(qtf)s::float8[]) AS q (term, qtf)),
-s AS (
-    SELECT n_chunks::float8 AS n,
-           CASE WHEN n_chunks > 0 AND total_length > 0
-                THEN total_length::float8 / n_chunks ELSE 1.0 END AS avgdl
-    FROM {s}.stats
-)
-SELECT q.term, q.qtf * ln(1.0 + (s.n - t.df + 0.5) / (t.df + 0.5::float8))
-       * p.tf / (p.tf + %(k1)s * (1.0 - %(b)s + %(b)s * p.dl / s.avgdl))
-FROM q JOIN {s}.terms t ON t.term = q.term
-JOIN {s}.postings p ON p.term = q.term AND p.row_id = %(row)s
-CROSS JOIN s
-"""
-
-
 # Each matched term's contribution to each of several chunks' scores.
 _EXPLAIN_MANY = """
 WITH q AS (SELECT term, qtf FROM unnest(%(terms)s::text[], %(qtf)s::float8[]) AS q (term, qtf)),
@@ -200,12 +183,7 @@ class PgLexicalIndex(LexicalIndex):
         return _ranked([(r, s) for r, s in rows if s > 0], k)
 
     def explain(self, terms: Sequence[str], row: int) -> tuple[tuple[str, float], ...]:
-        if not terms:
-            return ()
-        args = {**self._args(terms), "row": row}
-        with self._pool.connection() as conn:
-            rows = conn.execute(_EXPLAIN.format(s=self._s), args).fetchall()
-        return _explained([t for t, _ in rows], [w for _, w in rows])
+        return self.explain_many(terms, [row])[0]
 
     def explain_many(
         self, terms: Sequence[str], rows: Sequence[int]
