@@ -82,7 +82,19 @@ def _as_reader() -> list[str]:
     setpriv = shutil.which("setpriv")
     if setpriv is None:
         pytest.skip("running as root without setpriv: cannot search as a user that cannot write")
+    for needed in (ROOT, Path(sys.prefix)):
+        if not _others_can_read(needed):
+            pytest.skip(f"{needed} is not readable by other users: cannot search as 'nobody'")
     return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def _others_can_read(path: Path) -> bool:
+    """Whether a user with no rights of its own can reach and list ``path`` (a checkout in a
+    private folder, such as one from ``mktemp -d``, is out of the ``nobody`` user's reach)."""
+    path = path.resolve()
+    if not path.stat().st_mode & stat.S_IROTH:
+        return False
+    return all(p.stat().st_mode & stat.S_IXOTH for p in [path, *path.parents])
 
 
 def _search_read_only(index: Path) -> dict[str, list[list[str]]]:
