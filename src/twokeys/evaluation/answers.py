@@ -8,8 +8,9 @@ fact* from each, written verbatim as the document says it::
                                 "fact": "below the safe operating threshold"}]}
 
 A multi-part question has one gold entry per part; a question the corpus cannot answer
-has ``"gold": []``. ``split`` (``dev`` or ``test``) keeps the questions rules were tuned
-on apart from the ones reported.
+has ``"gold": []``. ``split`` (``dev``, ``test`` or ``heldout``) keeps the questions
+rules were tuned on (``dev``) apart from the ones reported; ``heldout`` questions were
+written after ``test`` had been looked at, and are run only to report.
 
 Measures (facts compared case-insensitively, Markdown ``*`` and backticks and runs of
 whitespace ignored):
@@ -50,7 +51,7 @@ from twokeys.rag.ask import AskOptions, ask
 from twokeys.rag.packing import SEPARATOR, Budget
 
 KINDS = ("identifier", "paraphrase", "multi-part", "unanswerable")
-SPLITS = ("dev", "test")
+SPLITS = ("dev", "test", "heldout")
 NAIVE_K = 10  # chunks the naive pipeline concatenates before cutting at its character budget
 NAIVE_MODE = "hybrid-rrf"
 NAIVE_CHARS = (2000, 4000)
