@@ -77,7 +77,11 @@ def test_the_shipped_qa_set_is_written_against_the_documents() -> None:
     assert len(kinds["unanswerable"]) >= 10
     assert all(len(kinds[k]) >= 5 for k in KINDS)
     assert all(len(i.gold) >= 2 for i in kinds["multi-part"])
-    for split in ("dev", "test", "heldout"):  # each split holds answerable and unanswerable questions
+    for split in (
+        "dev",
+        "test",
+        "heldout",
+    ):  # each split holds answerable and unanswerable questions
         assert {i.answerable for i in items if i.split == split} == {True, False}
     for item in items:
         for gold in item.gold:
