@@ -25,7 +25,8 @@ A fact often spans two sentences, and the dense model often ranks the sentence t
 sets the scene above the one that states the answer, so a quote brings the sentences
 read with it (before and after it in its paragraph: no blank line or heading between)
 that score at least :data:`NEIGHBOUR_FLOOR` of the best; a lead-in ending in ``:``
-brings the sentence it introduces. A lead-in to a code block or table ("Remove old
+brings the sentence after it in its paragraph (a list set off by a blank line is not
+brought). A lead-in to a code block or table ("Remove old
 bundles from the Hub shell:") carries that block's terms, so a question about
 ``hubctl diag purge`` finds the sentence that says what the command is for.
 """
