@@ -242,6 +242,14 @@ def test_eval_answers_compares_ask_with_the_baselines(kb_path: Path) -> None:
     assert systems["naive-2000chars"]["fact_containment"] is None
 
 
+def test_eval_answers_names_a_docs_folder_without_markdown(kb_path: Path, tmp_path: Path) -> None:
+    args = ["eval-answers", str(SUPPORT_KB / "qa.jsonl"), "--index", str(kb_path), "--mode", "bm25"]
+    result = CliRunner().invoke(main, [*args, "--split", "dev", "--docs", str(tmp_path)])
+    assert result.exit_code != 0
+    assert f"{tmp_path}: no Markdown files for the naive baseline" in result.output
+    assert "Traceback" not in result.output
+
+
 def test_an_empty_generated_answer_falls_back_to_the_extractive_one(kb_path: Path) -> None:
     with open_index(kb_path) as kb:
         answer = ask(kb, "What does error code ZX-4821 mean?", llm=StubLLM("  "), options=BM25)

@@ -57,7 +57,7 @@ def test_a_bad_qa_line_is_named(tmp_path: Path) -> None:
         ({**good, "kind": "unanswerable"}, "gold: kind 'unanswerable' needs no gold fact"),
         ({**good, "gold": [{"doc": "x"}]}, "gold[0]: doc and fact must be non-empty strings"),
         ({**good, "question": " "}, "question: expected a non-empty string"),
-        ({**good, "split": "train"}, "split: 'train' is not one of dev, test"),
+        ({**good, "split": "train"}, "split: 'train' is not one of dev, test, heldout"),
     ]
     for record, message in cases:
         path = _write(tmp_path, good | {"id": "first"}, record)
@@ -77,7 +77,11 @@ def test_the_shipped_qa_set_is_written_against_the_documents() -> None:
     assert len(kinds["unanswerable"]) >= 10
     assert all(len(kinds[k]) >= 5 for k in KINDS)
     assert all(len(i.gold) >= 2 for i in kinds["multi-part"])
-    for split in ("dev", "test"):  # both splits hold answerable and unanswerable questions
+    for split in (
+        "dev",
+        "test",
+        "heldout",
+    ):  # each split holds answerable and unanswerable questions
         assert {i.answerable for i in items if i.split == split} == {True, False}
     for item in items:
         for gold in item.gold:

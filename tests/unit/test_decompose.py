@@ -32,6 +32,10 @@ from twokeys.rag.decompose import decompose, decompose_with_llm, parse_query_lis
             ["Is the hub under warranty", "can I return it (hub under warranty)"],
         ),
         (
+            "How much memory does Studio need, and can Studio 1 read Studio 2 rules?",
+            ["How much memory does Studio need", "can Studio 1 read Studio 2 rules"],
+        ),
+        (
             "What does ZX-4821 mean and how do I fix it?",
             ["What does ZX-4821 mean", "how do I fix it (ZX-4821)"],
         ),
@@ -57,6 +61,7 @@ def test_several_questions_become_several_sub_queries(prompt: str, parts: list[s
         "What changed in Studio 1.2.10?",
         "Adding a menu entry to /etc/grub.d/40_custom",
         "Is it safe, and why?",  # "why" alone is no sub-query
+        "Does the Hub work with Alexa and can Google use it?",  # no comma before "and"
     ],
 )
 def test_one_question_stays_whole(prompt: str) -> None:

@@ -56,6 +56,12 @@ LEGEND = (
     help=f"Generate the answers with this model ({SPEC_FORMS}); without it they are extractive.",
 )
 @click.option("--base-url", envvar="TWOKEYS_BASE_URL", default=None, help="Model server address.")
+@click.option(
+    "--docs",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="The documents' folder, read by the naive baseline [default: the index's source].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def eval_answers(
     qa_file: Path,
@@ -65,6 +71,7 @@ def eval_answers(
     split: str | None,
     llm_spec: str | None,
     base_url: str | None,
+    docs: Path | None,
     as_json: bool,
 ) -> None:
     """Score 'ask' on the questions of QA_FILE (JSONL with gold documents and facts)."""
@@ -73,7 +80,7 @@ def eval_answers(
     try:
         with open_index(index_path) as kb:
             result = evaluate_answers(
-                kb, items, budget=budget, options=AskOptions(mode=mode), llm=llm
+                kb, items, budget=budget, options=AskOptions(mode=mode), llm=llm, docs=docs
             )
     finally:
         if llm is not None:

@@ -15,8 +15,9 @@ budget fairly between them.
    ``but``: a question word followed by an auxiliary verb (``what does``, ``when did``,
    ``how long does``); after a comma and a conjunction, any question word (``, and what
    happens``); or, after a comma, an auxiliary verb followed by a subject (``, is it``,
-   ``, can I``), so ``"the port, which the router uses"`` or ``"reset and re-pair"`` stay
-   whole;
+   ``, can I``), or after a comma and a conjunction, an auxiliary verb followed by a
+   capitalised name (``, and can Studio 1 open``), so ``"the port, which the router
+   uses"`` or ``"reset and re-pair"`` stay whole;
 3. split a coordinated list of identifiers (``"ZX-4821, ZX-3307 and E-102"``) into one
    sub-query per identifier, the rest of the clause repeated;
 4. a part that refers back (``it``, ``this``, ``they``...) and names no identifier of its
@@ -50,6 +51,7 @@ _CLAUSE_BREAK = re.compile(
     rf"(?:\s*,\s*(?:(?:and|or|but|also|then)\s+)?|\s+(?:and|or|but)\s+(?:also\s+)?)"
     rf"(?={_WH}(?:\s+\w+)?\s+{_AUX}\b|{_WH}'s\b)"
     rf"|\s*,\s*(?:(?:and|or|but)\s+)?(?={_AUX}\s+{_SUBJECT}\b)"
+    rf"|\s*,\s*(?:and|or|but)\s+(?={_AUX}\s+(?-i:[A-Z])\w)"
     rf"|\s*,\s*(?:and|or|but)\s+(?={_WH}\s+\w+)",
     re.IGNORECASE,
 )

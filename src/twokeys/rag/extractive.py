@@ -15,11 +15,20 @@ both sensors:
 
 The score is ``cosine + LEXICAL_SHARE * lexical`` (``lexical`` alone without an
 encoder); ties go to the earlier block and sentence. The best ``per_query`` sentences
-(that score at least :data:`RELATIVE_FLOOR` of the best) are quoted as written, each
-followed by its block's citation ``[n]``; each quote remembers the heading of the chunk
-it comes from, so a block merged from several sections cites the right one. Headings,
-table rows and code are not quoted. Terms come from the index's own analyzer, so
-``ZX-4821`` matches only ``ZX-4821``.
+(that score at least :data:`DENSE_FLOOR`, or :data:`RELATIVE_FLOOR` without an encoder,
+of the best) are quoted as written, each followed by its block's citation ``[n]``; each
+quote remembers the heading of the chunk it comes from, so a block merged from several
+sections cites the right one. Headings, table rows and code are not quoted. Terms come
+from the index's own analyzer, so ``ZX-4821`` matches only ``ZX-4821``.
+
+A fact often spans two sentences, and the dense model often ranks the sentence that
+sets the scene above the one that states the answer, so a quote brings the sentences
+read with it (before and after it in its paragraph: no blank line or heading between)
+that score at least :data:`NEIGHBOUR_FLOOR` of the best; a lead-in ending in ``:``
+brings the sentence after it in its paragraph (a list set off by a blank line is not
+brought). A lead-in to a code block or table ("Remove old
+bundles from the Hub shell:") carries that block's terms, so a question about
+``hubctl diag purge`` finds the sentence that says what the command is for.
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ Similarity = Callable[[str, Sequence[str]], list[float]]
 RELATIVE_FLOOR = 0.5  # a further quote scores at least half the best one (lexical only)
 DENSE_FLOOR = 0.8  # with the dense model: at least this share of the best score (dev)
 LEXICAL_SHARE = 0.6  # what the lexical share adds to the cosine (set on the dev split)
+NEIGHBOUR_FLOOR = 0.6  # a sentence next to a quote, in its paragraph, joins at this share
 HEADING_SHARE = 0.5  # a query word in the sentence's own heading counts half (set on dev)
 _LIST_MARKER = re.compile(r"^(?:[-*+]|\d{1,9}[.)])\s+")
 
@@ -76,6 +86,48 @@ class _Sentence:
     text: str
     heading: str
     queries: frozenset[int]  # sub-queries whose blocks hold it
+    paragraph: int  # sentences with the same number are read together (no blank line, heading)
+    introduces: str = ""  # a lead-in's code block or table, whose terms it carries
+
+
+def _sentences(context: PackedContext) -> list[_Sentence]:
+    """The quotable sentences of the context's blocks, in reading order."""
+    out: list[_Sentence] = []
+    paragraph = 0
+    for block in context.blocks:
+        paragraph += 1
+        spans = split_sentences(block.text)
+        previous_end = 0
+        for k, (a, b) in enumerate(spans):
+            piece = block.text[a:b]
+            if "\n\n" in block.text[previous_end:a].replace(" ", ""):
+                paragraph += 1
+            previous_end = b
+            if not _quotable(piece):
+                if piece.lstrip().startswith("#"):
+                    paragraph += 1  # a heading closes the paragraph before it
+                continue
+            introduces = ""
+            if piece.rstrip().endswith(":"):
+                # the unquotable pieces it leads into: a code block, table rows
+                shown = []
+                for c, d in spans[k + 1 :]:
+                    following = block.text[c:d]
+                    if _quotable(following) or following.lstrip().startswith("#"):
+                        break
+                    shown.append(following)
+                introduces = "\n".join(shown)
+            out.append(
+                _Sentence(
+                    block.number,
+                    _LIST_MARKER.sub("", " ".join(piece.split())),
+                    block.heading_at(a),
+                    frozenset(block.queries),
+                    paragraph,
+                    introduces,
+                )
+            )
+    return out
 
 
 def extract(
@@ -94,18 +146,8 @@ def extract(
     answer; they get no quote, only a note."""
     if per_query < 1:
         raise ConfigError(f"per_query: must be >= 1, got {per_query}")
-    sentences = [
-        _Sentence(
-            block.number,
-            _LIST_MARKER.sub("", " ".join(block.text[a:b].split())),
-            block.heading_at(a),
-            frozenset(block.queries),
-        )
-        for block in context.blocks
-        for a, b in split_sentences(block.text)
-        if _quotable(block.text[a:b])
-    ]
-    terms = [set(text_terms(s.text)) for s in sentences]
+    sentences = _sentences(context)
+    terms = [set(text_terms(s.text)) | set(text_terms(s.introduces)) for s in sentences]
     # the words of a sentence's own (innermost) heading count too, at HEADING_SHARE
     above = [
         set(text_terms(s.heading.rpartition(" > ")[2])) - ts
@@ -135,14 +177,44 @@ def extract(
         ranked = _rank(query, own, sentences, lexical, similarity)
         if not ranked:
             continue
-        floor = (DENSE_FLOOR if similarity is not None else RELATIVE_FLOOR) * ranked[0][0]
+        best = ranked[0][0]
+        floor = (DENSE_FLOOR if similarity is not None else RELATIVE_FLOOR) * best
+        scores = dict.fromkeys(own, 0.0) | {i: score for score, i in ranked}
+        chosen: list[int] = []
         for score, si in ranked[:per_query]:
             if score < floor:
                 break  # much weaker than this sub-query's best sentence
+            if si in chosen:
+                continue  # already quoted as a neighbour
+            read_with = [
+                j
+                for j in _neighbours(sentences, si)
+                if j in scores
+                and j not in chosen
+                and (scores[j] >= NEIGHBOUR_FLOOR * best or _introduces(sentences, si, j))
+            ]
+            chosen.extend(sorted([si, *read_with]))
+        for si in chosen:
             seen.add(si)
             s = sentences[si]
             quotes.append(Quote(s.text, s.number, qi, s.heading))
     return Extract(tuple(quotes), _render(quotes, queries, unanswered))
+
+
+def _neighbours(sentences: Sequence[_Sentence], i: int) -> list[int]:
+    """The sentences read together with sentence ``i``: the one before and after it in
+    the same paragraph."""
+    return [
+        j
+        for j in (i - 1, i + 1)
+        if 0 <= j < len(sentences) and sentences[j].paragraph == sentences[i].paragraph
+    ]
+
+
+def _introduces(sentences: Sequence[_Sentence], i: int, j: int) -> bool:
+    """Sentence ``i`` is a lead-in (ends in ``:``) to prose and ``j`` the sentence after it."""
+    lead_in = sentences[i]
+    return j == i + 1 and lead_in.text.endswith(":") and not lead_in.introduces
 
 
 def _rank(

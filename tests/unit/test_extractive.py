@@ -1,0 +1,121 @@
+"""The extractive answer's sentence choice on hand-made contexts: lead-ins carry the
+terms of the code they introduce, quotes bring the sentences read with them, and a part
+never quotes another part's evidence."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from twokeys.rag.extractive import extract
+from twokeys.rag.packing import Block, PackedContext
+
+
+def _terms(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+(?:-[a-z0-9]+)*", text.lower())
+
+
+def _context(*texts: str, queries: Sequence[tuple[int, ...]] = ()) -> PackedContext:
+    blocks = tuple(
+        Block(
+            number=n,
+            path=f"doc{n}.md",
+            title=f"Doc {n}",
+            heading_path=(f"Doc {n}",),
+            text=text,
+            chunk_ids=(f"c{n}",),
+            queries=queries[n - 1] if queries else (0,),
+            tokens=len(text.split()),
+            trimmed=False,
+        )
+        for n, text in enumerate(texts, 1)
+    )
+    return PackedContext(blocks, (), ())
+
+
+def _quoted(context: PackedContext, *queries: str, **kwargs: object) -> list[str]:
+    result = extract(context, queries, query_terms=_terms, text_terms=_terms, **kwargs)  # type: ignore[arg-type]
+    return [q.text for q in result.quotes]
+
+
+GUIDE = """## How to fix it
+
+1. Change the retention to thirty days or less.
+2. Remove old diagnostic bundles from the Hub shell:
+
+```sh
+hubctl diag purge --older-than 14d
+```
+
+3. Restart the Hub so it recalculates free space.
+"""
+
+
+def test_a_lead_in_carries_the_terms_of_the_code_it_introduces() -> None:
+    quotes = _quoted(_context(GUIDE), "What is hubctl diag purge for?")
+    assert quotes == ["Remove old diagnostic bundles from the Hub shell:"]
+
+
+def test_without_the_code_the_lead_in_is_not_found() -> None:
+    text = GUIDE.replace("hubctl diag purge --older-than 14d", "echo done")
+    assert "Remove old diagnostic bundles from the Hub shell:" not in _quoted(
+        _context(text), "What is hubctl diag purge for?"
+    )
+
+
+def test_a_lead_in_to_prose_brings_the_sentence_it_introduces() -> None:
+    text = "The reset is done in two steps:\n- Hold the button until the light is red.\n"
+    quotes = _quoted(_context(text), "How is the reset done?")
+    assert quotes == [
+        "The reset is done in two steps:",
+        "Hold the button until the light is red.",
+    ]
+
+
+def _cosine_by_phrase(weights: dict[str, float]):  # type: ignore[no-untyped-def]
+    """A stand-in dense model: each sentence's cosine is set by a phrase it holds."""
+
+    def similarity(query: str, sentences: Sequence[str]) -> list[float]:
+        return [
+            max((w for phrase, w in weights.items() if phrase in s), default=0.0) for s in sentences
+        ]
+
+    return similarity
+
+
+PARAGRAPHS = (
+    "Orders are packed in our warehouse near the border. "
+    "Parcels to islands can take two extra days.\n\n"
+    "Express costs more than standard shipping."
+)
+
+
+def test_a_quote_brings_a_close_neighbour_from_its_paragraph() -> None:
+    # the dense model prefers the sentence that sets the scene; the answer follows it
+    similarity = _cosine_by_phrase({"warehouse": 0.9, "islands": 0.6, "Express": 0.6})
+    quotes = _quoted(_context(PARAGRAPHS), "when will my order arrive?", similarity=similarity)
+    assert quotes == [
+        "Orders are packed in our warehouse near the border.",
+        "Parcels to islands can take two extra days.",
+    ]  # the sentence after the blank line is no neighbour, and below the quote floor
+
+
+def test_a_weak_neighbour_is_left_out() -> None:
+    similarity = _cosine_by_phrase({"warehouse": 0.9, "islands": 0.3})
+    quotes = _quoted(_context(PARAGRAPHS), "when will my order arrive?", similarity=similarity)
+    assert quotes == ["Orders are packed in our warehouse near the border."]
+
+
+def test_each_part_quotes_its_own_blocks() -> None:
+    context = _context(
+        "The warranty lasts two years from purchase.",
+        "Refunds are paid within ten business days.",
+        queries=((0,), (1,)),
+    )
+    result = extract(
+        context,
+        ["how long is the warranty", "when are refunds paid"],
+        query_terms=_terms,
+        text_terms=_terms,
+    )
+    assert [(q.query, q.number) for q in result.quotes] == [(0, 1), (1, 2)]
