@@ -16,8 +16,9 @@ the title as its heading (its indexed text is the title), so no document with
 something to search is left without a chunk.
 
 Within a section blocks are packed greedily. A block too big on its own is cut into
-pieces: prose and list items at sentence ends, tables and front matter at lines, code
-at lines only; a sentence or row still too big is cut at whitespace, so ``ZX-4821`` or
+pieces: prose and list items at sentence ends (:func:`twokeys.text.sentences.sentence_spans`),
+tables and front matter at lines, code at lines only; a sentence or row still too big
+is cut at whitespace, so ``ZX-4821`` or
 ``/etc/grub.d/40_custom`` stay whole. Only a word bigger than the cap on its own (a
 base64 blob) is cut inside, into equal slices that fit. A chunk exceeds the cap only
 when one code line is bigger than it (or when the heading line alone takes over half
@@ -42,6 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 
 from twokeys.errors import ConfigError
+from twokeys.text.sentences import sentence_spans
 from twokeys.types import Chunk, Document
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
@@ -339,23 +341,14 @@ class _Piece:
     whole: bool  # a whole sentence or line, so it may be repeated as overlap
 
 
-_SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]*_`]*(?=\s)")
 _NON_SPACE = re.compile(r"\S+")
-_NEXT_NON_SPACE = re.compile(r"\S")
 _LINE = re.compile(r"[^\n]+")
-_SENTENCE_OPENERS = frozenset("\"'“‘([`*")
-_ABBREVIATION = re.compile(
-    r"(?:[^\W\d_]\.)+"  # initials and dotted forms: "J.", "U.S.", "e.g.", "i.e."
-    r"|(?:etc|vs|cf|al|approx|ca|dr|mr|mrs|ms|prof|sr|jr|st|no|nos|fig|figs|eq|vol|ed|pp"
-    r"|inc|ltd|co|corp|dept|resp|incl|ref|sec)\.",
-    re.IGNORECASE,
-)
 
 
 def _piece_spans(text: str, block: _Block) -> list[tuple[int, int]]:
     """The block's pieces: sentences (prose, list items), lines (tables, code)."""
     if block.kind == "prose":
-        return _sentence_spans(text, block.start, block.end)
+        return sentence_spans(text, block.start, block.end)
     lines = [
         _trim(text, block.start + m.start(), block.start + m.end())
         for m in _LINE.finditer(text[block.start : block.end])
@@ -367,42 +360,13 @@ def _piece_spans(text: str, block: _Block) -> list[tuple[int, int]]:
             (lines[k][0], lines[nxt - 1][1])
             for k, nxt in zip(starts, [*starts[1:], len(lines)], strict=True)
         ]
-        return [s for a, b in items for s in _sentence_spans(text, a, b)]
+        return [s for a, b in items for s in sentence_spans(text, a, b)]
     if block.kind == "code" and len(lines) >= 2:
         # keep the fences attached to a code line, so no piece is a bare fence
         lines[0:2] = [(lines[0][0], lines[1][1])]
         if block.closed and len(lines) >= 2:
             lines[-2:] = [(lines[-2][0], lines[-1][1])]
     return lines
-
-
-def _sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """Sentences of ``text[start:end]`` (trimmed): a split follows ``.``/``!``/``?`` and
-    whitespace when an uppercase letter, digit, quote or bracket comes next, except after
-    an abbreviation such as ``e.g.``. Dots inside ``1.2.10`` or ``foo.bar()`` never split.
-    """
-    out = []
-    current = start
-    for m in _SENTENCE_END.finditer(text, start, end):
-        nxt = _NEXT_NON_SPACE.search(text, m.end(), end)
-        if nxt is None:
-            break
-        c = text[nxt.start()]
-        if not (c.isupper() or c.isdigit() or c in _SENTENCE_OPENERS):
-            continue
-        if m.group().startswith(".") and _is_abbreviation(text, current, m.start()):
-            continue
-        out.append((current, m.end()))
-        current = nxt.start()
-    out.append((current, end))
-    return out
-
-
-def _is_abbreviation(text: str, floor: int, dot: int) -> bool:
-    begin = dot
-    while begin > floor and not text[begin - 1].isspace():
-        begin -= 1
-    return bool(_ABBREVIATION.fullmatch(text[begin : dot + 1].lstrip("\"'“‘([*_`")))
 
 
 def _cut_oversized(

@@ -10,7 +10,16 @@ import pytest
 from conftest import ROOT
 
 PACKAGE = ROOT / "src" / "twokeys"
-KERNELS = ("lexical", "dense", "fusion", "analysis.py", "topk.py", "types.py", "pagecache.py")
+KERNELS = (
+    "lexical",
+    "dense",
+    "fusion",
+    "text",
+    "analysis.py",
+    "topk.py",
+    "types.py",
+    "pagecache.py",
+)
 ABOVE = ("twokeys.store", "twokeys.engine", "twokeys.request", "twokeys.cli", "twokeys.rag")
 
 
@@ -41,3 +50,12 @@ def test_the_engine_names_no_backend_class() -> None:
     assert not {n for n in imports if n.startswith("twokeys.store.local")}
     local = ("twokeys.store.local", "twokeys.store.vectors")
     assert not {n for n in _imports(PACKAGE / "engine.py") if n.startswith(local)}
+
+
+def test_text_rules_import_only_errors_and_types() -> None:
+    """``text/`` (sentences, passage text) sits below chunking, packing and the retrievers."""
+    allowed = {"twokeys.errors", "twokeys.types"}
+    for file in _files("text"):
+        own = {n for n in _imports(file) if n.startswith("twokeys")}
+        other = sorted(n for n in own - allowed if not n.startswith("twokeys.text"))
+        assert not other, f"{file.relative_to(ROOT)} imports {', '.join(other)}"
