@@ -7,9 +7,10 @@ list runs, tables, front matter and fenced code blocks, grouped into *sections* 
 
 Heading lines are **not** part of any chunk body: a heading starts a section and lives
 in ``Chunk.heading_path`` (a heading of level n replaces every level >= n), and
-:func:`indexed_text` puts it back, on its own line, in front of the body. The cap
-``max_tokens`` bounds that heading line (``" > ".join(heading_path)``, or the document
-title for chunks outside any heading) plus the body. Chunks never cross a heading.
+:func:`~twokeys.text.passages.indexed_text` puts it back, on its own line, in front of
+the body. The cap ``max_tokens`` bounds that heading line (``" > ".join(heading_path)``,
+or the document title for chunks outside any heading) plus the body. Chunks never
+cross a heading.
 A document of headings only is chunked as plain text (its heading lines are the body),
 and a document with a title but an empty text is one chunk with an empty body under
 the title as its heading (its indexed text is the title), so no document with
@@ -43,6 +44,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 
 from twokeys.errors import ConfigError
+from twokeys.text.passages import heading_line
+from twokeys.text.passages import indexed_text as indexed_text  # importable from here too
 from twokeys.text.sentences import sentence_spans
 from twokeys.types import Chunk, Document
 
@@ -126,7 +129,7 @@ def chunk_document(
     sections = _markdown_sections(text) if doc.kind in MARKDOWN_KINDS else _plain_sections(text)
     if not any(s.blocks for s in sections):  # headings only: their lines are the text
         sections = _plain_sections(text)
-    heading_lines = [_heading_line(s.path, doc.title) for s in sections]
+    heading_lines = [heading_line(s.path, doc.title) for s in sections]
     spans = [[_piece_spans(text, block) for block in s.blocks] for s in sections]
     counts = _count(
         count_tokens, heading_lines + [text[a:b] for sec in spans for blk in sec for a, b in blk]
@@ -141,16 +144,6 @@ def chunk_document(
         for start, end in _pack(blocks, budget, config):
             chunks.append(Chunk(doc.id, len(chunks), text[start:end], start, end, section.path))
     return chunks
-
-
-def indexed_text(chunk: Chunk, title: str) -> str:
-    """The text retrievers index: the heading path (or ``title``) on one line, then the body."""
-    line = _heading_line(chunk.heading_path, title)
-    return f"{line}\n{chunk.text}" if line else chunk.text
-
-
-def _heading_line(path: tuple[str, ...], title: str) -> str:
-    return " > ".join(path) if path else " ".join(title.split())
 
 
 def _count(count_tokens: TokenCounter, texts: list[str]) -> list[int]:

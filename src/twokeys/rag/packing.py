@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, replace
 
 from twokeys.chunking import TokenCounter
 from twokeys.errors import ConfigError
+from twokeys.text.passages import heading_text
 from twokeys.text.sentences import split_sentences
 from twokeys.types import Chunk, Hit
 
@@ -122,7 +123,7 @@ class Block:
 
     @property
     def heading(self) -> str:
-        return " > ".join(self.heading_path)
+        return heading_text(self.heading_path)
 
     def heading_at(self, offset: int) -> str:
         """The heading of the chunk that holds character ``offset`` of ``text``."""
@@ -131,7 +132,7 @@ class Block:
             if start > offset:
                 break
             path = heading_path
-        return " > ".join(path)
+        return heading_text(path)
 
     @property
     def label(self) -> str:
@@ -198,7 +199,7 @@ class PackedContext:
 
 
 def render_label(number: int, path: str, heading_path: Sequence[str]) -> str:
-    heading = " > ".join(heading_path)
+    heading = heading_text(heading_path)
     return f"[{number}] {path} | {heading}" if heading else f"[{number}] {path}"
 
 
