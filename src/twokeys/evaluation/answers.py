@@ -54,6 +54,7 @@ SPLITS = ("dev", "test")
 NAIVE_K = 10  # chunks the naive pipeline concatenates before cutting at its character budget
 NAIVE_MODE = "hybrid-rrf"
 NAIVE_CHARS = (2000, 4000)
+EVAL_BUDGET = 1000  # tokens for prompt plus answer: what the README's answers table uses
 TOPK_K = 10
 
 
@@ -361,7 +362,7 @@ def evaluate_answers(
     index: Index,
     items: Sequence[QAItem],
     *,
-    budget: int = 1000,
+    budget: int = EVAL_BUDGET,
     options: AskOptions | None = None,
     naive_chars: Sequence[int] = NAIVE_CHARS,
     llm: LLM | None = None,
