@@ -40,17 +40,16 @@ when a word must be sliced), and the count of a span is the sum of its pieces' c
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 from twokeys.errors import ConfigError
 from twokeys.text.passages import heading_line
 from twokeys.text.passages import indexed_text as indexed_text  # importable from here too
 from twokeys.text.sentences import sentence_spans
+from twokeys.text.tokens import TokenCounter as TokenCounter  # importable from here too
+from twokeys.text.tokens import approx_token_counter as approx_token_counter
 from twokeys.types import Chunk, Document
-
-TokenCounter = Callable[[Sequence[str]], list[int]]
-"""Token counts of each string of a batch (no special tokens)."""
 
 MARKDOWN_KINDS = frozenset({"markdown", "html"})
 CHARS_PER_TOKEN = 16  # a generous bound: English runs about 4-5 characters a token
@@ -101,19 +100,6 @@ class ChunkerConfig:
                 raise ConfigError(f"chunker.{key}: expected int, got {value!r}")
             values[key] = value
         return cls(**values)
-
-
-# Up to six word characters (a run of n holds ceil(n / 6) of them) or a punctuation run.
-_APPROX_TOKEN = re.compile(r"\w{1,6}|[^\w\s]+")
-
-
-def approx_token_counter(texts: Sequence[str]) -> list[int]:
-    """A tokenizer-free estimate of subword token counts.
-
-    Each word (run of ``\\w``) of n characters counts ``ceil(n / 6)`` and each run of
-    punctuation counts 1; whitespace is free, so counts add up over whitespace joins.
-    """
-    return [len(_APPROX_TOKEN.findall(t)) for t in texts]
 
 
 def chunk_document(

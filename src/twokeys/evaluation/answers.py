@@ -42,12 +42,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
 
-from twokeys.chunking import approx_token_counter
 from twokeys.engine import Index
 from twokeys.errors import ConfigError
 from twokeys.llm.base import LLM
 from twokeys.rag.ask import AskOptions, ask
 from twokeys.rag.packing import SEPARATOR, Budget
+from twokeys.text.tokens import approx_token_counter
 
 KINDS = ("identifier", "paraphrase", "multi-part", "unanswerable")
 SPLITS = ("dev", "test")

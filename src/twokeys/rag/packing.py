@@ -31,7 +31,7 @@ Token accounting: a block costs the tokens of its rendered text (label line + te
 blocks are joined by :data:`SEPARATOR`, whose tokens count too. After packing, the whole
 context is counted once more and the last block shortened until it fits, so the budget
 holds even for a subword tokenizer that merges across block boundaries.
-:func:`~twokeys.chunking.approx_token_counter` (``ceil(len/6)`` per word, 1 per
+:func:`~twokeys.text.tokens.approx_token_counter` (``ceil(len/6)`` per word, 1 per
 punctuation run) is the documented estimate used when the generator's tokenizer is unknown.
 """
 
@@ -41,10 +41,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from twokeys.chunking import TokenCounter
 from twokeys.errors import ConfigError
 from twokeys.text.passages import heading_text
 from twokeys.text.sentences import split_sentences
+from twokeys.text.tokens import TokenCounter
 from twokeys.types import Chunk, Hit
 
 SEPARATOR = "\n\n"
