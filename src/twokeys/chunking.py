@@ -7,17 +7,19 @@ list runs, tables, front matter and fenced code blocks, grouped into *sections* 
 
 Heading lines are **not** part of any chunk body: a heading starts a section and lives
 in ``Chunk.heading_path`` (a heading of level n replaces every level >= n), and
-:func:`indexed_text` puts it back, on its own line, in front of the body. The cap
-``max_tokens`` bounds that heading line (``" > ".join(heading_path)``, or the document
-title for chunks outside any heading) plus the body. Chunks never cross a heading.
+:func:`~twokeys.text.passages.indexed_text` puts it back, on its own line, in front of
+the body. The cap ``max_tokens`` bounds that heading line (``" > ".join(heading_path)``,
+or the document title for chunks outside any heading) plus the body. Chunks never
+cross a heading.
 A document of headings only is chunked as plain text (its heading lines are the body),
 and a document with a title but an empty text is one chunk with an empty body under
 the title as its heading (its indexed text is the title), so no document with
 something to search is left without a chunk.
 
 Within a section blocks are packed greedily. A block too big on its own is cut into
-pieces: prose and list items at sentence ends, tables and front matter at lines, code
-at lines only; a sentence or row still too big is cut at whitespace, so ``ZX-4821`` or
+pieces: prose and list items at sentence ends (:func:`twokeys.text.sentences.sentence_spans`),
+tables and front matter at lines, code at lines only; a sentence or row still too big
+is cut at whitespace, so ``ZX-4821`` or
 ``/etc/grub.d/40_custom`` stay whole. Only a word bigger than the cap on its own (a
 base64 blob) is cut inside, into equal slices that fit. A chunk exceeds the cap only
 when one code line is bigger than it (or when the heading line alone takes over half
@@ -38,14 +40,16 @@ when a word must be sliced), and the count of a span is the sum of its pieces' c
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 from twokeys.errors import ConfigError
+from twokeys.text.passages import heading_line
+from twokeys.text.passages import indexed_text as indexed_text  # importable from here too
+from twokeys.text.sentences import sentence_spans
+from twokeys.text.tokens import TokenCounter as TokenCounter  # importable from here too
+from twokeys.text.tokens import approx_token_counter as approx_token_counter
 from twokeys.types import Chunk, Document
-
-TokenCounter = Callable[[Sequence[str]], list[int]]
-"""Token counts of each string of a batch (no special tokens)."""
 
 MARKDOWN_KINDS = frozenset({"markdown", "html"})
 CHARS_PER_TOKEN = 16  # a generous bound: English runs about 4-5 characters a token
@@ -98,19 +102,6 @@ class ChunkerConfig:
         return cls(**values)
 
 
-# Up to six word characters (a run of n holds ceil(n / 6) of them) or a punctuation run.
-_APPROX_TOKEN = re.compile(r"\w{1,6}|[^\w\s]+")
-
-
-def approx_token_counter(texts: Sequence[str]) -> list[int]:
-    """A tokenizer-free estimate of subword token counts.
-
-    Each word (run of ``\\w``) of n characters counts ``ceil(n / 6)`` and each run of
-    punctuation counts 1; whitespace is free, so counts add up over whitespace joins.
-    """
-    return [len(_APPROX_TOKEN.findall(t)) for t in texts]
-
-
 def chunk_document(
     doc: Document, count_tokens: TokenCounter, config: ChunkerConfig = ChunkerConfig()
 ) -> list[Chunk]:
@@ -124,7 +115,7 @@ def chunk_document(
     sections = _markdown_sections(text) if doc.kind in MARKDOWN_KINDS else _plain_sections(text)
     if not any(s.blocks for s in sections):  # headings only: their lines are the text
         sections = _plain_sections(text)
-    heading_lines = [_heading_line(s.path, doc.title) for s in sections]
+    heading_lines = [heading_line(s.path, doc.title) for s in sections]
     spans = [[_piece_spans(text, block) for block in s.blocks] for s in sections]
     counts = _count(
         count_tokens, heading_lines + [text[a:b] for sec in spans for blk in sec for a, b in blk]
@@ -139,16 +130,6 @@ def chunk_document(
         for start, end in _pack(blocks, budget, config):
             chunks.append(Chunk(doc.id, len(chunks), text[start:end], start, end, section.path))
     return chunks
-
-
-def indexed_text(chunk: Chunk, title: str) -> str:
-    """The text retrievers index: the heading path (or ``title``) on one line, then the body."""
-    line = _heading_line(chunk.heading_path, title)
-    return f"{line}\n{chunk.text}" if line else chunk.text
-
-
-def _heading_line(path: tuple[str, ...], title: str) -> str:
-    return " > ".join(path) if path else " ".join(title.split())
 
 
 def _count(count_tokens: TokenCounter, texts: list[str]) -> list[int]:
@@ -339,23 +320,14 @@ class _Piece:
     whole: bool  # a whole sentence or line, so it may be repeated as overlap
 
 
-_SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]*_`]*(?=\s)")
 _NON_SPACE = re.compile(r"\S+")
-_NEXT_NON_SPACE = re.compile(r"\S")
 _LINE = re.compile(r"[^\n]+")
-_SENTENCE_OPENERS = frozenset("\"'“‘([`*")
-_ABBREVIATION = re.compile(
-    r"(?:[^\W\d_]\.)+"  # initials and dotted forms: "J.", "U.S.", "e.g.", "i.e."
-    r"|(?:etc|vs|cf|al|approx|ca|dr|mr|mrs|ms|prof|sr|jr|st|no|nos|fig|figs|eq|vol|ed|pp"
-    r"|inc|ltd|co|corp|dept|resp|incl|ref|sec)\.",
-    re.IGNORECASE,
-)
 
 
 def _piece_spans(text: str, block: _Block) -> list[tuple[int, int]]:
     """The block's pieces: sentences (prose, list items), lines (tables, code)."""
     if block.kind == "prose":
-        return _sentence_spans(text, block.start, block.end)
+        return sentence_spans(text, block.start, block.end)
     lines = [
         _trim(text, block.start + m.start(), block.start + m.end())
         for m in _LINE.finditer(text[block.start : block.end])
@@ -367,42 +339,13 @@ def _piece_spans(text: str, block: _Block) -> list[tuple[int, int]]:
             (lines[k][0], lines[nxt - 1][1])
             for k, nxt in zip(starts, [*starts[1:], len(lines)], strict=True)
         ]
-        return [s for a, b in items for s in _sentence_spans(text, a, b)]
+        return [s for a, b in items for s in sentence_spans(text, a, b)]
     if block.kind == "code" and len(lines) >= 2:
         # keep the fences attached to a code line, so no piece is a bare fence
         lines[0:2] = [(lines[0][0], lines[1][1])]
         if block.closed and len(lines) >= 2:
             lines[-2:] = [(lines[-2][0], lines[-1][1])]
     return lines
-
-
-def _sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """Sentences of ``text[start:end]`` (trimmed): a split follows ``.``/``!``/``?`` and
-    whitespace when an uppercase letter, digit, quote or bracket comes next, except after
-    an abbreviation such as ``e.g.``. Dots inside ``1.2.10`` or ``foo.bar()`` never split.
-    """
-    out = []
-    current = start
-    for m in _SENTENCE_END.finditer(text, start, end):
-        nxt = _NEXT_NON_SPACE.search(text, m.end(), end)
-        if nxt is None:
-            break
-        c = text[nxt.start()]
-        if not (c.isupper() or c.isdigit() or c in _SENTENCE_OPENERS):
-            continue
-        if m.group().startswith(".") and _is_abbreviation(text, current, m.start()):
-            continue
-        out.append((current, m.end()))
-        current = nxt.start()
-    out.append((current, end))
-    return out
-
-
-def _is_abbreviation(text: str, floor: int, dot: int) -> bool:
-    begin = dot
-    while begin > floor and not text[begin - 1].isspace():
-        begin -= 1
-    return bool(_ABBREVIATION.fullmatch(text[begin : dot + 1].lstrip("\"'“‘([*_`")))
 
 
 def _cut_oversized(

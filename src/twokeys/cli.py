@@ -40,6 +40,7 @@ from twokeys.request import DEFAULTS, MODES, RRF_FUSIONS, SearchRequest
 from twokeys.retrievers.hybrid import FUSIONS
 from twokeys.sanitize import for_terminal
 from twokeys.store.check import CheckReport, check_index
+from twokeys.text.passages import heading_line
 from twokeys.types import Hit
 
 SEARCH_K = 5  # a terminal shows fewer hits than the library returns (DEFAULTS["k"])
@@ -301,7 +302,7 @@ def search(
 
 
 def _print_hit(hit: Hit, explain: bool, rrf_k: float | None) -> None:
-    where = shown(hit.chunk.heading or hit.title)
+    where = shown(heading_line(hit.chunk.heading_path, hit.title))
     out.print(
         f"[bold]{hit.rank}.[/bold] {shown(hit.path)}  [dim]{where}[/dim]  score={hit.score:.4f}"
     )

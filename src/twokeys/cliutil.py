@@ -1,4 +1,5 @@
-"""Pieces every ``twokeys`` command shares: consoles, the ``--index`` option, progress bars."""
+"""Pieces every ``twokeys`` command shares: consoles, options defined once (``--index``,
+``--encoder``, the model options), progress bars."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
@@ -20,6 +22,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from twokeys.llm.base import LLM, SPEC_FORMS, from_spec
+from twokeys.llm.http import DEFAULT_TIMEOUT
 from twokeys.sanitize import for_terminal, from_argv
 from twokeys.store.postgres.location import index_location
 
@@ -57,6 +61,49 @@ encoder_option = click.option(
     envvar="TWOKEYS_ENCODER",
     help="Dense encoder: minilm, ollama:MODEL or openai:MODEL.",
 )
+
+_Command = TypeVar("_Command", bound=Callable[..., Any])
+
+_MODEL_OPTIONS = (
+    click.option(
+        "--llm",
+        "llm_spec",
+        envvar="TWOKEYS_LLM",
+        default=None,
+        help=f"Model for answers: {SPEC_FORMS} (env TWOKEYS_LLM). Without it answers are "
+        "extractive.",
+    ),
+    click.option(
+        "--base-url",
+        envvar="TWOKEYS_BASE_URL",
+        default=None,
+        help="The model server's address, e.g. http://127.0.0.1:8080/v1 (env TWOKEYS_BASE_URL).",
+    ),
+    click.option(
+        "--timeout",
+        type=click.FloatRange(min=0.1),
+        default=DEFAULT_TIMEOUT,
+        show_default=True,
+        help="Seconds to wait for the model (per attempt; between tokens when streaming).",
+    ),
+)
+
+
+def model_options(command: _Command) -> _Command:
+    """``--llm``, ``--base-url`` and ``--timeout`` (parameters ``llm_spec``, ``base_url``,
+    ``timeout``): the model behind ``ask``, ``eval-answers``, ``serve`` and ``mcp``."""
+    for option in reversed(_MODEL_OPTIONS):
+        command = option(command)
+    return command
+
+
+def make_llm(
+    spec: str | None, base_url: str | None, timeout: float, *, context_tokens: int | None = None
+) -> LLM | None:
+    """The model :func:`model_options` name, or None (extractive answers) without ``--llm``."""
+    if not spec:
+        return None
+    return from_spec(spec, base_url=base_url, timeout=timeout, context_tokens=context_tokens)
 
 
 def shown(text: object) -> str:

@@ -36,6 +36,10 @@ class Document:
     metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
+HEADING_SEPARATOR = " > "
+"""Joins a heading path into one string (:attr:`Chunk.heading`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Chunk:
     """A passage of a document, the unit that is indexed and retrieved.
@@ -62,7 +66,7 @@ class Chunk:
 
     @property
     def heading(self) -> str:
-        return " > ".join(self.heading_path)
+        return HEADING_SEPARATOR.join(self.heading_path)
 
 
 @dataclass(frozen=True, slots=True)

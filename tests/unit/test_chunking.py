@@ -13,7 +13,6 @@ import pytest
 from twokeys.chunking import (
     ChunkerConfig,
     TokenCounter,
-    _sentence_spans,
     approx_token_counter,
     chunk_document,
     indexed_text,
@@ -248,25 +247,6 @@ def test_single_over_long_code_line_stays_whole() -> None:
 
 
 # --- prose splitting ---------------------------------------------------------------------
-
-
-def test_sentence_boundaries() -> None:
-    text = (
-        "Use a tool, e.g. Grep, to search. Ask Dr. Smith vs. Dr. Jones! "
-        "Version 1.2.10 fixed foo.bar() in the U.S. Army build. Why? "
-        '"Quoted start." (Bracketed start.) 42 is a number. lowercase does not split. End'
-    )
-    got = [text[a:b] for a, b in _sentence_spans(text, 0, len(text))]
-    assert got == [
-        "Use a tool, e.g. Grep, to search.",
-        "Ask Dr. Smith vs. Dr. Jones!",
-        "Version 1.2.10 fixed foo.bar() in the U.S. Army build.",
-        "Why?",
-        '"Quoted start."',
-        "(Bracketed start.)",
-        "42 is a number. lowercase does not split.",
-        "End",
-    ]
 
 
 def test_long_paragraph_split_at_sentence_boundaries_under_cap() -> None:

@@ -15,8 +15,8 @@ from twokeys.rag.packing import (
     Budget,
     SubQueryHits,
     pack,
-    split_sentences,
 )
+from twokeys.text.sentences import split_sentences
 from twokeys.types import Chunk, Hit
 
 SENTENCE = "Sentence {i} of {doc} explains the {topic} setting in plain words."
@@ -52,31 +52,6 @@ def run(query: str, chunks: Sequence[Chunk]) -> SubQueryHits:
 
 def budget_for_context(context: int, answer: int = 10) -> Budget:
     return Budget(total=context + answer, answer=answer, instructions=0, question=0, min_context=0)
-
-
-# --- sentences ---------------------------------------------------------------------------
-
-
-def test_sentences_split_prose_lists_and_keep_code_fences_whole() -> None:
-    text = (
-        "ZX-4821 means low voltage, e.g. from a weak adapter. Studio 1.2.10 fixed it!\n"
-        "A soft-wrapped line\ncontinues here. Next one?\n\n"
-        "- first item\n- second item.\n\n"
-        "```sh\nhubctl log --since 10m\n\nhubctl restart\n```\n"
-        "| a | b |\n| 1 | 2 |\n"
-    )
-    pieces = [text[a:b] for a, b in split_sentences(text)]
-    assert pieces == [
-        "ZX-4821 means low voltage, e.g. from a weak adapter.",
-        "Studio 1.2.10 fixed it!",
-        "A soft-wrapped line\ncontinues here.",
-        "Next one?",
-        "- first item",
-        "- second item.",
-        "```sh\nhubctl log --since 10m\n\nhubctl restart\n```",
-        "| a | b |",
-        "| 1 | 2 |",
-    ]
 
 
 # --- budgets -----------------------------------------------------------------------------

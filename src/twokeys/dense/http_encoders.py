@@ -15,7 +15,7 @@ is not detected.
 The vector size is taken from a table of known models or learnt from the first answer.
 Models trained with task prefixes get them (nomic-embed-text: ``search_query:`` /
 ``search_document:``; mxbai-embed-large: its retrieval instruction on queries). Token
-counts for the chunker use :func:`~twokeys.chunking.approx_token_counter`, since the
+counts for the chunker use :func:`~twokeys.text.tokens.approx_token_counter`, since the
 server's tokenizer is not exposed.
 """
 
@@ -31,11 +31,11 @@ import httpx
 import numpy as np
 import numpy.typing as npt
 
-from twokeys.chunking import approx_token_counter
 from twokeys.dense.encoder import Encoder, Kind
 from twokeys.errors import ConfigError
 from twokeys.llm.base import DEFAULT_BASE_URLS, resolve_base_url
 from twokeys.llm.http import DEFAULT_TIMEOUT, JSONService, ServiceResponseError, json_field
+from twokeys.text.tokens import approx_token_counter
 
 KNOWN_DIMS: Mapping[str, int] = {
     "nomic-embed-text": 768,

@@ -9,12 +9,17 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from twokeys.cliutil import index_option, out
-from twokeys.engine import MODES, open_index
-from twokeys.evaluation.answers import SPLITS, AnswerEvaluation, evaluate_answers, load_qa
-from twokeys.llm.base import SPEC_FORMS, from_spec
+from twokeys.cliutil import index_option, make_llm, model_options, out
+from twokeys.engine import open_index
+from twokeys.evaluation.answers import (
+    EVAL_BUDGET,
+    SPLITS,
+    AnswerEvaluation,
+    evaluate_answers,
+    load_qa,
+)
 from twokeys.rag.ask import AskOptions
-from twokeys.rag.packing import MIN_TOTAL
+from twokeys.rag.cli import budget_option, mode_option
 
 COLUMNS = (  # short titles: the table fits 80 columns
     ("recall", "context_recall"),
@@ -34,28 +39,15 @@ LEGEND = (
 @click.command("eval-answers")
 @click.argument("qa_file", type=click.Path(path_type=Path))
 @index_option
-@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
-@click.option(
-    "--budget",
-    type=click.IntRange(min=MIN_TOTAL),
-    default=1000,
-    show_default=True,
-    help="Tokens for the whole prompt plus the answer, as in 'ask'.",
-)
+@mode_option
+@budget_option(EVAL_BUDGET, "Tokens for the whole prompt plus the answer, as in 'ask'.")
 @click.option(
     "--split",
     type=click.Choice(SPLITS),
     default=None,
     help="Only the questions of this split [default: all].",
 )
-@click.option(
-    "--llm",
-    "llm_spec",
-    envvar="TWOKEYS_LLM",
-    default=None,
-    help=f"Generate the answers with this model ({SPEC_FORMS}); without it they are extractive.",
-)
-@click.option("--base-url", envvar="TWOKEYS_BASE_URL", default=None, help="Model server address.")
+@model_options
 @click.option(
     "--docs",
     type=click.Path(path_type=Path, file_okay=False),
@@ -71,12 +63,13 @@ def eval_answers(
     split: str | None,
     llm_spec: str | None,
     base_url: str | None,
+    timeout: float,
     docs: Path | None,
     as_json: bool,
 ) -> None:
     """Score 'ask' on the questions of QA_FILE (JSONL with gold documents and facts)."""
     items = load_qa(qa_file, split=split)
-    llm = from_spec(llm_spec, base_url=base_url, context_tokens=budget) if llm_spec else None
+    llm = make_llm(llm_spec, base_url, timeout, context_tokens=budget)
     try:
         with open_index(index_path) as kb:
             result = evaluate_answers(

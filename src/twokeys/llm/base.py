@@ -32,9 +32,9 @@ from typing import Literal
 
 import httpx
 
-from twokeys.chunking import TokenCounter
 from twokeys.errors import ConfigError
 from twokeys.llm.http import DEFAULT_TIMEOUT
+from twokeys.text.tokens import TokenCounter
 
 Role = Literal["system", "user", "assistant"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant")

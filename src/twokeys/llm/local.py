@@ -24,7 +24,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from twokeys.chunking import TokenCounter
 from twokeys.errors import ConfigError, MissingExtraError
 from twokeys.llm.base import LLM, Prompt, check_generation
 from twokeys.llm.http import (
@@ -34,6 +33,7 @@ from twokeys.llm.http import (
     ServiceTimeoutError,
     json_field,
 )
+from twokeys.text.tokens import TokenCounter
 
 INSTALL_HINT = "pip install 'twokeys[local-llm]'"
 DEFAULT_CONTEXT = 2048

@@ -23,7 +23,6 @@ from typing import Any
 
 import httpx
 
-from twokeys.chunking import TokenCounter
 from twokeys.llm.base import LLM, Prompt, check_generation
 from twokeys.llm.http import (
     DEFAULT_TIMEOUT,
@@ -32,6 +31,7 @@ from twokeys.llm.http import (
     ServiceResponseError,
     json_field,
 )
+from twokeys.text.tokens import TokenCounter
 
 MAX_STOP = 4
 

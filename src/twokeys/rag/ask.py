@@ -35,7 +35,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from twokeys.chunking import TokenCounter, approx_token_counter
 from twokeys.engine import MODES, Index
 from twokeys.errors import ConfigError
 from twokeys.llm.base import LLM, Prompt
@@ -52,6 +51,7 @@ from twokeys.rag.grounding import (
 )
 from twokeys.rag.packing import Budget, PackedContext, SubQueryHits, pack
 from twokeys.rag.prompt import Template, question_text, render_prompt
+from twokeys.text.tokens import TokenCounter, approx_token_counter
 
 DECOMPOSE = ("rules", "llm", "none")
 PROMPT_STYLES = ("auto", "chat", "completion")

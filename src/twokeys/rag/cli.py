@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
-from twokeys.cliutil import index_option, query_argument, safe_echo
+from twokeys.cliutil import index_option, make_llm, model_options, query_argument, safe_echo
 from twokeys.engine import MODES, open_index
-from twokeys.llm.base import SPEC_FORMS, from_spec
-from twokeys.llm.http import DEFAULT_TIMEOUT
 from twokeys.rag.ask import (
     Answer,
     AskOptions,
@@ -31,44 +31,41 @@ from twokeys.rag.packing import MIN_TOTAL, Budget
 from twokeys.rag.prompt import render_prompt
 
 EXIT_MODEL_UNREACHABLE = 3
+_Command = TypeVar("_Command", bound=Callable[..., Any])
+_ASK = AskOptions()  # the library's defaults, shown by --help
+
+mode_option = click.option("--mode", type=click.Choice(MODES), default=_ASK.mode, show_default=True)
+
+
+def budget_option(default: int, text: str) -> Callable[[_Command], _Command]:
+    """``--budget``: tokens for the prompt plus the answer (``ask`` and ``eval-answers``)."""
+    return click.option(
+        "--budget",
+        type=click.IntRange(min=MIN_TOTAL),
+        default=default,
+        show_default=True,
+        help=text,
+    )
 
 
 @click.command()
 @click.argument("question", callback=query_argument)
 @index_option
-@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
+@mode_option
 @click.option(
     "-k",
     "k",
     type=click.IntRange(min=1),
-    default=6,
+    default=_ASK.k,
     show_default=True,
     help="Hits retrieved per sub-query.",
 )
-@click.option(
-    "--budget",
-    type=click.IntRange(min=MIN_TOTAL),
-    default=2048,
-    show_default=True,
-    help="Tokens for the whole prompt plus the answer.",
-)
-@click.option(
-    "--llm",
-    "llm_spec",
-    envvar="TWOKEYS_LLM",
-    default=None,
-    help=f"Model: {SPEC_FORMS} (env TWOKEYS_LLM). Without it the answer is extractive.",
-)
-@click.option(
-    "--base-url",
-    envvar="TWOKEYS_BASE_URL",
-    default=None,
-    help="Server address, e.g. http://127.0.0.1:8080/v1 (env TWOKEYS_BASE_URL).",
-)
+@budget_option(_ASK.budget.total, "Tokens for the whole prompt plus the answer.")
+@model_options
 @click.option(
     "--prompt-style",
     type=click.Choice(["auto", "chat", "completion"]),
-    default="auto",
+    default=_ASK.prompt_style,
     show_default=True,
     help="chat messages, or a completion prompt with stop strings (auto: completion for "
     "the local base model).",
@@ -87,13 +84,6 @@ EXIT_MODEL_UNREACHABLE = 3
     is_flag=True,
     help="Answer even when retrieval finds nothing close to the question.",
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0.1),
-    default=DEFAULT_TIMEOUT,
-    show_default=True,
-    help="Seconds to wait for the model (per attempt; between tokens when streaming).",
-)
 def ask(
     question: str,
     index_path: Path | str,
@@ -102,6 +92,7 @@ def ask(
     budget: int,
     llm_spec: str | None,
     base_url: str | None,
+    timeout: float,
     prompt_style: str,
     show_context: bool,
     as_json: bool,
@@ -109,7 +100,6 @@ def ask(
     decompose_with_llm: bool,
     strict: bool,
     no_abstain: bool,
-    timeout: float,
 ) -> None:
     """Answer QUESTION from the index, citing its sources.
 
@@ -127,11 +117,7 @@ def ask(
         strict=strict,
     )
     with open_index(index_path) as kb:
-        llm = (
-            from_spec(llm_spec, base_url=base_url, timeout=timeout, context_tokens=budget)
-            if llm_spec
-            else None
-        )
+        llm = make_llm(llm_spec, base_url, timeout, context_tokens=budget)
         answer: Answer | None = None
         streaming = not as_json and llm is not None and not strict
         header = False

@@ -40,7 +40,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from twokeys.errors import ConfigError
-from twokeys.rag.packing import PackedContext, split_sentences
+from twokeys.rag.packing import PackedContext
+from twokeys.text.sentences import split_sentences
 
 Terms = Callable[[str], list[str]]
 Similarity = Callable[[str, Sequence[str]], list[float]]

@@ -44,8 +44,9 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from twokeys.rag.packing import Block, split_sentences
+from twokeys.rag.packing import Block
 from twokeys.request import SearchRequest
+from twokeys.text.sentences import split_sentences
 
 if TYPE_CHECKING:
     from twokeys.engine import Index

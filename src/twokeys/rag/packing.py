@@ -31,7 +31,7 @@ Token accounting: a block costs the tokens of its rendered text (label line + te
 blocks are joined by :data:`SEPARATOR`, whose tokens count too. After packing, the whole
 context is counted once more and the last block shortened until it fits, so the budget
 holds even for a subword tokenizer that merges across block boundaries.
-:func:`~twokeys.chunking.approx_token_counter` (``ceil(len/6)`` per word, 1 per
+:func:`~twokeys.text.tokens.approx_token_counter` (``ceil(len/6)`` per word, 1 per
 punctuation run) is the documented estimate used when the generator's tokenizer is unknown.
 """
 
@@ -41,8 +41,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from twokeys.chunking import TokenCounter
 from twokeys.errors import ConfigError
+from twokeys.text.passages import heading_text
+from twokeys.text.sentences import split_sentences
+from twokeys.text.tokens import TokenCounter
 from twokeys.types import Chunk, Hit
 
 SEPARATOR = "\n\n"
@@ -121,7 +123,7 @@ class Block:
 
     @property
     def heading(self) -> str:
-        return " > ".join(self.heading_path)
+        return heading_text(self.heading_path)
 
     def heading_at(self, offset: int) -> str:
         """The heading of the chunk that holds character ``offset`` of ``text``."""
@@ -130,7 +132,7 @@ class Block:
             if start > offset:
                 break
             path = heading_path
-        return " > ".join(path)
+        return heading_text(path)
 
     @property
     def label(self) -> str:
@@ -197,7 +199,7 @@ class PackedContext:
 
 
 def render_label(number: int, path: str, heading_path: Sequence[str]) -> str:
-    heading = " > ".join(heading_path)
+    heading = heading_text(heading_path)
     return f"[{number}] {path} | {heading}" if heading else f"[{number}] {path}"
 
 
@@ -243,92 +245,6 @@ def pack(
     return PackedContext(
         tuple(blocks), tuple(sections), queries, tuple(packer.skipped), budget.total
     )
-
-
-# --- sentences ---------------------------------------------------------------------------
-
-_SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]*_`]*(?=\s+[\"'“‘(\[`*_]*[A-Z0-9])")
-_ABBREVIATION = re.compile(
-    r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|no|fig|dr|mr|mrs|ms|st|ca)|(?<![\w.])[A-Za-z])\.$",
-    re.IGNORECASE,
-)
-_LINE_START = re.compile(r"\s*(?:[-*+]\s|\d{1,9}[.)]\s|\||#{1,6}\s|```|~~~|>)")
-_FENCE = re.compile(r"\s*(```|~~~)")
-_TERMINAL = re.compile(r"[.!?:;]([\"'”’)\]*_`]*)$")
-
-
-def split_sentences(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` spans of the sentences of ``text``, in order, whitespace trimmed.
-
-    Lines that start a list item, table row, heading, quote or fence, and lines after a
-    line ending in ``. ! ? : ;``, start a new piece; other line breaks are soft wraps
-    inside a sentence. A fenced code block is one piece. Prose splits after ``. ! ?``
-    followed by whitespace and a capital, digit, quote or bracket, except after an
-    abbreviation (``e.g.``) or an initial.
-    """
-    pieces: list[tuple[int, int]] = []
-    start: int | None = None
-    fence: str | None = None
-    pos = prev_end = 0
-    for line in text.splitlines(keepends=True):
-        line_start, line_end = pos, pos + len(line.rstrip("\r\n"))
-        pos += len(line)
-        stripped = line.strip()
-        if fence is not None:
-            if stripped.startswith(fence):
-                fence = None
-                if start is not None:
-                    pieces.append((start, line_end))
-                    start = None
-            continue
-        opener = _FENCE.match(line)
-        if not stripped or opener or _LINE_START.match(line):
-            if start is not None:
-                pieces.append((start, prev_end))
-                start = None
-            if opener:
-                fence = opener.group(1)
-                start = line_start
-                continue
-        if not stripped:
-            continue
-        if start is None:
-            start = line_start
-        prev_end = line_end
-        if _TERMINAL.search(stripped):
-            pieces.append((start, line_end))
-            start = None
-    if start is not None:
-        pieces.append((start, len(text) if fence is not None else prev_end))
-    out: list[tuple[int, int]] = []
-    for a, b in pieces:
-        if text[a:b].lstrip().startswith(("```", "~~~")):
-            out.append(_trim(text, a, b))
-        else:
-            out.extend(_prose_sentences(text, a, b))
-    return [(a, b) for a, b in out if a < b]
-
-
-def _prose_sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    out = []
-    current = start
-    for m in _SENTENCE_END.finditer(text, start, end):
-        if m.group().startswith(".") and _ABBREVIATION.search(
-            text, max(start, m.start() - 8), m.start() + 1
-        ):
-            continue
-        out.append(_trim(text, current, m.end()))
-        current = m.end()
-    out.append(_trim(text, current, end))
-    return out
-
-
-def _trim(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
 
 
 # --- near-duplicates ---------------------------------------------------------------------

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from twokeys.chunking import indexed_text
 from twokeys.errors import ConfigError
+from twokeys.text.passages import indexed_text
 from twokeys.types import Hit, ScoredChunk
 
 if TYPE_CHECKING:

@@ -6,6 +6,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from twokeys.store.base import IndexBackend
+from twokeys.text.passages import indexed_text
 from twokeys.types import Evidence, ScoredChunk
 
 
@@ -35,3 +37,9 @@ class Retriever(ABC):
         (BM25) overrides it.
         """
         return [self.retrieve(query, k, explain=explain) for query in queries]
+
+
+def indexed_texts(backend: IndexBackend, rows: Sequence[int]) -> list[str]:
+    """The texts of chunk ``rows`` as they were indexed (heading line, then the body:
+    :func:`~twokeys.text.passages.indexed_text`), in the order asked."""
+    return [indexed_text(chunk, title) for chunk, title, _ in backend.chunks_with_source(rows)]

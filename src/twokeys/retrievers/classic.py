@@ -29,11 +29,10 @@ import numpy as np
 import numpy.typing as npt
 
 from twokeys.analysis import Analyzer
-from twokeys.chunking import indexed_text
 from twokeys.errors import ConfigError
 from twokeys.lexical import boolean, lsi, tfidf, variants
 from twokeys.lexical.bm25 import TermMatrix, score, term_weight
-from twokeys.retrievers.base import Retriever, RetrieverResult
+from twokeys.retrievers.base import Retriever, RetrieverResult, indexed_texts
 from twokeys.store.base import IndexBackend, RowMask
 from twokeys.store.local import LocalIndex, load_derived, save_derived
 from twokeys.topk import top_k, top_k_allowed
@@ -243,12 +242,9 @@ class BooleanRetriever(_Restrictable):
         self, candidates: npt.NDArray[np.int64], phrase: tuple[str, ...]
     ) -> npt.NDArray[np.int64]:
         """The candidate rows whose indexed text, analysed, holds ``phrase`` contiguously."""
-        chunks = self.backend.chunks([int(r) for r in candidates])
-        docs = self.backend.documents(sorted({c.doc_id for c in chunks}))
+        texts = indexed_texts(self.backend, [int(r) for r in candidates])
         keep = []
-        for row, chunk in zip(candidates, chunks, strict=True):
-            doc = docs.get(chunk.doc_id)
-            text = indexed_text(chunk, doc.title if doc else chunk.doc_id)
+        for row, text in zip(candidates, texts, strict=True):
             if boolean.contains_sequence(self.analyzer.query_terms(text), phrase):
                 keep.append(int(row))
         return np.asarray(keep, np.int64)

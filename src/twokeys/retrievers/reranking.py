@@ -12,10 +12,9 @@ request's ``reranker`` field (:mod:`twokeys.request`).
 
 from __future__ import annotations
 
-from twokeys.chunking import indexed_text
 from twokeys.errors import ConfigError
 from twokeys.rerank.base import Reranker, reorder
-from twokeys.retrievers.base import Retriever, RetrieverResult
+from twokeys.retrievers.base import Retriever, RetrieverResult, indexed_texts
 from twokeys.store.base import IndexBackend
 from twokeys.types import Evidence
 
@@ -43,11 +42,7 @@ class RerankingRetriever(Retriever):
     def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
         result = self.inner.retrieve(query, max(k, self.top_n), explain=explain)
         head = list(result.run[: self.top_n])
-        chunks = self.backend.chunks([s.row for s in head])
-        docs = self.backend.documents(list(dict.fromkeys(c.doc_id for c in chunks)))
-        passages = [
-            indexed_text(c, docs[c.doc_id].title if c.doc_id in docs else "") for c in chunks
-        ]
+        passages = indexed_texts(self.backend, [s.row for s in head])
         scores = self.reranker.score(query, passages)
         run = reorder(result.run, scores, blend=self.reranker.blend)[:k]
         if not explain:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import ipaddress
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
-from twokeys.cliutil import index_option
+from twokeys.cliutil import index_option, make_llm, model_options
 from twokeys.errors import ConfigError, MissingExtraError
-from twokeys.llm.base import LLM, SPEC_FORMS, from_spec
-from twokeys.llm.http import DEFAULT_TIMEOUT
-from twokeys.server.config import Limits, ServerConfig
+from twokeys.server.config import HTTP_PORT, LOOPBACK, MCP_PORT, Limits, ServerConfig
 
 _LIMITS = Limits()
 
@@ -48,44 +48,40 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-llm_option = click.option(
-    "--llm",
-    "llm_spec",
-    envvar="TWOKEYS_LLM",
-    default=None,
-    help=f"Model for answers: {SPEC_FORMS} (env TWOKEYS_LLM). Without it answers are extractive.",
-)
-base_url_option = click.option(
-    "--base-url", envvar="TWOKEYS_BASE_URL", default=None, help="The model server's address."
-)
-timeout_option = click.option(
-    "--timeout",
-    type=click.FloatRange(min=0.1),
-    default=DEFAULT_TIMEOUT,
-    show_default=True,
-    help="Seconds to wait for the model.",
-)
+_Command = TypeVar("_Command", bound=Callable[..., Any])
 
 
-def make_llm(spec: str | None, base_url: str | None, timeout: float) -> LLM | None:
-    return from_spec(spec, base_url=base_url, timeout=timeout) if spec else None
+def listen_options(port: int, host_help: str) -> Callable[[_Command], _Command]:
+    """``--host`` (loopback unless told otherwise) and ``--port`` (default ``port``)."""
+
+    def apply(command: _Command) -> _Command:
+        command = click.option(
+            "--port", type=click.IntRange(0, 65535), default=port, show_default=True
+        )(command)
+        return click.option("--host", default=LOOPBACK, show_default=True, help=host_help)(command)
+
+    return apply
+
+
+def api_key_file_option(help_text: str) -> Callable[[_Command], _Command]:
+    """``--api-key-file`` (env ``TWOKEYS_API_KEY_FILE``), read by :func:`read_api_key`."""
+    return click.option(
+        "--api-key-file",
+        type=click.Path(path_type=Path, dir_okay=False),
+        envvar="TWOKEYS_API_KEY_FILE",
+        default=None,
+        help=help_text,
+    )
 
 
 @click.command()
 @index_option
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
-@click.option(
-    "--api-key-file",
-    type=click.Path(path_type=Path, dir_okay=False),
-    envvar="TWOKEYS_API_KEY_FILE",
-    default=None,
-    help="File holding the API key; then every route but /healthz needs "
-    "'Authorization: Bearer KEY' (env TWOKEYS_API_KEY_FILE).",
+@listen_options(HTTP_PORT, "Address to bind.")
+@api_key_file_option(
+    "File holding the API key; then every route but /healthz needs "
+    "'Authorization: Bearer KEY' (env TWOKEYS_API_KEY_FILE)."
 )
-@llm_option
-@base_url_option
-@timeout_option
+@model_options
 @click.option(
     "--cors-origin",
     "cors_origins",
@@ -111,7 +107,9 @@ def make_llm(spec: str | None, base_url: str | None, timeout: float) -> LLM | No
     default=_LIMITS.max_upload_bytes,
     show_default=True,
 )
-@click.option("--model-name", default="twokeys", show_default=True, help="Model id for /v1.")
+@click.option(
+    "--model-name", default=ServerConfig.model_name, show_default=True, help="Model id for /v1."
+)
 def serve(
     index_path: Path,
     host: str,
@@ -173,18 +171,9 @@ def serve(
     show_default=True,
     help="stdio (launched by the client) or streamable HTTP (at /mcp).",
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: address to bind.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8001, show_default=True)
-@click.option(
-    "--api-key-file",
-    type=click.Path(path_type=Path, dir_okay=False),
-    envvar="TWOKEYS_API_KEY_FILE",
-    default=None,
-    help="HTTP: file holding the key clients send as 'Authorization: Bearer KEY'.",
-)
-@llm_option
-@base_url_option
-@timeout_option
+@listen_options(MCP_PORT, "HTTP: address to bind.")
+@api_key_file_option("HTTP: file holding the key clients send as 'Authorization: Bearer KEY'.")
+@model_options
 def mcp(
     index_path: Path,
     transport: str,

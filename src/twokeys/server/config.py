@@ -1,8 +1,13 @@
-"""The server's settings: the API key, request limits, CORS origins, the model name."""
+"""The server's settings: the API key, request limits, CORS origins, the model name, and
+the default address and ports."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+LOOPBACK = "127.0.0.1"  # the default address to bind: nothing beyond this machine reaches it
+HTTP_PORT = 8000  # twokeys serve
+MCP_PORT = 8001  # twokeys mcp --transport http
 
 
 @dataclass(frozen=True)
