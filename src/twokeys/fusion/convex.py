@@ -13,7 +13,8 @@ alike (one hit, or ties). With z-score it is negative: scoring an absent chunk 0
 chunk the dense model never retrieved above every retrieved one below the mean. With
 DBSF, scoring it 0 made the fused top change with the depth asked for (SciFact train
 nDCG@10 0.7350 at 300 chunks, 0.7324 at 100). With the floor, z-score and DBSF rank
-alike (DBSF is z-score / 6 + 1/2). Ties are broken by row.
+alike (DBSF is z-score / 6 + 1/2) unless one run's scores are all equal (both give them
+1.0). Ties are broken by row.
 """
 
 from __future__ import annotations
