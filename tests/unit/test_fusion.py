@@ -14,6 +14,7 @@ from twokeys.fusion.adaptive import (
     is_identifier_like,
     lexical_weight,
     semantic_support,
+    unconfirmed,
 )
 from twokeys.fusion.convex import convex_combination
 from twokeys.fusion.normalization import dbsf, minmax, normalizer, zscore
@@ -60,6 +61,33 @@ def test_convex_combination_hand_computed() -> None:
         convex_combination({"lex": lex}, {"den": 1.0}, minmax)
     with pytest.raises(ConfigError, match="normalization"):
         normalizer("softmax")
+
+
+def test_a_chunk_absent_from_a_run_scores_as_its_floor() -> None:
+    lex = run((1, 10.0), (2, 6.0), (3, 2.0))  # z: +1.22, 0, -1.22
+    den = run((2, 0.9), (3, 0.8), (4, 0.1))  # row 1 is not in the dense run
+    fused = {
+        h.row: h.score
+        for h in convex_combination({"l": lex, "d": den}, {"l": 0.5, "d": 0.5}, zscore)
+    }
+    z_den = dict(zip([2, 3, 4], scores(zscore(den)), strict=True))
+    # row 1 gets the dense run's lowest z-score, not 0 (above every hit below the mean)
+    assert fused[1] == pytest.approx(0.5 * scores(zscore(lex))[0] + 0.5 * z_den[4])
+    # so the fused top does not depend on how deep the runs went (DBSF: z-score / 6 + 1/2)
+    deep_den = run((2, 0.9), (3, 0.8), (4, 0.1), (1, 0.05))
+    for name in ("dbsf", "zscore", "minmax"):
+        shallow = convex_combination(
+            {"l": lex, "d": den}, {"l": 0.5, "d": 0.5}, normalizer(name, 3)
+        )
+        deep = convex_combination(
+            {"l": lex, "d": deep_den}, {"l": 0.5, "d": 0.5}, normalizer(name, 3)
+        )
+        assert [h.row for h in shallow] == [h.row for h in deep], name
+        assert [h.score for h in shallow] == pytest.approx([h.score for h in deep]), name
+    # a run of one hit (or all ties) normalises to 1.0 and an absent chunk gets nothing
+    one = convex_combination({"l": run((5, 3.0)), "d": den}, {"l": 0.5, "d": 0.5}, minmax)
+    by_row = {h.row: h.score for h in one}
+    assert by_row[5] == pytest.approx(0.5) and by_row[4] == 0.0
 
 
 @pytest.mark.parametrize(
@@ -195,6 +223,23 @@ def test_rare_terms_anchor_whatever_their_share() -> None:
     # rare, but BM25's next chunks hold it too: it does not single the top hit out
     shared = TermEvidence("tss", 0.1, False, 1, chunk_share=0.0006, in_lexical_rest=True)
     assert anchor_terms([shared], share=0.5, rare=0.001) == ()
+
+
+def test_identifiers_tier_only_when_both_sensors_back_them() -> None:
+    evidence = [
+        TermEvidence("zx-4821", 0.7, in_dense_top=False, word_pieces=4),  # BM25's reason
+        TermEvidence("il-6", 0.0, in_dense_top=False, word_pieces=3),  # top hit lacks it
+        TermEvidence("pd-1", 0.3, in_dense_top=True, word_pieces=3),  # dense sees it
+    ]
+    ids = ("zx-4821", "il-6", "pd-1", "v2.1")  # v2.1: no evidence at all
+    assert unconfirmed(ids, evidence) == ("il-6", "pd-1", "v2.1")
+    f = QueryFeatures(ids, (), (), 0.9, 4, unconfirmed=unconfirmed(ids, evidence))
+    assert f.exact_terms == ("zx-4821",)
+    # an unconfirmed identifier still names something exact: the paraphrase rules stay off
+    lone = QueryFeatures(("il-6",), (), (), 0.1, 4, unconfirmed=("il-6",))
+    assert lone.exact_terms == () and lone.names_something_exact
+    p = AdaptiveParams(base_lexical_weight=0.4, identifier_lexical_weight=0.7)
+    assert lexical_weight(lone, p, support=0.05) == 0.7
 
 
 def test_anchors_tier_and_skip_the_paraphrase_rules() -> None:

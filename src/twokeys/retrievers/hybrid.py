@@ -27,6 +27,7 @@ from twokeys.fusion.adaptive import (
     anchor_terms,
     lexical_weight,
     semantic_support,
+    unconfirmed,
 )
 from twokeys.fusion.convex import convex_combination
 from twokeys.fusion.normalization import NORMALIZERS, normalizer
@@ -129,7 +130,11 @@ class HybridRetriever(Retriever):
             anchors = anchor_terms(
                 evidence, self.adaptive.anchor_share, self.adaptive.rare_chunk_share
             )
-            features = replace(features, anchors=anchors)
+            features = replace(
+                features,
+                anchors=anchors,
+                unconfirmed=unconfirmed(features.identifiers, evidence),
+            )
             support = semantic_support(runs[lname], runs[dname])
             alpha = lexical_weight(features, self.adaptive, support)
             norm = normalizer(self.adaptive.normalization, self.candidates)

@@ -1,0 +1,203 @@
+"""What each rule of the adaptive fusion contributes: nDCG@10 with one rule taken out.
+
+``python -m benchmarks.fusion_ablation DIR[:SPLIT] ...`` opens each collection's eval
+index (the one ``twokeys eval DIR`` builds and keeps in ``$TWOKEYS_CACHE``; run that
+first), runs BM25 and dense once per judged query exactly as the hybrid does (300
+chunks each, as ``twokeys eval`` asks), then fuses the two runs once per variant with
+the library's own fusion functions and prints one markdown row per variant. The
+``default`` row equals ``twokeys eval``'s hybrid row; the others change one thing:
+
+* ``shape alone tiers``: every identifier-like token tiers, backed by the sensors or not
+  (the rule before :func:`twokeys.fusion.adaptive.unconfirmed`);
+* ``no exact tier``: nothing tiers (the weights stay the default's);
+* ``no anchors`` / ``no identifier shapes``: that kind of exact term is not read;
+* ``no incidental-words rule`` / ``no semantic-support rule``: that weight rule is off;
+* the fixed fusions, for reference.
+
+Collections are given as ``DIR`` (its ``test`` split) or ``DIR:SPLIT``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from twokeys import open_index
+from twokeys.evaluation.beir import load_collection
+from twokeys.evaluation.experiment import default_index_path
+from twokeys.evaluation.runs import evaluate
+from twokeys.fusion.adaptive import (
+    AdaptiveParams,
+    QueryFeatures,
+    TermEvidence,
+    adaptive_fusion,
+    anchor_terms,
+    lexical_weight,
+    semantic_support,
+    unconfirmed,
+)
+from twokeys.fusion.convex import convex_combination
+from twokeys.fusion.normalization import normalizer
+from twokeys.fusion.rrf import DEFAULT_K, rrf
+from twokeys.request import SearchRequest
+from twokeys.retrievers.hybrid import DEFAULT_CANDIDATES, DEFAULT_LEXICAL_WEIGHT, HybridRetriever
+from twokeys.types import ScoredChunk
+
+CHUNKS = 300  # chunks asked of each retriever, as twokeys eval asks
+DOCS = 100  # documents kept per query
+
+
+@dataclass(frozen=True)
+class Sensed:
+    """One query's two runs and what the hybrid reads from them."""
+
+    lexical: list[ScoredChunk]
+    dense: list[ScoredChunk]
+    features: QueryFeatures
+    evidence: tuple[TermEvidence, ...]
+    matched: dict[int, frozenset[str]]  # lexical row -> query terms it holds
+
+
+Fuse = Callable[[Sensed], list[ScoredChunk]]
+
+
+def sense(
+    root: Path, split: str
+) -> tuple[dict[str, Sensed], dict[int, str], dict[str, dict[str, int]]]:
+    """Both sensors' runs per judged query, the rows' documents, and the qrels."""
+    collection = load_collection(root, split)
+    path = default_index_path(root)
+    if not path.exists():
+        sys.exit(f"{root}: no eval index at {path}; run 'twokeys eval {root}' first")
+    out: dict[str, Sensed] = {}
+    with open_index(path) as index:
+        hybrid = index.retriever(SearchRequest("x"))
+        assert isinstance(hybrid, HybridRetriever)
+        lexical, dense = hybrid.lexical, hybrid.dense
+        params = AdaptiveParams()
+        rows: set[int] = set()
+        for qid in collection.qrels:
+            text = collection.queries.get(qid, "")
+            if not text.strip():
+                continue
+            lex = lexical.retrieve(text, CHUNKS)
+            den = dense.retrieve(text, CHUNKS)
+            top = [h.row for h in den.run[: params.dense_top]]
+            evidence = lexical.term_evidence(text, lex.run, top, dense.encoder.count_tokens)
+            terms = lexical.analyzer.query_terms(text)
+            held = lexical.index.explain_many(terms, [h.row for h in lex.run]) if lex.run else []
+            out[qid] = Sensed(
+                list(lex.run),
+                list(den.run),
+                lexical.features(text, lex),
+                evidence,
+                {h.row: frozenset(t for t, _ in m) for h, m in zip(lex.run, held, strict=True)},
+            )
+            rows.update(h.row for h in lex.run)
+            rows.update(h.row for h in den.run)
+        ordered = sorted(rows)
+        docs = {r: c.doc_id for r, c in zip(ordered, index.backend.chunks(ordered), strict=True)}
+    return out, docs, dict(collection.qrels)
+
+
+def adaptive(
+    params: AdaptiveParams | None = None,
+    *,
+    confirm: bool = True,
+    tier: bool = True,
+    anchors: bool = True,
+    shapes: bool = True,
+) -> Fuse:
+    """The hybrid's adaptive fusion (``HybridRetriever._fuse``), with switches."""
+    params = params or AdaptiveParams()
+
+    def fuse(s: Sensed) -> list[ScoredChunk]:
+        if not s.lexical:
+            return s.dense
+        features = s.features if shapes else replace(s.features, identifiers=())
+        found = anchor_terms(s.evidence, params.anchor_share, params.rare_chunk_share)
+        features = replace(features, anchors=found if anchors else ())
+        if confirm:
+            features = replace(features, unconfirmed=unconfirmed(features.identifiers, s.evidence))
+        alpha = lexical_weight(features, params, semantic_support(s.lexical, s.dense))
+        if not tier:
+            features = replace(features, identifiers=(), anchors=())
+        wanted = set(features.exact_terms)
+        exact = {r: len(wanted & held) for r, held in s.matched.items() if wanted & held}
+        return adaptive_fusion(
+            s.lexical, s.dense, features, exact, params, DEFAULT_CANDIDATES, alpha
+        )
+
+    return fuse
+
+
+def fixed(name: str) -> Fuse:
+    def fuse(s: Sensed) -> list[ScoredChunk]:
+        runs = {"bm25": s.lexical, "dense": s.dense}
+        if name == "rrf":
+            return rrf(runs, DEFAULT_K, {"bm25": 1.0, "dense": 1.0})
+        if not s.lexical:
+            return s.dense
+        w = DEFAULT_LEXICAL_WEIGHT
+        return convex_combination(
+            runs, {"bm25": w, "dense": 1 - w}, normalizer(name, DEFAULT_CANDIDATES)
+        )
+
+    return fuse
+
+
+VARIANTS: dict[str, Fuse] = {
+    "default": adaptive(),
+    "shape alone tiers": adaptive(confirm=False),
+    "no exact tier": adaptive(tier=False),
+    "no anchors": adaptive(anchors=False),
+    "no identifier shapes": adaptive(shapes=False),
+    "no incidental-words rule": adaptive(replace(AdaptiveParams(), confidence_floor=0.0)),
+    "no semantic-support rule": adaptive(replace(AdaptiveParams(), support_floor=0.0)),
+    "fixed minmax": fixed("minmax"),
+    "fixed zscore": fixed("zscore"),
+    "fixed dbsf": fixed("dbsf"),
+    "rrf": fixed("rrf"),
+    "bm25": lambda s: s.lexical,
+    "dense": lambda s: s.dense,
+}
+
+
+def ndcg(
+    sensed: dict[str, Sensed], docs: dict[int, str], qrels: dict[str, dict[str, int]], fuse: Fuse
+) -> float:
+    run: dict[str, dict[str, float]] = {}
+    for qid, s in sensed.items():
+        ranking: dict[str, float] = {}
+        for hit in fuse(s)[:CHUNKS]:
+            if docs[hit.row] not in ranking:
+                ranking[docs[hit.row]] = float(DOCS - len(ranking))
+                if len(ranking) == DOCS:
+                    break
+        run[qid] = ranking
+    return evaluate(qrels, run, ["nDCG@10"])["nDCG@10"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("collections", nargs="+", help="DIR or DIR:SPLIT (default split test)")
+    args = parser.parse_args(argv)
+    columns = []
+    for spec in args.collections:
+        path, _, split = spec.partition(":")
+        root = Path(path)
+        print(f"sensing {root.name} {split or 'test'} ...", file=sys.stderr)
+        columns.append((f"{root.name} {split or 'test'}", sense(root, split or "test")))
+    print("| variant | " + " | ".join(name for name, _ in columns) + " |")
+    print("|---" * (len(columns) + 1) + "|")
+    for variant, fuse in VARIANTS.items():
+        values = [ndcg(*data, fuse) for _, data in columns]
+        print(f"| {variant} | " + " | ".join(f"{v:.4f}" for v in values) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
