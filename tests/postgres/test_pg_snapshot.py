@@ -12,6 +12,8 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
+import psycopg
 import pytest
 
 from conftest import HashEncoder, write_docs
@@ -97,3 +99,18 @@ def test_hybrid_searches_see_one_state_while_every_document_is_replaced(
             writer.join(timeout=60)
     assert not failed, failed
     assert len(written) >= 30 and searches >= 60, (len(written), searches)
+
+
+def test_a_failed_statement_ends_its_snapshot_and_the_next_search_works(
+    tmp_path: Path, pg_url: str
+) -> None:
+    src = write_docs(tmp_path / "docs", {"a.md": f"# A\n\n{_text(0, 0)}\n"})
+    index_into_postgres(src, pg_url, IndexOptions(encoder="test-hash"))
+    with open_index(pg_url, encoder=HashEncoder()) as kb:
+        vectors = kb.backend.vectors
+        assert vectors is not None
+        for _ in range(6):  # more than the pool's connections: none is left in a transaction
+            with pytest.raises(psycopg.Error), kb.backend.snapshot():
+                kb.search("alpha", mode="bm25", k=1)
+                vectors.search(np.zeros(3, np.float32), 1)  # the wrong dimension
+            assert [h.chunk_id for h in kb.search("alpha", mode="hybrid", k=1)] == ["a.md#0"]
