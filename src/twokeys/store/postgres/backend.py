@@ -122,15 +122,15 @@ class Connections:
             with self.pool.connection() as conn:
                 yield conn
             return
-        if held.conn is not None:
-            yield held.conn
-            return
-        conn = self.pool.getconn()
-        held.conn = conn  # returned to the pool by snapshot(), whatever happens here
-        # BEGIN goes out with the first statement (one round trip for both)
-        with conn.pipeline():
-            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            yield conn
+        if held.conn is None:
+            conn = self.pool.getconn()
+            try:
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            except BaseException:
+                self.pool.putconn(conn)
+                raise
+            held.conn = conn
+        yield held.conn
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
