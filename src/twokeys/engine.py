@@ -23,9 +23,12 @@ x 500 mixed-mode queries). What makes it so:
 
 A search that overlaps a re-index sees the generation that was current when the
 :class:`Index` was opened, whole (its files stay open after a build removes the
-folder); reopen the index to see the new one. Never a mix of the two. Encoders and rerankers must be
-thread-safe for this to hold (the built-in ones are: ONNX Runtime sessions and
-Hugging Face tokenizers run concurrently; HTTP encoders share nothing per call).
+folder); reopen the index to see the new one. Never a mix of the two. On a database
+backend, whose index changes while open, each search sees the state committed when its
+first read ran: all its reads run in one snapshot (:meth:`IndexBackend.snapshot`).
+Encoders and rerankers must be thread-safe for this to hold (the built-in ones are: ONNX
+Runtime sessions and Hugging Face tokenizers run concurrently; HTTP encoders share
+nothing per call).
 """
 
 from __future__ import annotations
@@ -207,8 +210,10 @@ class Index:
         with ``explain``, each hit carries its evidence.
         """
         request = self._request(query, options)
-        result = self.retriever(request).retrieve(request.query, request.k, explain=request.explain)
-        return self._hits([result])[0]
+        with self.backend.snapshot():  # every read of one search sees one committed state
+            retriever = self.retriever(request)
+            result = retriever.retrieve(request.query, request.k, explain=request.explain)
+            return self._hits([result])[0]
 
     def search_many(self, queries: Sequence[str], /, **options: Any) -> list[list[Hit]]:
         """:meth:`search` for each of ``queries`` with the same options: the same hits.
@@ -221,11 +226,12 @@ class Index:
             return []
         requests = [self._request(query, options) for query in queries]
         first = requests[0]
-        retriever = self.retriever(first)
-        results = retriever.retrieve_many(
-            [r.query for r in requests], first.k, explain=first.explain
-        )
-        return self._hits(results)
+        with self.backend.snapshot():
+            retriever = self.retriever(first)
+            results = retriever.retrieve_many(
+                [r.query for r in requests], first.k, explain=first.explain
+            )
+            return self._hits(results)
 
     def _hits(self, results: Sequence[RetrieverResult]) -> list[list[Hit]]:
         """Materialise runs as hits, fetching every chunk they name in one go."""

@@ -97,26 +97,30 @@ class BM25Retriever(Retriever):
         terms = self.analyzer.query_terms(query)
         if not run or not terms:
             return ()
-        top = dict(self.index.explain(terms, run[0].row))
+        # the top hit, dense_top, and BM25's next chunks (as many as dense_top) in one
+        # call: one statement on a database backend instead of one per chunk
+        nexts = [hit.row for hit in run[1 : len(dense_top)]]
+        matched = self.index.explain_many(terms, [run[0].row, *dense_top, *nexts])
+        top = dict(matched[0])
         total = sum(top.values())
-        seen: set[str] = set()
-        for row in dense_top:
-            seen.update(t for t, _ in self.index.explain(terms, row))
-        rest: set[str] = set()  # held by BM25's next chunks, as many as dense_top
-        for hit in run[1 : len(dense_top)]:
-            rest.update(t for t, _ in self.index.explain(terms, hit.row))
+        seen = {t for found in matched[1 : 1 + len(dense_top)] for t, _ in found}
+        rest = {t for found in matched[1 + len(dense_top) :] for t, _ in found}
         words: dict[str, str] = {}  # term -> the query word it comes from
         for token in self.analyzer.tokens(query):
             for term in self.analyzer.terms_of(token, for_query=True):
                 words.setdefault(term, token.text)
-        wanted = [t for t in dict.fromkeys(terms) if self.index.has_term(t)]
+        unique = list(dict.fromkeys(terms))
+        counts = self.index.document_frequencies(unique)  # one call: the terms held and
+        if counts is None:  # their shares (without frequencies, term by term)
+            wanted = [t for t in unique if self.index.has_term(t)]
+            shares: list[float | None] = [None] * len(wanted)
+        else:
+            held = [(t, df) for t, df in zip(unique, counts[0], strict=True) if df > 0]
+            wanted = [t for t, _ in held]
+            shares = [df / counts[1] if counts[1] > 0 else None for _, df in held]
         if not wanted:
             return ()
         pieces = count_pieces([words.get(t, t) for t in wanted])
-        counts = self.index.document_frequencies(wanted)
-        shares: list[float | None] = [None] * len(wanted)
-        if counts is not None and counts[1] > 0:
-            shares = [df / counts[1] for df in counts[0]]
         return tuple(
             TermEvidence(
                 t, top.get(t, 0.0) / total if total > 0 else 0.0, t in seen, n, share, t in rest

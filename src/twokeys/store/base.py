@@ -11,6 +11,7 @@ implementation of :class:`IndexBackend` without touching either.
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -173,6 +174,13 @@ class IndexBackend(ABC):
     @property
     @abstractmethod
     def lexical(self) -> LexicalIndex: ...
+
+    def snapshot(self) -> contextlib.AbstractContextManager[None]:
+        """A block whose reads all see one committed state of the index (the engine
+        wraps each search in one). A backend that serves one state for as long as it is
+        open (a local index) needs nothing; one whose rows change while open (a
+        database) runs the block's statements in one transaction."""
+        return contextlib.nullcontext()
 
     @property
     @abstractmethod

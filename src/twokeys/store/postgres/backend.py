@@ -13,15 +13,23 @@ the HNSW index when the index's vector-index choice (:mod:`twokeys.dense.selecti
 says ``hnsw``, and exactly (ordered by the score, an expression no index matches, so
 a scan) when it says ``exact``, as the embedded engine would. The HNSW candidate list
 (``hnsw.ef_search``) is the index's ``ef_search`` or ``k + 8``, whichever is larger.
+
+A search is several statements (BM25, the vector search, the idf and matched terms
+that fusion and explain read, the hits' chunks). Inside :meth:`PostgresIndex.snapshot`
+(the engine opens one around every search) they all run on one connection, in one
+read-only ``REPEATABLE READ`` transaction, so they see one committed state: a batch
+that replaces a hit's document between two of them is invisible to the search.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -85,6 +93,69 @@ def connect_pool(location: PostgresLocation, max_size: int = 4) -> ConnectionPoo
     except Exception as exc:  # the pool's own timeout
         raise IndexFormatError(f"{location.display()}: cannot connect ({exc})") from exc
     return pool
+
+
+class _Snapshot:
+    """The connection one search's statements share, taken from the pool (and its
+    transaction begun) at the first statement, so a search that issues none costs none."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self.pool = pool
+        self.conn: psycopg.Connection[Any] | None = None
+
+
+# the snapshot open in this thread (or task), if any
+_OPEN: ContextVar[_Snapshot | None] = ContextVar("twokeys_postgres_snapshot", default=None)
+
+
+class Connections:
+    """Where a reader's statements run: on the connection of the snapshot open in this
+    thread, else on any of the pool's (each statement then sees the latest commit)."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self.pool = pool
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+        held = _OPEN.get()
+        if held is None or held.pool is not self.pool:
+            with self.pool.connection() as conn:
+                yield conn
+            return
+        if held.conn is None:
+            conn = self.pool.getconn()
+            try:
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            except BaseException:
+                self.pool.putconn(conn)
+                raise
+            held.conn = conn
+        yield held.conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every statement inside sees the same committed state (nested: the outer one's)."""
+        held = _OPEN.get()
+        if held is not None and held.pool is self.pool:
+            yield
+            return
+        snap = _Snapshot(self.pool)
+        token = _OPEN.set(snap)
+        done = False
+        try:
+            yield
+            done = True
+        finally:
+            _OPEN.reset(token)
+            if snap.conn is not None:
+                try:
+                    if done:
+                        snap.conn.execute("COMMIT")
+                    else:  # the search failed: end the transaction, keep its error
+                        with contextlib.suppress(psycopg.Error):
+                            snap.conn.execute("ROLLBACK")
+                finally:
+                    self.pool.putconn(snap.conn)
 
 
 # BM25 of the query terms (Lucene's formula, as twokeys.lexical.bm25), one snapshot. Per
@@ -156,8 +227,8 @@ def _ranked(rows: Sequence[tuple[int, float]], k: int) -> list[ScoredChunk]:
 class PgLexicalIndex(LexicalIndex):
     """BM25 in SQL over ``postings``, ``terms`` and ``stats`` (see the module docstring)."""
 
-    def __init__(self, pool: ConnectionPool, schema: str, params: BM25Params) -> None:
-        self._pool = pool
+    def __init__(self, connections: Connections, schema: str, params: BM25Params) -> None:
+        self._db = connections
         self._s = qualified(schema)
         self._params = params
 
@@ -178,7 +249,7 @@ class PgLexicalIndex(LexicalIndex):
             if not args["rows"]:
                 return []
             where = "WHERE p.row_id = ANY(%(rows)s::bigint[])"
-        with self._pool.connection() as conn:
+        with self._db.connection() as conn:
             rows = conn.execute(_BM25.format(s=self._s, where=where), args).fetchall()
         return _ranked([(r, s) for r, s in rows if s > 0], k)
 
@@ -192,7 +263,7 @@ class PgLexicalIndex(LexicalIndex):
         if not terms or not rows:
             return [() for _ in rows]
         args = {**self._args(terms), "rows": [int(r) for r in rows]}
-        with self._pool.connection() as conn:
+        with self._db.connection() as conn:
             found = conn.execute(_EXPLAIN_MANY.format(s=self._s), args).fetchall()
         by_row: dict[int, list[tuple[str, float]]] = {}
         for row, term, weight in found:
@@ -203,7 +274,7 @@ class PgLexicalIndex(LexicalIndex):
         ]
 
     def has_term(self, term: str) -> bool:
-        with self._pool.connection() as conn:
+        with self._db.connection() as conn:
             row = conn.execute(f"SELECT 1 FROM {self._s}.terms WHERE term = %s", (term,))
             return row.fetchone() is not None
 
@@ -219,10 +290,10 @@ class PgLexicalIndex(LexicalIndex):
     def _frequencies(self, terms: Sequence[str]) -> tuple[list[int], int]:
         """Each term's chunk count and the number of chunks, in one statement."""
         if not terms:
-            with self._pool.connection() as conn:
+            with self._db.connection() as conn:
                 row = conn.execute(f"SELECT n_chunks FROM {self._s}.stats").fetchone()
             return [], int(row[0]) if row else 0
-        with self._pool.connection() as conn:  # N and every df in one statement
+        with self._db.connection() as conn:  # N and every df in one statement
             found = conn.execute(
                 f"SELECT (SELECT n_chunks FROM {self._s}.stats), q.term, coalesce(t.df, 0) "
                 f"FROM unnest(%s::text[]) AS q (term) LEFT JOIN {self._s}.terms t USING (term)",
@@ -237,9 +308,9 @@ class PgVectorIndex(VectorIndex):
     """Cosine search in pgvector: HNSW or exact, as the index's settings choose."""
 
     def __init__(
-        self, pool: ConnectionPool, schema: str, *, kind: str, ef_search: int, column_type: str
+        self, connections: Connections, schema: str, *, kind: str, ef_search: int, column_type: str
     ) -> None:
-        self._pool = pool
+        self._db = connections
         self._s = qualified(schema)
         self._kind = kind
         self._ef_search = ef_search
@@ -259,7 +330,7 @@ class PgVectorIndex(VectorIndex):
         # the score in float32, whatever the storage (a halfvec query would be rounded)
         head = f"SELECT row_id, -(embedding::vector <#> %s::vector) AS score FROM {self._s}.chunks "
         head += f"WHERE embedding IS NOT NULL {where} "
-        with self._pool.connection() as conn:
+        with self._db.connection() as conn:
             if self._kind == "hnsw":  # the operator expression itself: the HNSW index
                 # a few beyond k, so that ties at the cut are broken by row, as exactly
                 ef = str(min(1000, max(self._ef_search, k + 8)))
@@ -279,7 +350,7 @@ class PgVectorIndex(VectorIndex):
 
     def similarity(self, query: npt.NDArray[np.float32], row: int) -> float:
         q = np.asarray(query, np.float32)
-        with self._pool.connection() as conn:
+        with self._db.connection() as conn:
             found = conn.execute(
                 f"SELECT -(embedding::vector <#> %s::vector) FROM {self._s}.chunks "
                 "WHERE row_id = %s",
@@ -373,13 +444,14 @@ class PostgresIndex(IndexReader):
             self._pool.close()
             raise IndexFormatError(f"{self.path}: the index has no settings yet (never indexed)")
         self.manifest = manifest_from(spec, stats, self.path, int(size_row[0]) if size_row else 0)
-        self._lexical = PgLexicalIndex(self._pool, schema, self.manifest.bm25)
+        self._db = Connections(self._pool)
+        self._lexical = PgLexicalIndex(self._db, schema, self.manifest.bm25)
         self._vectors: PgVectorIndex | None = None
         encoder = self.manifest.encoder
         if encoder is not None:
             n = int(self.manifest.counts.get("chunks", 0))
             self._vectors = PgVectorIndex(
-                self._pool,
+                self._db,
                 schema,
                 kind=self.manifest.vector_index.choose(n),
                 ef_search=self.manifest.vector_index.hnsw.ef_search,
@@ -399,8 +471,14 @@ class PostgresIndex(IndexReader):
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
-        with self._pool.connection() as conn:
+        """A connection: the open snapshot's, else one of the pool's."""
+        with self._db.connection() as conn:
             yield conn
+
+    def snapshot(self) -> contextlib.AbstractContextManager[None]:
+        """One read-only ``REPEATABLE READ`` transaction for every statement inside, on
+        one connection (held from the first statement to the end of the block)."""
+        return self._db.snapshot()
 
     def chunks(self, rows: Sequence[int]) -> list[Chunk]:
         return [chunk for chunk, _, _ in self.chunks_with_source(rows)]
@@ -408,7 +486,7 @@ class PostgresIndex(IndexReader):
     def chunks_with_source(self, rows: Sequence[int]) -> list[tuple[Chunk, str, str]]:
         if not rows:
             return []
-        with self._pool.connection() as conn:
+        with self._db.connection() as conn:
             found = conn.execute(
                 f"SELECT c.row_id, c.doc_id, c.position, c.text, c.start_offset, c.end_offset, "
                 f"c.heading_path, d.title, d.path FROM {self._s}.chunks c "
@@ -428,14 +506,14 @@ class PostgresIndex(IndexReader):
         the letter), and the mask is kept until a write changes the index's generation.
         """
         key = tuple(filters)
-        with self._pool.connection() as conn:
+        with self._db.connection() as conn:
             row = conn.execute(f"SELECT generation FROM {self._s}.stats").fetchone()
         generation = int(row[0]) if row else 0
         kept = self._masks.get(key)
         if kept is not None and kept[0] == generation:
             return kept[1]
         ids = [d.id for d in self.all_documents() if all(f.matches(d) for f in filters)]
-        with self._pool.connection() as conn:
+        with self._db.connection() as conn:
             found = conn.execute(
                 f"SELECT row_id FROM {self._s}.chunks WHERE doc_id = ANY(%s)", (ids,)
             ).fetchall()
@@ -470,7 +548,7 @@ class PostgresIndex(IndexReader):
         lsi), built from the postings as they are now and kept by those modes while the
         index is open. Its columns are chunk rows, so it needs rows 0 .. n-1: an index
         whose documents were replaced or deleted has gaps, and is refused."""
-        with self._pool.connection() as conn:
+        with self._db.connection() as conn:
             n, top = conn.execute(
                 f"SELECT count(*), coalesce(max(row_id), -1) FROM {self._s}.chunks"
             ).fetchone() or (0, -1)
@@ -503,7 +581,7 @@ class PostgresIndex(IndexReader):
         ids the index no longer has are absent."""
         if not chunk_ids:
             return {}
-        with self._pool.connection() as conn:
+        with self._db.connection() as conn:
             found = conn.execute(
                 f"SELECT {_CHUNK_COLUMNS}, chunk_id FROM {self._s}.chunks WHERE chunk_id = ANY(%s)",
                 (list(chunk_ids),),
@@ -519,7 +597,7 @@ class PostgresIndex(IndexReader):
         return self._documents("", ())
 
     def _documents(self, where: str, params: Sequence[Any]) -> list[DocumentInfo]:
-        with self._pool.connection() as conn:
+        with self._db.connection() as conn:
             rows = conn.execute(
                 f"SELECT d.id, d.title, d.path, d.kind, d.mtime, d.sha256, d.n_chunks, d.metadata, "
                 f"(SELECT min(c.row_id) FROM {self._s}.chunks c WHERE c.doc_id = d.id) "
