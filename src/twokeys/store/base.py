@@ -71,6 +71,69 @@ class EncoderInfo:
 
 
 @dataclass(frozen=True)
+class IndexSpec:
+    """What defines an index's results, whatever stores it: the analyzer, BM25's k1 and
+    b, the chunker, the encoder that made the vectors (None: lexical only) and the
+    vector-index options. Two indexes of the same documents with equal specs search alike.
+    """
+
+    analyzer: AnalyzerSpec
+    bm25: BM25Params
+    chunker: ChunkerConfig
+    encoder: EncoderInfo | None
+    vector_index: VectorIndexOptions = field(default_factory=VectorIndexOptions)
+
+    def reuse_conflict(self, stored: IndexSpec) -> str:
+        """Why chunks and vectors stored under ``stored`` can't be kept under this spec
+        ("" when they can: BM25, the analyzer and the vector index are re-derived)."""
+        if stored.chunker != self.chunker:
+            return "chunker settings changed"
+        if (stored.encoder is None) != (self.encoder is None):
+            return "dense index added or removed"
+        if stored.encoder is not None and self.encoder is not None:
+            new = self.encoder
+            if stored.encoder.mismatch(new.id, new.fingerprint, new.tokenizer):
+                return f"encoder changed ({stored.encoder.id} -> {new.id})"
+            if stored.encoder.dtype != new.dtype:
+                return f"vector dtype changed ({stored.encoder.dtype} -> {new.dtype})"
+        return ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "analyzer": self.analyzer.to_dict(),
+            "bm25": self.bm25.to_dict(),
+            "chunker": self.chunker.to_dict(),
+            "encoder": self.encoder.to_dict() if self.encoder else None,
+            "vector_index": self.vector_index.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> IndexSpec:
+        """The spec in ``data`` (a manifest or a settings row); raises KeyError, TypeError,
+        ValueError or ConfigError on a malformed one (the caller names the file)."""
+        enc = data["encoder"]
+        encoder = (
+            EncoderInfo(
+                name=str(enc["name"]),
+                id=str(enc["id"]),
+                fingerprint=str(enc["fingerprint"]),
+                dim=int(enc["dim"]),
+                dtype=str(enc.get("dtype", "float32")),
+                tokenizer=str(enc.get("tokenizer", "")),
+            )
+            if enc
+            else None
+        )
+        return cls(
+            analyzer=AnalyzerSpec.from_dict(data["analyzer"]),
+            bm25=BM25Params.from_dict(data["bm25"]),
+            chunker=ChunkerConfig.from_dict(data["chunker"]),
+            encoder=encoder,
+            vector_index=VectorIndexOptions.from_dict(data.get("vector_index", {})),
+        )
+
+
+@dataclass(frozen=True)
 class Manifest:
     """The index's description, written last so that it commits a build."""
 
@@ -86,6 +149,11 @@ class Manifest:
     vector_index: VectorIndexOptions = field(default_factory=VectorIndexOptions)
     source: str = ""  # the absolute path the documents were read from ("" if unknown)
     sha256: Mapping[str, str] = field(default_factory=dict)  # of the generation's small files
+
+    @property
+    def spec(self) -> IndexSpec:
+        """What defines the index's results (the rest is counts and where it is stored)."""
+        return IndexSpec(self.analyzer, self.bm25, self.chunker, self.encoder, self.vector_index)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -116,30 +184,18 @@ class Manifest:
                 f"(this twokeys reads version {FORMAT_VERSION}); rebuild the index"
             )
         try:
-            enc = data["encoder"]
-            encoder = (
-                EncoderInfo(
-                    name=str(enc["name"]),
-                    id=str(enc["id"]),
-                    fingerprint=str(enc["fingerprint"]),
-                    dim=int(enc["dim"]),
-                    dtype=str(enc.get("dtype", "float32")),
-                    tokenizer=str(enc.get("tokenizer", "")),
-                )
-                if enc
-                else None
-            )
+            spec = IndexSpec.from_dict(data)
             return cls(
-                analyzer=AnalyzerSpec.from_dict(data["analyzer"]),
-                bm25=BM25Params.from_dict(data["bm25"]),
-                chunker=ChunkerConfig.from_dict(data["chunker"]),
-                encoder=encoder,
+                analyzer=spec.analyzer,
+                bm25=spec.bm25,
+                chunker=spec.chunker,
+                encoder=spec.encoder,
                 counts={str(k): int(v) for k, v in data["counts"].items()},
                 generation=str(data["generation"]),
                 created_at=str(data.get("created_at", "")),
                 twokeys_version=str(data.get("twokeys_version", "")),
                 files={str(k): int(v) for k, v in data.get("files", {}).items()},
-                vector_index=VectorIndexOptions.from_dict(data.get("vector_index", {})),
+                vector_index=spec.vector_index,
                 source=str(data.get("source", "")),
                 sha256={str(k): str(v) for k, v in data.get("sha256", {}).items()},
             )
@@ -235,6 +291,12 @@ class IndexBackend(ABC):
         }
         found = self.chunks(list(rows.values()))
         return {chunk_id: chunk for chunk_id, chunk in zip(rows, found, strict=True)}
+
+    def version(self) -> str:
+        """The latest committed state of the index, as an opaque string that changes
+        when a writer commits (a server reopens its reader then). A reader that can only
+        serve the state it opened (the local directory) returns that state's."""
+        return self.manifest.generation
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release files and connections."""

@@ -50,7 +50,7 @@ import numpy as np
 import numpy.typing as npt
 
 from twokeys.errors import IndexFormatError, TwokeysError
-from twokeys.lexical.bm25 import BM25Params, TermMatrix, bm25_weights
+from twokeys.lexical.bm25 import TermMatrix
 from twokeys.lexical.index import ArrayLexicalIndex
 from twokeys.store import hittable
 from twokeys.store.base import (
@@ -59,7 +59,7 @@ from twokeys.store.base import (
     Manifest,
     VectorIndex,
 )
-from twokeys.store.contract import IndexReader, IndexWriter
+from twokeys.store.contract import IndexReader
 from twokeys.store.guarded import GuardedLexicalIndex
 from twokeys.store.leases import (
     TRASH_PREFIX,
@@ -535,8 +535,10 @@ def _is_ours(name: str) -> bool:
     )
 
 
-class GenerationWriter(IndexWriter):
-    """Writes one generation into a temporary folder; :meth:`commit` makes it current."""
+class GenerationWriter:
+    """Writes one generation's files into a temporary folder; :meth:`commit` makes it
+    current. (The session around it, :class:`~twokeys.store.localwriter.LocalWriter`,
+    decides what goes in.)"""
 
     def __init__(self, index_path: Path) -> None:
         self.index_path = index_path
@@ -608,7 +610,9 @@ class GenerationWriter(IndexWriter):
         )
 
     @write_errors
-    def write_lexical(self, matrix: TermMatrix, bm25: BM25Params) -> None:
+    def write_lexical(self, matrix: TermMatrix, weights: npt.NDArray[np.float32]) -> None:
+        """The term matrix and its BM25 weights (:func:`twokeys.lexical.bm25.bm25_weights`),
+        aligned with ``matrix.indices``."""
         vocab_file = self.tmp_dir / "lexical.vocab.txt"
         with open(vocab_file, "w", encoding="utf-8") as fh:
             for term in matrix.vocabulary:
@@ -618,7 +622,7 @@ class GenerationWriter(IndexWriter):
         self._save("lexical.indices.npy", matrix.indices)
         self._save("lexical.tf.npy", matrix.tf)
         self._save("lexical.lengths.npy", matrix.lengths)
-        self._save("lexical.weights.npy", bm25_weights(matrix, bm25))
+        self._save("lexical.weights.npy", weights)
 
     @write_errors
     def write_embeddings(self, embeddings: npt.NDArray[np.floating]) -> None:
