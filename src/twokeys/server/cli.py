@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import click
 
@@ -154,7 +155,7 @@ def serve(
     service = IndexService(index_path)
     llm = make_llm(llm_spec, base_url, timeout)
     app = create_app(service, llm=llm, config=config)
-    click.echo(f"twokeys: serving {index_path.name} on http://{host}:{port}", err=True)
+    click.echo(f"twokeys: serving {_label(index_path)} on http://{host}:{port}", err=True)
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
     finally:
@@ -233,3 +234,14 @@ def mcp(
         if llm is not None:
             llm.close()
         service.close()
+
+
+def _label(location: Path | str) -> str:
+    """A folder's name, or a URL without its password."""
+    if isinstance(location, Path):
+        return location.name
+    parts = urlsplit(location)
+    if parts.password is not None:
+        host = parts.netloc.rpartition("@")[2]
+        parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
+    return urlunsplit(parts)
