@@ -41,3 +41,47 @@ def test_the_engine_names_no_backend_class() -> None:
     assert not {n for n in imports if n.startswith("twokeys.store.local")}
     local = ("twokeys.store.local", "twokeys.store.vectors")
     assert not {n for n in _imports(PACKAGE / "engine.py") if n.startswith(local)}
+
+
+def test_the_indexer_writes_through_the_contract_only() -> None:
+    backends = ("twokeys.store.local", "twokeys.store.vectors", "twokeys.store.postgres")
+    named = {n for n in _imports(PACKAGE / "indexer.py") if n.startswith(backends)}
+    assert not named, f"indexer.py imports {', '.join(sorted(named))}"
+
+
+def _module(file: Path) -> str:
+    parts = file.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_the_store_modules_import_no_cycle() -> None:
+    """Among the storage modules (imports inside functions count too): the local
+    directory and its vector index, the contract and its backends, each only look down."""
+    files = sorted((PACKAGE / "store").rglob("*.py"))
+    modules = {_module(f): f for f in files}
+    graph = {m: {n for n in _imports(f) if n in modules and n != m} for m, f in modules.items()}
+    assert "twokeys.store.local" not in graph["twokeys.store.vectors"]
+
+    def cycle_from(start: str) -> list[str] | None:
+        path: list[str] = []
+        seen: set[str] = set()
+
+        def walk(node: str) -> list[str] | None:
+            if node in path:
+                return [*path[path.index(node) :], node]
+            if node in seen:
+                return None
+            seen.add(node)
+            path.append(node)
+            for nxt in sorted(graph[node]):
+                found = walk(nxt)
+                if found:
+                    return found
+            path.pop()
+            return None
+
+        return walk(start)
+
+    for module in sorted(graph):
+        found = cycle_from(module)
+        assert found is None, " -> ".join(found or [])
