@@ -134,39 +134,72 @@ class IndexSpec:
 
 
 @dataclass(frozen=True)
-class Manifest:
-    """The index's description, written last so that it commits a build."""
+class StoredState:
+    """How a backend keeps one committed state of an index, which does not change its
+    results: the generation (a local folder's name, a database's write counter), its
+    files or tables with their sizes in bytes, and the sha256 of a local generation's
+    small files (checked by ``twokeys check``)."""
 
-    analyzer: AnalyzerSpec
-    bm25: BM25Params
-    chunker: ChunkerConfig
-    encoder: EncoderInfo | None
-    counts: Mapping[str, int]
     generation: str = ""
+    files: Mapping[str, int] = field(default_factory=dict)
+    sha256: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """An index's description: its :class:`IndexSpec` (what defines results), its counts,
+    the source and twokeys that wrote it, and how it is stored (:class:`StoredState`).
+    A local index writes it last (``manifest.json``), so that it commits a build."""
+
+    spec: IndexSpec
+    counts: Mapping[str, int]
+    stored: StoredState = field(default_factory=StoredState)
     created_at: str = ""
     twokeys_version: str = ""
-    files: Mapping[str, int] = field(default_factory=dict)
-    vector_index: VectorIndexOptions = field(default_factory=VectorIndexOptions)
     source: str = ""  # the absolute path the documents were read from ("" if unknown)
-    sha256: Mapping[str, str] = field(default_factory=dict)  # of the generation's small files
+
+    # the spec's and the stored state's fields, by their names
+    @property
+    def analyzer(self) -> AnalyzerSpec:
+        return self.spec.analyzer
 
     @property
-    def spec(self) -> IndexSpec:
-        """What defines the index's results (the rest is counts and where it is stored)."""
-        return IndexSpec(self.analyzer, self.bm25, self.chunker, self.encoder, self.vector_index)
+    def bm25(self) -> BM25Params:
+        return self.spec.bm25
+
+    @property
+    def chunker(self) -> ChunkerConfig:
+        return self.spec.chunker
+
+    @property
+    def encoder(self) -> EncoderInfo | None:
+        return self.spec.encoder
+
+    @property
+    def vector_index(self) -> VectorIndexOptions:
+        return self.spec.vector_index
+
+    @property
+    def generation(self) -> str:
+        return self.stored.generation
+
+    @property
+    def files(self) -> Mapping[str, int]:
+        return self.stored.files
+
+    @property
+    def sha256(self) -> Mapping[str, str]:
+        return self.stored.sha256
 
     def to_dict(self) -> dict[str, Any]:
+        """The manifest file's JSON (one flat object, format version 1)."""
         return {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
             "twokeys_version": self.twokeys_version,
             "created_at": self.created_at,
             "generation": self.generation,
-            "analyzer": self.analyzer.to_dict(),
-            "bm25": self.bm25.to_dict(),
-            "chunker": self.chunker.to_dict(),
-            "encoder": self.encoder.to_dict() if self.encoder else None,
-            "vector_index": self.vector_index.to_dict(),
+            **self.spec.to_dict(),
             "counts": dict(self.counts),
             "files": dict(self.files),
             "source": self.source,
@@ -184,20 +217,17 @@ class Manifest:
                 f"(this twokeys reads version {FORMAT_VERSION}); rebuild the index"
             )
         try:
-            spec = IndexSpec.from_dict(data)
             return cls(
-                analyzer=spec.analyzer,
-                bm25=spec.bm25,
-                chunker=spec.chunker,
-                encoder=spec.encoder,
+                spec=IndexSpec.from_dict(data),
                 counts={str(k): int(v) for k, v in data["counts"].items()},
-                generation=str(data["generation"]),
+                stored=StoredState(
+                    generation=str(data["generation"]),
+                    files={str(k): int(v) for k, v in data.get("files", {}).items()},
+                    sha256={str(k): str(v) for k, v in data.get("sha256", {}).items()},
+                ),
                 created_at=str(data.get("created_at", "")),
                 twokeys_version=str(data.get("twokeys_version", "")),
-                files={str(k): int(v) for k, v in data.get("files", {}).items()},
-                vector_index=spec.vector_index,
                 source=str(data.get("source", "")),
-                sha256={str(k): str(v) for k, v in data.get("sha256", {}).items()},
             )
         except (KeyError, TypeError, ValueError, AttributeError, ConfigError) as exc:
             raise IndexFormatError(f"{where}: malformed manifest ({exc!r})") from exc

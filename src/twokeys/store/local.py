@@ -57,6 +57,7 @@ from twokeys.store.base import (
     DocumentInfo,
     LexicalIndex,
     Manifest,
+    StoredState,
     VectorIndex,
 )
 from twokeys.store.contract import IndexReader
@@ -652,18 +653,12 @@ class GenerationWriter:
         os.replace(self.tmp_dir, final_dir)
         fsync_path(self.index_path)
         committed = Manifest(
-            analyzer=manifest.analyzer,
-            bm25=manifest.bm25,
-            chunker=manifest.chunker,
-            encoder=manifest.encoder,
+            spec=manifest.spec,
             counts=manifest.counts,
-            generation=self.generation,
+            stored=StoredState(self.generation, self._files, self._hashes),
             created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             twokeys_version=manifest.twokeys_version,
-            files=self._files,
-            vector_index=manifest.vector_index,
             source=manifest.source,
-            sha256=self._hashes,
         )
         tmp_manifest = self.index_path / f"{MANIFEST}.tmp"
         with open(tmp_manifest, "w", encoding="utf-8") as fh:

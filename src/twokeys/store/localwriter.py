@@ -293,10 +293,7 @@ class LocalWriter(IndexWriter):
         recorded = self.source if source is None else source
         committed = writer.commit(
             Manifest(
-                analyzer=self.spec.analyzer,
-                bm25=self.spec.bm25,
-                chunker=self.spec.chunker,
-                encoder=encoder_info,
+                spec=self.spec,
                 counts={
                     "documents": len(docs),
                     "chunks": len(rows_chunks),
@@ -304,7 +301,6 @@ class LocalWriter(IndexWriter):
                     "postings": int(matrix.indices.size),
                 },
                 twokeys_version=__version__,
-                vector_index=self.spec.vector_index,
                 source=recorded,
             )
         )
