@@ -18,8 +18,14 @@ What a reader promises (see also the engine's concurrency contract):
   other documents does not change them; rows (``ScoredChunk.row``) are the reader's own
   numbering and mean nothing outside it.
 
-What a writer promises: nothing it writes is visible to readers before :meth:`commit`,
-and :meth:`abort` (or a crash at any point) leaves the previous committed state intact.
+What a writer promises (:func:`open_writer`; the one indexer, :mod:`twokeys.indexer`,
+drives it): it adds, replaces and deletes whole documents and keeps what it is not told
+about; readers never see part of a document; what :meth:`IndexWriter.commit` publishes
+is published whole, and :meth:`IndexWriter.abort` (or a crash at any point) leaves the
+index as last published. A backend says how much one publication holds: the local
+directory publishes a session at commit (one generation), PostgreSQL each batch of
+:attr:`IndexWriter.batch_chunks` chunks (one transaction). The index's
+:class:`~twokeys.store.base.IndexSpec` is fixed by the writer's ``spec``.
 """
 
 from __future__ import annotations
