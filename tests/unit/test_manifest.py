@@ -70,9 +70,8 @@ def test_what_forbids_reusing_stored_chunks() -> None:
     assert SPEC.reuse_conflict(SPEC) == ""
     assert SPEC.reuse_conflict(replace(SPEC, bm25=BM25Params(1.2, 0.75))) == ""
     assert SPEC.reuse_conflict(replace(SPEC, analyzer=AnalyzerSpec(stemmer="none"))) == ""
-    assert SPEC.reuse_conflict(replace(SPEC, chunker=ChunkerConfig(max_tokens=100, overlap_tokens=10))) == (
-        "chunker settings changed"
-    )
+    chunker = ChunkerConfig(max_tokens=100, overlap_tokens=10)
+    assert SPEC.reuse_conflict(replace(SPEC, chunker=chunker)) == "chunker settings changed"
     assert SPEC.reuse_conflict(replace(SPEC, encoder=None)) == "dense index added or removed"
     other = replace(ENCODER, fingerprint="sha256:def")
     assert "encoder changed" in SPEC.reuse_conflict(replace(SPEC, encoder=other))

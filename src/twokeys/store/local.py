@@ -53,6 +53,7 @@ from twokeys.errors import IndexFormatError, TwokeysError
 from twokeys.lexical.bm25 import TermMatrix
 from twokeys.lexical.index import ArrayLexicalIndex
 from twokeys.store import hittable
+from twokeys.store import vectors as vector_store
 from twokeys.store.base import (
     DocumentInfo,
     LexicalIndex,
@@ -81,7 +82,6 @@ from twokeys.store.leases import (
     remove_trash,
     remove_unleased,
 )
-from twokeys.store.vectors import describe, open_vector_index
 from twokeys.store.writes import fsync_path, write_errors, writing
 from twokeys.types import Chunk
 
@@ -329,7 +329,7 @@ class LocalIndex(IndexReader):
             return self._vectors
         with self._lock:
             if not self._vectors_loaded:
-                self._vectors = open_vector_index(self)
+                self._vectors = vector_store.open_vector_index(self)
                 self._vectors_loaded = True
         return self._vectors
 
@@ -337,7 +337,7 @@ class LocalIndex(IndexReader):
         data = super().info()
         data["path"] = str(self.path)
         data["size_bytes"] = sum(self.manifest.files.values())
-        data["vector_search"] = describe(self.manifest)
+        data["vector_search"] = vector_store.describe(self.manifest)
         return data
 
     def embeddings(self) -> npt.NDArray[Any] | None:
