@@ -175,10 +175,12 @@ def index(
     def warn(item: SkippedFile) -> None:
         err.print(f"[yellow]warning:[/yellow] {shown(item)}")
 
-    if from_index is not None or isinstance(index_path, str):
-        from twokeys.store.postgres.cli import index_postgres
+    if from_index is not None:
+        if source is not None:
+            raise click.UsageError("give either SOURCE or --from LOCAL_INDEX, not both")
+        from twokeys.store.postgres.cli import copy_postgres
 
-        report = index_postgres(source, index_path, from_index, options, quiet, warn)
+        report = copy_postgres(index_path, from_index, quiet)
     elif source is None:
         raise click.UsageError("Missing argument 'SOURCE'.")
     else:

@@ -14,25 +14,10 @@ from pathlib import Path
 
 from twokeys.dense.encoder import Encoder, get_encoder
 from twokeys.errors import EncoderMismatchError, TwokeysError
-from twokeys.indexer import (
-    IndexOptions,
-    IndexReport,
-    ProgressFactory,
-    _noop_progress,
-    _Pending,
-    _with_rows,
-    _write,
-)
+from twokeys.indexer import IndexReport, ProgressFactory, _noop_progress
 from twokeys.store.check import CheckReport, check_index
-from twokeys.store.local import (
-    DATABASE,
-    MANIFEST,
-    GenerationWriter,
-    LocalIndex,
-    read_manifest,
-    remove_stale,
-    write_lock,
-)
+from twokeys.store.local import DATABASE, MANIFEST, read_manifest, remove_stale, write_lock
+from twokeys.store.localwriter import LocalWriter
 
 
 @dataclass(frozen=True)
@@ -68,38 +53,24 @@ def repair_index(
                 f"{unrepairable[0]}; the stored chunks cannot be read back: re-index from "
                 f"the sources with 'twokeys index SOURCE --index {path}'"
             )
-        previous = LocalIndex(path)
-        try:
-            old = previous.manifest
-            if old.encoder is not None:
-                encoder = encoder or get_encoder(old.encoder.name)
-                if (encoder.id, encoder.fingerprint()) != (old.encoder.id, old.encoder.fingerprint):
-                    raise EncoderMismatchError(
-                        f"index was built with encoder {old.encoder.id}, not {encoder.id}: "
-                        "repair with the original encoder or re-index"
-                    )
-            options = IndexOptions(
-                analyzer=old.analyzer,
-                bm25=old.bm25,
-                chunker=old.chunker,
-                encoder=old.encoder.name if old.encoder is not None else None,
-                dtype=old.encoder.dtype if old.encoder is not None else "float32",
-                vector_index=old.vector_index,
-            )
-            pending = [
-                _Pending(_with_rows(doc, 0, doc.n_chunks), [], old_first_row=doc.first_row)
-                for doc in previous.all_documents()
-            ]
-            report = IndexReport(unchanged=len(pending), repaired=list(found.problems))
-            writer = GenerationWriter(path)
-            try:
-                manifest = _write(
-                    writer, pending, options, encoder, options.encoder, previous, stage, report
+        old = read_manifest(path)
+        if old.encoder is not None:
+            encoder = encoder or get_encoder(old.encoder.name)
+            if (encoder.id, encoder.fingerprint()) != (old.encoder.id, old.encoder.fingerprint):
+                raise EncoderMismatchError(
+                    f"index was built with encoder {old.encoder.id}, not {encoder.id}: "
+                    "repair with the original encoder or re-index"
                 )
-                writer.commit(manifest)
-            except BaseException:
-                writer.abort()
-                raise
-        finally:
-            previous.close()
+        # every document kept, nothing put: the writer analyses all chunks again and
+        # embeds again the vectors the check found damaged
+        with LocalWriter(
+            path, None, encoder=encoder, progress=stage, lock=False, repaired=found.problems
+        ) as writer:
+            report = IndexReport(unchanged=len(writer.stored()), repaired=list(found.problems))
+            committed = writer.commit()
+        report.committed = committed.written
+        report.documents = int(committed.counts["documents"])
+        report.chunks = int(committed.counts["chunks"])
+        report.embedded_chunks = committed.embedded
+        report.vector_index = committed.vector_index
         return RepairReport(found, report, tuple(remove_stale(path)))

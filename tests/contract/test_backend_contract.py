@@ -9,15 +9,24 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from conftest import write_docs
+from conftest import HashEncoder, write_docs
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.errors import ConfigError
-from twokeys.store.contract import IndexReader, IndexWriter, open_reader, scheme_of
-from twokeys.store.local import GenerationWriter
+from twokeys.store.base import DocumentInfo
+from twokeys.store.contract import (
+    DocumentChunks,
+    IndexReader,
+    IndexWriter,
+    open_reader,
+    open_writer,
+    scheme_of,
+)
+from twokeys.types import Chunk
 
 Build = Callable[[dict[str, str]], str]
 
@@ -56,15 +65,13 @@ def _postgres(tmp_path: Path) -> Build:
     location = str(tmp_path / "location.txt")  # the URL, written by the build fixture
 
     def build(docs: dict[str, str]) -> str:
-        from twokeys.store.postgres.indexer import index_into_postgres
-
         url = Path(location).read_text()
         if src.exists():
             for file in src.rglob("*"):
                 if file.is_file() and str(file.relative_to(src)) not in docs:
                     file.unlink()
         write_docs(src, docs)
-        index_into_postgres(src, url, IndexOptions(encoder="test-hash"))
+        build_index(src, url, IndexOptions(encoder="test-hash"))
         return url
 
     return build
@@ -188,17 +195,49 @@ def test_reading_never_writes(build: Build, tmp_path: Path) -> None:
 
 def test_an_aborted_writer_leaves_the_index_as_it_was(build: Build) -> None:
     location = build(DOCS)
-    if scheme_of(location) != "file":
-        pytest.skip("this backend's writer is exercised by its own crash tests")
     with open_index(location) as kb:
         before = kb.search("power fuse", k=3)
-    with pytest.raises(RuntimeError), GenerationWriter(Path(location)) as writer:
+    with pytest.raises(RuntimeError), open_writer(location) as writer:
         assert isinstance(writer, IndexWriter)
-        writer.add_documents([])
+        assert set(writer.stored()) == set(DOCS)
+        (doc,) = kb_documents(location, ["guides/power.md"])
+        writer.put([DocumentChunks(doc, (Chunk(doc.id, 0, "nothing", 0, 7),), None)])
+        writer.delete(["policies/refunds.md"])
         raise RuntimeError("crash midway")
     with open_index(location) as kb:
         assert kb.search("power fuse", k=3) == before
-    assert not [p for p in Path(location).iterdir() if p.name.startswith(".tmp-")]
+        assert kb.manifest.counts["documents"] == len(DOCS)
+    if scheme_of(location) == "file":
+        assert not [p for p in Path(location).iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_the_writer_adds_replaces_deletes_and_keeps(build: Build) -> None:
+    """The writer's session, as the indexer drives it: documents not named stay."""
+    location = build(DOCS)
+    with open_index(location) as kb:
+        kept_before = kb.search("signature firmware", k=3)
+    with open_writer(location) as writer:
+        stored = writer.stored()
+        assert set(stored) == set(DOCS) and all(stored.values())
+        (power,) = kb_documents(location, ["guides/power.md"])
+        new = replace(power, id="new.md", path="new.md", sha256="x1", title="New")
+        chunk = Chunk("new.md", 0, "a brand new zebra page", 0, 22)
+        vectors = HashEncoder().encode(["a brand new zebra page"], "document")
+        writer.put([DocumentChunks(new, (chunk,), vectors)])
+        writer.delete(["policies/refunds.md"])
+        committed = writer.commit()
+    assert committed.written and committed.counts["documents"] == len(DOCS)
+    with open_index(location) as kb:
+        assert kb.search("zebra", mode="bm25")[0].chunk.id == "new.md#0"
+        assert all(h.doc_id != "policies/refunds.md" for h in kb.search("refund", k=10))
+        assert kb.backend.documents(["policies/refunds.md", "new.md"]).keys() == {"new.md"}
+        assert kb.search("signature firmware", k=1) == kept_before[:1]  # kept as it was
+
+
+def kb_documents(location: str, ids: list[str]) -> list[DocumentInfo]:
+    with open_index(location) as kb:
+        found = kb.backend.documents(ids)
+    return [found[i] for i in ids]
 
 
 def test_unknown_location_schemes_are_errors() -> None:

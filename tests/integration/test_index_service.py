@@ -152,6 +152,6 @@ def test_another_backend_is_served_read_only(kb: Path) -> None:
     assert service.path is None
     with service.reader() as index:
         assert index.search("aurora", mode="bm25")[0].doc_id == "a.md"
-    with pytest.raises(ConfigError, match="testfs:// is served read-only"):
+    with pytest.raises(ConfigError, match="testfs:// is read-only"):
         service.write((), ["a.md"])
     service.close()

@@ -11,7 +11,7 @@ import pytest
 from conftest import HashEncoder, write_docs
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.errors import ConfigError, IndexFormatError
-from twokeys.store.postgres.indexer import copy_into_postgres, index_into_postgres
+from twokeys.store.postgres.indexer import copy_into_postgres
 from twokeys.store.postgres.location import PostgresLocation
 from twokeys.store.postgres.schema import SCHEMA_VERSION, migrate
 from twokeys.store.postgres.writer import PostgresWriter
@@ -47,7 +47,7 @@ def _same(pg_url: str, local: Path) -> None:
 def test_index_from_source_matches_embedded(tmp_path: Path, pg_url: str) -> None:
     src = write_docs(tmp_path / "docs", DOCS)
     build_index(src, tmp_path / "kb.twokeys", OPTIONS)
-    report = index_into_postgres(src, pg_url, OPTIONS)
+    report = build_index(src, pg_url, OPTIONS)
     assert (report.documents, report.added, report.embedded_chunks) == (5, 5, report.chunks)
     _same(pg_url, tmp_path / "kb.twokeys")
     with open_index(str(tmp_path / "kb.twokeys")) as a, open_index(pg_url) as b:
@@ -74,13 +74,13 @@ def test_reindex_replaces_changed_removes_gone_and_keeps_counts_exact(
     tmp_path: Path, pg_url: str
 ) -> None:
     src = write_docs(tmp_path / "docs", DOCS)
-    index_into_postgres(src, pg_url, OPTIONS)
-    again = index_into_postgres(src, pg_url, OPTIONS)
+    build_index(src, pg_url, OPTIONS)
+    again = build_index(src, pg_url, OPTIONS)
     assert (again.unchanged, again.embedded_chunks) == (5, 0)
     (src / "guide.txt").write_text("Resetting\n\nHold the red button for twenty seconds.\n")
     (src / "page.html").unlink()
     write_docs(src, {"new.md": "# New\n\nA brand new zx-9999 page about the hub.\n"})
-    report = index_into_postgres(src, pg_url, OPTIONS)
+    report = build_index(src, pg_url, OPTIONS)
     assert (report.added, report.changed, report.removed, report.unchanged) == (1, 1, 1, 3)
     # the same statistics as an embedded index built from scratch on the new source
     build_index(src, tmp_path / "fresh.twokeys", OPTIONS)
@@ -110,7 +110,7 @@ def test_copy_from_embedded_index_keeps_rows_and_vectors(
         copy_into_postgres(tmp_path / "kb.twokeys", pg_url)
     # new chunks after a copy get rows past the copied ones
     write_docs(src, {"later.md": "# Later\n\nAdded after the copy.\n"})
-    index_into_postgres(src, pg_url, OPTIONS, encoder=hash_encoder)
+    build_index(src, pg_url, OPTIONS, encoder=hash_encoder)
     with open_index(pg_url) as kb:
         assert kb.search("added after the copy", mode="bm25")[0].chunk.doc_id == "later.md"
     with PostgresWriter(pg_url) as writer:
@@ -137,12 +137,12 @@ def test_other_settings_are_refused_but_bm25_parameters_may_change(
     tmp_path: Path, pg_url: str
 ) -> None:
     src = write_docs(tmp_path / "docs", DOCS)
-    index_into_postgres(src, pg_url, OPTIONS)
+    build_index(src, pg_url, OPTIONS)
     with pytest.raises(ConfigError, match="encoder differ"):
-        index_into_postgres(src, pg_url, IndexOptions(encoder=None))
+        build_index(src, pg_url, IndexOptions(encoder=None))
     from twokeys.lexical.bm25 import BM25Params
 
-    index_into_postgres(src, pg_url, IndexOptions(encoder="test-hash", bm25=BM25Params(1.2, 0.75)))
+    build_index(src, pg_url, IndexOptions(encoder="test-hash", bm25=BM25Params(1.2, 0.75)))
     with open_index(pg_url) as kb:
         assert kb.manifest.bm25 == BM25Params(1.2, 0.75)
 

@@ -14,8 +14,7 @@ import psycopg
 import pytest
 
 from conftest import ROOT, write_docs
-from twokeys import IndexOptions, open_index
-from twokeys.store.postgres.indexer import index_into_postgres
+from twokeys import IndexOptions, build_index, open_index
 from twokeys.store.postgres.location import PostgresLocation
 from twokeys.store.postgres.writer import PostgresWriter
 
@@ -80,7 +79,7 @@ def _env() -> dict[str, str]:
 def test_two_writers_and_a_reader_lose_and_duplicate_nothing(tmp_path: Path, pg_url: str) -> None:
     docs, chunks = 40, 3
     src = write_docs(tmp_path / "seed", {"seed.md": "# Seed\n\nshared common words seed.\n"})
-    index_into_postgres(src, pg_url, IndexOptions(encoder=None))
+    build_index(src, pg_url, IndexOptions(encoder=None))
     schema = PostgresLocation.parse(pg_url).schema
     stop = tmp_path / "stop"
     reader = subprocess.Popen(
@@ -118,12 +117,12 @@ def test_two_writers_and_a_reader_lose_and_duplicate_nothing(tmp_path: Path, pg_
 
 KILLED = """
 import sys
-import twokeys.store.postgres.indexer as pg_indexer
 from pathlib import Path
-from twokeys import IndexOptions
+from twokeys import IndexOptions, build_index
+from twokeys.store.postgres.writer import PostgresIndexWriter
 
-pg_indexer.BATCH_CHUNKS = 4
-pg_indexer.index_into_postgres(Path(sys.argv[1]), sys.argv[2], IndexOptions(encoder=None))
+PostgresIndexWriter.batch_chunks = 4
+build_index(Path(sys.argv[1]), sys.argv[2], IndexOptions(encoder=None))
 """
 
 
@@ -154,7 +153,7 @@ def test_a_killed_writer_leaves_whole_documents_only(tmp_path: Path, pg_url: str
         assert 0 < committed < len(files)
         assert writer.verify() == []
         # the next run finishes the job: every document once, statistics exact
-        report = index_into_postgres(src, pg_url, options)
+        report = build_index(src, pg_url, options)
         assert report.unchanged == committed and report.added == len(files) - committed
         assert writer.verify() == []
         assert writer.counts()["documents"] == len(files)

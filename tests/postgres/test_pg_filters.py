@@ -8,7 +8,6 @@ import pytest
 
 from conftest import filter_corpus, write_docs
 from twokeys import IndexOptions, build_index, open_index
-from twokeys.store.postgres.indexer import index_into_postgres
 
 pytestmark = pytest.mark.postgres
 OPTIONS = IndexOptions(encoder="test-hash")
@@ -25,7 +24,7 @@ FILTERS = (
 def test_filtered_searches_equal_the_embedded_engine(tmp_path: Path, pg_url: str) -> None:
     src = write_docs(tmp_path / "docs", filter_corpus())
     build_index(src, tmp_path / "kb.twokeys", OPTIONS)
-    index_into_postgres(src, pg_url, OPTIONS)
+    build_index(src, pg_url, OPTIONS)
     with open_index(str(tmp_path / "kb.twokeys")) as a, open_index(pg_url) as b:
         for filters in FILTERS:
             for mode in ("bm25", "dense", "hybrid"):
@@ -39,12 +38,12 @@ def test_a_filter_sees_documents_written_after_the_index_was_opened(
     tmp_path: Path, pg_url: str
 ) -> None:
     src = write_docs(tmp_path / "docs", filter_corpus())
-    index_into_postgres(src, pg_url, OPTIONS)
+    build_index(src, pg_url, OPTIONS)
     with open_index(pg_url) as kb:
         before = kb.search("power fuse", mode="bm25", k=50, filters=["lang=fr"])
         assert before == []
         write_docs(src, {"policies/fr.md": "---\nlang: fr\n---\n# Fusible\n\npower fuse.\n"})
-        index_into_postgres(src, pg_url, OPTIONS)
+        build_index(src, pg_url, OPTIONS)
         after = kb.search("power fuse", mode="hybrid", k=50, filters=["lang=fr"])
         assert [h.path for h in after] == ["policies/fr.md"]
 
@@ -54,7 +53,7 @@ def test_hnsw_search_uses_the_index_and_a_filter_still_fills_k(tmp_path: Path, p
 
     src = write_docs(tmp_path / "docs", filter_corpus())
     hnsw = IndexOptions(encoder="test-hash", vector_index=VectorIndexOptions(kind="hnsw"))
-    index_into_postgres(src, pg_url, hnsw)
+    build_index(src, pg_url, hnsw)
     build_index(src, tmp_path / "exact.twokeys", OPTIONS)
     with open_index(pg_url) as b, open_index(str(tmp_path / "exact.twokeys")) as a:
         assert b.info()["vector_search"]["used"] == "hnsw"

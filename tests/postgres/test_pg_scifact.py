@@ -18,7 +18,7 @@ from twokeys import IndexOptions, build_index, open_index
 from twokeys.evaluation.beir import load_collection
 from twokeys.evaluation.experiment import default_index_path, ensure_index
 from twokeys.evaluation.runs import doc_ranking, evaluate
-from twokeys.store.postgres.indexer import copy_into_postgres, index_into_postgres
+from twokeys.store.postgres.indexer import copy_into_postgres
 
 pytestmark = [
     pytest.mark.slow,
@@ -32,7 +32,7 @@ def test_scifact_bm25_top10_and_scores_equal_embedded(tmp_path: Path, pg_url: st
     options = IndexOptions(encoder=None)
     local = tmp_path / "scifact.twokeys"
     build_index(SCIFACT / "corpus.jsonl", local, options)
-    index_into_postgres(SCIFACT / "corpus.jsonl", pg_url, options)
+    build_index(SCIFACT / "corpus.jsonl", pg_url, options)
     queries = load_collection(SCIFACT, "test").queries
     worst = 0.0
     with open_index(str(local)) as a, open_index(pg_url) as b:

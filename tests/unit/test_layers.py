@@ -159,3 +159,29 @@ def test_no_import_cycles_between_packages(depth: int) -> None:
     assert not cycle, f"import cycle {' -> '.join(cycle)} ({', '.join(edges)})"
     if depth == 1:
         assert seen_known == KNOWN_CYCLE_IMPORTS, "gone: " + str(KNOWN_CYCLE_IMPORTS - seen_known)
+
+
+def test_the_indexer_writes_through_the_contract_only() -> None:
+    backends = ("twokeys.store.local", "twokeys.store.vectors", "twokeys.store.postgres")
+    named = {n for n in _imports(PACKAGE / "indexer.py") if n.startswith(backends)}
+    assert not named, f"indexer.py imports {', '.join(sorted(named))}"
+
+
+def test_the_store_modules_import_no_cycle() -> None:
+    """Among the storage modules (imports inside functions count too): the local
+    directory and its vector index, the contract and its backends, each only look down."""
+    files = sorted((PACKAGE / "store").rglob("*.py"))
+    modules = {_module_name(f): f for f in files}
+
+    def imported(file: Path) -> set[str]:  # ``from twokeys.store import vectors`` too
+        names = _imports(file)
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        return names
+
+    graph = {m: {n for n in imported(f) if n in modules and n != m} for m, f in modules.items()}
+    assert "twokeys.store.local" not in graph["twokeys.store.vectors"]
+
+    cycle = _a_cycle(graph)
+    assert not cycle, " -> ".join(cycle)

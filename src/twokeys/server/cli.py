@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import click
 
@@ -152,7 +153,7 @@ def serve(
     service = IndexService(index_path)
     llm = make_llm(llm_spec, base_url, timeout)
     app = create_app(service, llm=llm, config=config)
-    click.echo(f"twokeys: serving {index_path.name} on http://{host}:{port}", err=True)
+    click.echo(f"twokeys: serving {_label(index_path)} on http://{host}:{port}", err=True)
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
     finally:
@@ -222,3 +223,14 @@ def mcp(
         if llm is not None:
             llm.close()
         service.close()
+
+
+def _label(location: Path | str) -> str:
+    """A folder's name, or a URL without its password."""
+    if isinstance(location, Path):
+        return location.name
+    parts = urlsplit(location)
+    if parts.password is not None:
+        host = parts.netloc.rpartition("@")[2]
+        parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
+    return urlunsplit(parts)

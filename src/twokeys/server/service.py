@@ -2,12 +2,16 @@
 
 A reader takes a lease on the current :class:`~twokeys.engine.Index` for the length of
 its request (a whole streamed answer included) and so always reads one committed
-generation. A write (:meth:`IndexService.write`) builds and commits a new generation
-with :func:`~twokeys.indexer.update_documents`, under an in-process lock (one writer)
-and the index folder's own lock (no other process), then opens it and makes it
-current; the previous one is closed when its last lease ends. A commit made by another
-process (``twokeys index`` run beside the server) is noticed on the next request, by
-the manifest's change time.
+generation. A write (:meth:`IndexService.write`) commits through the index's writer
+with :func:`~twokeys.indexer.update_documents`, whatever the backend, under an
+in-process lock (one writer), then opens the new state and makes it current; the
+previous one is closed when its last lease ends. Across processes the backend
+serialises writers: a local folder's lock (a second writer gets
+:class:`IndexBusyError`), PostgreSQL's row lock (a second writer waits its turn). A
+commit made by another process (``twokeys index`` run beside the server, or another
+server on the same database) is noticed on the next request: by the manifest's change
+time for a folder, by the reader's :meth:`~twokeys.store.base.IndexBackend.version`
+for another backend.
 
 Each generation is *warmed* when opened (its lexical arrays and vectors mapped), so
 readers still on a generation that the commit removed from disk keep reading the open
@@ -25,11 +29,13 @@ from urllib.parse import urlsplit
 
 from twokeys.dense.encoder import Encoder
 from twokeys.engine import Index
-from twokeys.errors import ConfigError, TwokeysError
+from twokeys.errors import TwokeysError
 from twokeys.indexer import IndexReport, update_documents
 from twokeys.store.contract import LOCAL, open_reader, scheme_of
 from twokeys.store.local import MANIFEST
 from twokeys.types import Document
+
+Stamp = tuple[object, ...]
 
 
 class UnknownDocumentError(TwokeysError):
@@ -45,7 +51,7 @@ class IndexService:
 
     def __init__(self, location: str | Path, *, encoder: Encoder | None = None) -> None:
         self.location = location
-        #: the folder of a local index; None for another backend (served read-only)
+        #: the folder of a local index; None for another backend
         self.path: Path | None = Path(location) if scheme_of(location) == LOCAL else None
         if isinstance(location, str) and location.startswith("file://"):
             self.path = Path(urlsplit(location).path)
@@ -55,11 +61,16 @@ class IndexService:
         self._leases: dict[int, int] = {}
         self._stamp = self._manifest_stamp()
         self._current = self._open()
+        if self.path is None:
+            self._stamp = self._manifest_stamp()
         self.writes = 0
 
-    def _manifest_stamp(self) -> tuple[int, int, int]:
+    def _manifest_stamp(self) -> Stamp:
+        """What changes when another process commits: the manifest file's identity for a
+        folder, the open reader's :meth:`version` for another backend."""
         if self.path is None:
-            return (0, 0, 0)  # another backend's reader serves one committed state
+            current = getattr(self, "_current", None)
+            return (current.backend.version(),) if current is not None else ()
         try:
             st = os.stat(self.path / MANIFEST)
         except OSError:
@@ -120,8 +131,10 @@ class IndexService:
         finally:
             self._write_lock.release()
 
-    def _swap(self, stamp: tuple[int, int, int]) -> None:
+    def _swap(self, stamp: Stamp | None = None) -> None:
         fresh = self._open()
+        if stamp is None:  # another backend: the fresh reader's own version
+            stamp = (fresh.backend.version(),)
         with self._lock:
             old, self._current, self._stamp = self._current, fresh, stamp
             idle = id(old) not in self._leases
@@ -130,11 +143,6 @@ class IndexService:
 
     def write(self, upserts: Sequence[Document] = (), deletes: Sequence[str] = ()) -> IndexReport:
         """Add or replace ``upserts`` and delete ``deletes`` in one commit, then serve it."""
-        if self.path is None:
-            raise ConfigError(
-                f"writes over HTTP need a local index; {scheme_of(self.location)}:// is served "
-                "read-only"
-            )
         with self._write_lock:
             if deletes:
                 with self._lease() as index:
@@ -142,16 +150,20 @@ class IndexService:
                 missing = [d for d in deletes if d not in found]
                 if missing:
                     raise UnknownDocumentError(f"no document {missing[0]!r}")
+            location = self.path if self.path is not None else self.location
             try:
-                report = update_documents(self.path, upserts, deletes, encoder=self._encoder)
+                report = update_documents(location, upserts, deletes, encoder=self._encoder)
             except TwokeysError as exc:
                 if "being written by another" in str(exc):  # store.local.write_lock's refusal
                     raise IndexBusyError(f"{exc}; try again when it is done") from None
                 raise
             finally:
-                stamp = self._manifest_stamp()
-                if stamp != self._stamp:  # committed (even if a later step failed)
-                    self._swap(stamp)
+                if self.path is None:
+                    self._swap()  # (a database may have committed some batches)
+                else:
+                    stamp = self._manifest_stamp()
+                    if stamp != self._stamp:  # committed (even if a later step failed)
+                        self._swap(stamp)
             self.writes += 1
             return report
 

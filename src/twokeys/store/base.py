@@ -72,34 +72,135 @@ class EncoderInfo:
 
 
 @dataclass(frozen=True)
-class Manifest:
-    """The index's description, written last so that it commits a build."""
+class IndexSpec:
+    """What defines an index's results, whatever stores it: the analyzer, BM25's k1 and
+    b, the chunker, the encoder that made the vectors (None: lexical only) and the
+    vector-index options. Two indexes of the same documents with equal specs search alike.
+    """
 
     analyzer: AnalyzerSpec
     bm25: BM25Params
     chunker: ChunkerConfig
     encoder: EncoderInfo | None
-    counts: Mapping[str, int]
-    generation: str = ""
-    created_at: str = ""
-    twokeys_version: str = ""
-    files: Mapping[str, int] = field(default_factory=dict)
     vector_index: VectorIndexOptions = field(default_factory=VectorIndexOptions)
-    source: str = ""  # the absolute path the documents were read from ("" if unknown)
-    sha256: Mapping[str, str] = field(default_factory=dict)  # of the generation's small files
+
+    def reuse_conflict(self, stored: IndexSpec) -> str:
+        """Why chunks and vectors stored under ``stored`` can't be kept under this spec
+        ("" when they can: BM25, the analyzer and the vector index are re-derived)."""
+        if stored.chunker != self.chunker:
+            return "chunker settings changed"
+        if (stored.encoder is None) != (self.encoder is None):
+            return "dense index added or removed"
+        if stored.encoder is not None and self.encoder is not None:
+            new = self.encoder
+            if stored.encoder.mismatch(new.id, new.fingerprint, new.tokenizer):
+                return f"encoder changed ({stored.encoder.id} -> {new.id})"
+            if stored.encoder.dtype != new.dtype:
+                return f"vector dtype changed ({stored.encoder.dtype} -> {new.dtype})"
+        return ""
 
     def to_dict(self) -> dict[str, Any]:
+        return {
+            "analyzer": self.analyzer.to_dict(),
+            "bm25": self.bm25.to_dict(),
+            "chunker": self.chunker.to_dict(),
+            "encoder": self.encoder.to_dict() if self.encoder else None,
+            "vector_index": self.vector_index.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> IndexSpec:
+        """The spec in ``data`` (a manifest or a settings row); raises KeyError, TypeError,
+        ValueError or ConfigError on a malformed one (the caller names the file)."""
+        enc = data["encoder"]
+        encoder = (
+            EncoderInfo(
+                name=str(enc["name"]),
+                id=str(enc["id"]),
+                fingerprint=str(enc["fingerprint"]),
+                dim=int(enc["dim"]),
+                dtype=str(enc.get("dtype", "float32")),
+                tokenizer=str(enc.get("tokenizer", "")),
+            )
+            if enc
+            else None
+        )
+        return cls(
+            analyzer=AnalyzerSpec.from_dict(data["analyzer"]),
+            bm25=BM25Params.from_dict(data["bm25"]),
+            chunker=ChunkerConfig.from_dict(data["chunker"]),
+            encoder=encoder,
+            vector_index=VectorIndexOptions.from_dict(data.get("vector_index", {})),
+        )
+
+
+@dataclass(frozen=True)
+class StoredState:
+    """How a backend keeps one committed state of an index, which does not change its
+    results: the generation (a local folder's name, a database's write counter), its
+    files or tables with their sizes in bytes, and the sha256 of a local generation's
+    small files (checked by ``twokeys check``)."""
+
+    generation: str = ""
+    files: Mapping[str, int] = field(default_factory=dict)
+    sha256: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """An index's description: its :class:`IndexSpec` (what defines results), its counts,
+    the source and twokeys that wrote it, and how it is stored (:class:`StoredState`).
+    A local index writes it last (``manifest.json``), so that it commits a build."""
+
+    spec: IndexSpec
+    counts: Mapping[str, int]
+    stored: StoredState = field(default_factory=StoredState)
+    created_at: str = ""
+    twokeys_version: str = ""
+    source: str = ""  # the absolute path the documents were read from ("" if unknown)
+
+    # the spec's and the stored state's fields, by their names
+    @property
+    def analyzer(self) -> AnalyzerSpec:
+        return self.spec.analyzer
+
+    @property
+    def bm25(self) -> BM25Params:
+        return self.spec.bm25
+
+    @property
+    def chunker(self) -> ChunkerConfig:
+        return self.spec.chunker
+
+    @property
+    def encoder(self) -> EncoderInfo | None:
+        return self.spec.encoder
+
+    @property
+    def vector_index(self) -> VectorIndexOptions:
+        return self.spec.vector_index
+
+    @property
+    def generation(self) -> str:
+        return self.stored.generation
+
+    @property
+    def files(self) -> Mapping[str, int]:
+        return self.stored.files
+
+    @property
+    def sha256(self) -> Mapping[str, str]:
+        return self.stored.sha256
+
+    def to_dict(self) -> dict[str, Any]:
+        """The manifest file's JSON (one flat object, format version 1)."""
         return {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
             "twokeys_version": self.twokeys_version,
             "created_at": self.created_at,
             "generation": self.generation,
-            "analyzer": self.analyzer.to_dict(),
-            "bm25": self.bm25.to_dict(),
-            "chunker": self.chunker.to_dict(),
-            "encoder": self.encoder.to_dict() if self.encoder else None,
-            "vector_index": self.vector_index.to_dict(),
+            **self.spec.to_dict(),
             "counts": dict(self.counts),
             "files": dict(self.files),
             "source": self.source,
@@ -117,32 +218,17 @@ class Manifest:
                 f"(this twokeys reads version {FORMAT_VERSION}); rebuild the index"
             )
         try:
-            enc = data["encoder"]
-            encoder = (
-                EncoderInfo(
-                    name=str(enc["name"]),
-                    id=str(enc["id"]),
-                    fingerprint=str(enc["fingerprint"]),
-                    dim=int(enc["dim"]),
-                    dtype=str(enc.get("dtype", "float32")),
-                    tokenizer=str(enc.get("tokenizer", "")),
-                )
-                if enc
-                else None
-            )
             return cls(
-                analyzer=AnalyzerSpec.from_dict(data["analyzer"]),
-                bm25=BM25Params.from_dict(data["bm25"]),
-                chunker=ChunkerConfig.from_dict(data["chunker"]),
-                encoder=encoder,
+                spec=IndexSpec.from_dict(data),
                 counts={str(k): int(v) for k, v in data["counts"].items()},
-                generation=str(data["generation"]),
+                stored=StoredState(
+                    generation=str(data["generation"]),
+                    files={str(k): int(v) for k, v in data.get("files", {}).items()},
+                    sha256={str(k): str(v) for k, v in data.get("sha256", {}).items()},
+                ),
                 created_at=str(data.get("created_at", "")),
                 twokeys_version=str(data.get("twokeys_version", "")),
-                files={str(k): int(v) for k, v in data.get("files", {}).items()},
-                vector_index=VectorIndexOptions.from_dict(data.get("vector_index", {})),
                 source=str(data.get("source", "")),
-                sha256={str(k): str(v) for k, v in data.get("sha256", {}).items()},
             )
         except (KeyError, TypeError, ValueError, AttributeError, ConfigError) as exc:
             raise IndexFormatError(f"{where}: malformed manifest ({exc!r})") from exc
@@ -243,6 +329,12 @@ class IndexBackend(ABC):
         }
         found = self.chunks(list(rows.values()))
         return {chunk_id: chunk for chunk_id, chunk in zip(rows, found, strict=True)}
+
+    def version(self) -> str:
+        """The latest committed state of the index, as an opaque string that changes
+        when a writer commits (a server reopens its reader then). A reader that can only
+        serve the state it opened (the local directory) returns that state's."""
+        return self.manifest.generation
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release files and connections."""

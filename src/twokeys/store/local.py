@@ -41,7 +41,7 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -50,17 +50,30 @@ import numpy as np
 import numpy.typing as npt
 
 from twokeys.errors import IndexFormatError, TwokeysError
-from twokeys.lexical.bm25 import BM25Params, TermMatrix, bm25_weights
+from twokeys.lexical.bm25 import TermMatrix
 from twokeys.lexical.index import ArrayLexicalIndex
 from twokeys.store import hittable
+from twokeys.store import vectors as vector_store
 from twokeys.store.base import (
     DocumentInfo,
     LexicalIndex,
     Manifest,
+    StoredState,
     VectorIndex,
 )
-from twokeys.store.contract import IndexReader, IndexWriter
+from twokeys.store.contract import IndexReader
+from twokeys.store.derived import derived_file as derived_file
+from twokeys.store.derived import derived_names as derived_names
+from twokeys.store.derived import load_derived as load_derived
+from twokeys.store.derived import remove_derived as remove_derived
+from twokeys.store.derived import save_derived as save_derived
+from twokeys.store.derived import save_derived_file as save_derived_file
 from twokeys.store.guarded import GuardedLexicalIndex
+from twokeys.store.layout import DATABASE as DATABASE
+from twokeys.store.layout import EMBEDDINGS as EMBEDDINGS
+from twokeys.store.layout import LOCK as LOCK
+from twokeys.store.layout import MANIFEST as MANIFEST
+from twokeys.store.layout import VOCABULARY as VOCABULARY
 from twokeys.store.leases import (
     TRASH_PREFIX,
     GenerationGone,
@@ -69,16 +82,11 @@ from twokeys.store.leases import (
     remove_trash,
     remove_unleased,
 )
-from twokeys.store.writes import write_errors, writing
+from twokeys.store.writes import fsync_path, write_errors, writing
 from twokeys.types import Chunk
 
-MANIFEST = "manifest.json"
-VOCABULARY = "lexical.vocab.txt"
-EMBEDDINGS = "dense.embeddings.npy"
 HASHED_UP_TO = 4 << 20  # files up to this size get their sha256 in the manifest
 _SQLITE_MMAP_BYTES = 1 << 40  # SQLite caps it at its compiled maximum (2 GB by default)
-DATABASE = "twokeys.sqlite"
-LOCK = ".lock"
 
 _SCHEMA = """
 CREATE TABLE documents (
@@ -319,21 +327,17 @@ class LocalIndex(IndexReader):
     def vectors(self) -> VectorIndex | None:
         if self._vectors_loaded:
             return self._vectors
-        from twokeys.store.vectors import open_vector_index  # it builds on this module
-
         with self._lock:
             if not self._vectors_loaded:
-                self._vectors = open_vector_index(self)
+                self._vectors = vector_store.open_vector_index(self)
                 self._vectors_loaded = True
         return self._vectors
 
     def info(self) -> dict[str, Any]:
-        from twokeys.store.vectors import describe  # it builds on this module
-
         data = super().info()
         data["path"] = str(self.path)
         data["size_bytes"] = sum(self.manifest.files.values())
-        data["vector_search"] = describe(self.manifest)
+        data["vector_search"] = vector_store.describe(self.manifest)
         return data
 
     def embeddings(self) -> npt.NDArray[Any] | None:
@@ -535,8 +539,10 @@ def _is_ours(name: str) -> bool:
     )
 
 
-class GenerationWriter(IndexWriter):
-    """Writes one generation into a temporary folder; :meth:`commit` makes it current."""
+class GenerationWriter:
+    """Writes one generation's files into a temporary folder; :meth:`commit` makes it
+    current. (The session around it, :class:`~twokeys.store.localwriter.LocalWriter`,
+    decides what goes in.)"""
 
     def __init__(self, index_path: Path) -> None:
         self.index_path = index_path
@@ -608,7 +614,9 @@ class GenerationWriter(IndexWriter):
         )
 
     @write_errors
-    def write_lexical(self, matrix: TermMatrix, bm25: BM25Params) -> None:
+    def write_lexical(self, matrix: TermMatrix, weights: npt.NDArray[np.float32]) -> None:
+        """The term matrix and its BM25 weights (:func:`twokeys.lexical.bm25.bm25_weights`),
+        aligned with ``matrix.indices``."""
         vocab_file = self.tmp_dir / "lexical.vocab.txt"
         with open(vocab_file, "w", encoding="utf-8") as fh:
             for term in matrix.vocabulary:
@@ -618,7 +626,7 @@ class GenerationWriter(IndexWriter):
         self._save("lexical.indices.npy", matrix.indices)
         self._save("lexical.tf.npy", matrix.tf)
         self._save("lexical.lengths.npy", matrix.lengths)
-        self._save("lexical.weights.npy", bm25_weights(matrix, bm25))
+        self._save("lexical.weights.npy", weights)
 
     @write_errors
     def write_embeddings(self, embeddings: npt.NDArray[np.floating]) -> None:
@@ -640,23 +648,17 @@ class GenerationWriter(IndexWriter):
             self._files[file.name] = file.stat().st_size
             if self._files[file.name] <= HASHED_UP_TO:
                 self._hashes[file.name] = file_sha256(file)
-            _fsync(file)
+            fsync_path(file)
         final_dir = self.index_path / self.generation
         os.replace(self.tmp_dir, final_dir)
-        _fsync(self.index_path)
+        fsync_path(self.index_path)
         committed = Manifest(
-            analyzer=manifest.analyzer,
-            bm25=manifest.bm25,
-            chunker=manifest.chunker,
-            encoder=manifest.encoder,
+            spec=manifest.spec,
             counts=manifest.counts,
-            generation=self.generation,
+            stored=StoredState(self.generation, self._files, self._hashes),
             created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             twokeys_version=manifest.twokeys_version,
-            files=self._files,
-            vector_index=manifest.vector_index,
             source=manifest.source,
-            sha256=self._hashes,
         )
         tmp_manifest = self.index_path / f"{MANIFEST}.tmp"
         with open(tmp_manifest, "w", encoding="utf-8") as fh:
@@ -665,7 +667,7 @@ class GenerationWriter(IndexWriter):
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp_manifest, self.index_path / MANIFEST)
-        _fsync(self.index_path)
+        fsync_path(self.index_path)
         return committed
 
     def abort(self) -> None:
@@ -712,101 +714,3 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-def _fsync(path: Path) -> None:
-    """Flush a file's or a folder's entries to disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-# -- derived arrays ------------------------------------------------------------------
-#
-# Retrieval models that are costly to fit from the committed arrays (LSI's SVD, the HNSW
-# graph) keep their result next to them, as ``derived.<name>.<key>.npy`` (or another
-# suffix, for a file a library writes in its own format) in the generation folder, so
-# they live and die with that generation.
-
-
-def _check_derived_names(*values: str) -> None:
-    for value in values:
-        if not value or not all(c.isascii() and (c.isalnum() or c in "_+-") for c in value):
-            raise ValueError(f"derived array name {value!r}: use ASCII letters, digits, _ + -")
-
-
-def _derived_file(index: LocalIndex, name: str, key: str, suffix: str = "npy") -> Path:
-    _check_derived_names(name, key, suffix)
-    return index.gen_dir / f"derived.{name}.{key}.{suffix}"
-
-
-def _write_atomically(final: Path, write: Callable[[Path], None]) -> None:
-    """``write(tmp)``, fsync, rename to ``final``: a reader sees a whole file or none."""
-    tmp = final.with_name(f".tmp-{os.getpid()}-{time.time_ns()}-{final.name}")
-    try:
-        write(tmp)
-        _fsync(tmp)
-        os.replace(tmp, final)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def save_derived_file(
-    index: LocalIndex, name: str, key: str, suffix: str, write: Callable[[Path], None]
-) -> None:
-    """Let ``write(path)`` create a file in a library's own format under ``name``/``key``.
-
-    Written to a temporary path and renamed into place, like :func:`save_derived`; write
-    the arrays that say the file is valid (a header) after it. Raises :class:`OSError` if
-    the folder is not writable.
-    """
-    _write_atomically(_derived_file(index, name, key, suffix), write)
-
-
-def derived_file(index: LocalIndex, name: str, key: str, suffix: str) -> Path | None:
-    """The path of a file saved by :func:`save_derived_file`, or None if there is none."""
-    path = _derived_file(index, name, key, suffix)
-    return path if path.is_file() else None
-
-
-def save_derived(index: LocalIndex, name: str, arrays: dict[str, npt.NDArray[Any]]) -> None:
-    """Store ``arrays`` under ``name`` in the index's generation folder.
-
-    Each array is written to a temporary file and renamed into place, so a reader sees
-    a whole file or none. Raises :class:`OSError` if the folder is not writable.
-    """
-    for key, array in arrays.items():
-
-        def write(path: Path, array: npt.NDArray[Any] = array) -> None:
-            with open(path, "wb") as fh:
-                np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
-
-        _write_atomically(_derived_file(index, name, key), write)
-
-
-def derived_names(index: LocalIndex) -> set[str]:
-    """The names under which the index's generation folder holds derived files."""
-    return {p.name.split(".")[1] for p in index.gen_dir.glob("derived.*.*.*")}
-
-
-def remove_derived(index: LocalIndex, name: str) -> None:
-    """Delete every file saved under ``name`` (missing files are fine)."""
-    _check_derived_names(name)
-    for path in index.gen_dir.glob(f"derived.{name}.*.*"):
-        path.unlink(missing_ok=True)
-
-
-def load_derived(
-    index: LocalIndex, name: str, keys: Sequence[str]
-) -> dict[str, npt.NDArray[Any]] | None:
-    """The arrays ``keys`` stored under ``name``, memory-mapped; None unless all are readable."""
-    out: dict[str, npt.NDArray[Any]] = {}
-    for key in keys:
-        file = _derived_file(index, name, key)
-        try:
-            out[key] = np.load(file, mmap_mode="r", allow_pickle=False)
-        except (OSError, ValueError):
-            return None
-    return out

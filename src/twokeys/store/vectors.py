@@ -1,7 +1,7 @@
 """The vector index of a local generation: exact or HNSW, as the manifest says.
 
 The HNSW graph is derived from ``dense.embeddings.npy``, so it is stored as a derived
-file in faiss' format (:func:`~twokeys.store.local.save_derived_file`) plus a JSON
+file in faiss' format (:func:`~twokeys.store.derived.save_derived_file`) plus a JSON
 header (a derived array) in the same generation folder, named by its build parameters,
 and opened memory-mapped. ``twokeys index`` builds it right after committing the
 vectors (:func:`build_graph`), and ``twokeys optimize`` builds it for an index whose
@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy.typing as npt
 
@@ -37,9 +38,7 @@ from twokeys.dense.ann import (
 from twokeys.dense.exact import ExactVectorIndex
 from twokeys.dense.selection import HnswParams
 from twokeys.store.base import Manifest, VectorIndex
-from twokeys.store.local import (
-    EMBEDDINGS,
-    LocalIndex,
+from twokeys.store.derived import (
     derived_file,
     derived_names,
     load_derived,
@@ -47,6 +46,24 @@ from twokeys.store.local import (
     save_derived,
     save_derived_file,
 )
+from twokeys.store.layout import EMBEDDINGS
+
+
+class VectorsOnDisk(Protocol):
+    """What the vector index needs of a local index (:class:`~twokeys.store.local.LocalIndex`):
+    its folder, generation folder, manifest and memory-mapped vectors."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def gen_dir(self) -> Path: ...
+
+    @property
+    def manifest(self) -> Manifest: ...
+
+    def embeddings(self) -> npt.NDArray[Any] | None: ...
+
 
 HEADER = "meta"
 
@@ -89,7 +106,7 @@ def graph_name(params: HnswParams) -> str:
     return f"hnsw-v{FORMAT_VERSION}-m{params.m}-efc{params.ef_construction}-s{params.seed}"
 
 
-def open_vector_index(index: LocalIndex) -> VectorIndex | None:
+def open_vector_index(index: VectorsOnDisk) -> VectorIndex | None:
     """The index's vector index: the saved HNSW graph, or exact search if there is none.
 
     Never writes: an index that should have a graph but has no valid one is searched
@@ -115,7 +132,7 @@ def open_vector_index(index: LocalIndex) -> VectorIndex | None:
     return ExactVectorIndex(embeddings)
 
 
-def load_graph(index: LocalIndex, embeddings: npt.NDArray[Any]) -> HnswVectorIndex | None:
+def load_graph(index: VectorsOnDisk, embeddings: npt.NDArray[Any]) -> HnswVectorIndex | None:
     """The saved graph if there is one that fits the index's vectors and parameters."""
     params = index.manifest.vector_index.hnsw
     name = graph_name(params)
@@ -129,7 +146,7 @@ def load_graph(index: LocalIndex, embeddings: npt.NDArray[Any]) -> HnswVectorInd
         return None
 
 
-def build_graph(index: LocalIndex, progress: Callable[[int], None] | None = None) -> bool:
+def build_graph(index: VectorsOnDisk, progress: Callable[[int], None] | None = None) -> bool:
     """Build and save the HNSW graph if the index uses one and has no valid one.
 
     Returns whether a graph was built. A writer's step (``twokeys index``, ``twokeys

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -64,3 +65,12 @@ def write_errors(method: _Method) -> _Method:
             return method(self, *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def fsync_path(path: Path) -> None:
+    """Flush a file's or a folder's entries to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

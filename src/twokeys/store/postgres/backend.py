@@ -499,6 +499,12 @@ class PostgresIndex(IndexReader):
             raise IndexFormatError(f"{self.path}: no chunk with row {missing[0]} (deleted since?)")
         return [by_row[r] for r in rows]
 
+    def version(self) -> str:
+        """The stats row's generation, bumped by every committed write (any process)."""
+        with self._pool.connection() as conn:
+            row = conn.execute(f"SELECT generation FROM {self._s}.stats").fetchone()
+        return str(row[0]) if row else ""
+
     def allowed_rows(self, filters: Sequence[Filter]) -> RowMask:
         """The rows of the documents ``filters`` allow, as of the last committed write.
 

@@ -19,8 +19,12 @@ import numpy as np
 import numpy.typing as npt
 from psycopg.types.json import Jsonb
 
+from twokeys import __version__
+from twokeys.analysis import analyzer_for
+from twokeys.chunking import indexed_text
 from twokeys.errors import ConfigError, IndexFormatError
-from twokeys.store.base import DocumentInfo, Manifest
+from twokeys.store.base import DocumentInfo, IndexSpec, Manifest
+from twokeys.store.contract import Committed, DocumentChunks, IndexWriter, ProgressFactory
 from twokeys.store.postgres.backend import connect_pool, read_spec
 from twokeys.store.postgres.location import PostgresLocation
 from twokeys.store.postgres.schema import migrate, qualified
@@ -59,12 +63,14 @@ def prepare(
 
 
 def spec_of(manifest: Manifest) -> dict[str, Any]:
-    """The settings row: what a build fixed (analyzer, BM25, chunker, encoder, vectors)."""
-    data = manifest.to_dict()
-    return {
-        key: data[key]
-        for key in ("analyzer", "bm25", "chunker", "encoder", "vector_index", "twokeys_version")
-    }
+    """The settings row: what a build fixed (analyzer, BM25, chunker, encoder, vectors),
+    the twokeys that wrote it and the documents' source."""
+    return settings(manifest.spec, manifest.source, manifest.twokeys_version)
+
+
+def settings(spec: IndexSpec, source: str, version: str = __version__) -> dict[str, Any]:
+    """The settings row for ``spec``, with the documents' source ("" unknown)."""
+    return {**spec.to_dict(), "twokeys_version": version, "source": source}
 
 
 def _incompatible(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
@@ -156,6 +162,19 @@ class PostgresWriter:
             if spec and spec.get("encoder"):
                 conn.execute("SELECT set_config('maintenance_work_mem', '512MB', true)")
                 self._create_hnsw(conn, spec)
+
+    def settings(self) -> dict[str, Any] | None:
+        """The stored settings row (None before the first build)."""
+        with self._pool.connection() as conn:
+            return read_spec(conn, self.location.schema)
+
+    def record_source(self, source: str) -> None:
+        """Record the source the documents were read from in the settings row."""
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute(
+                f"UPDATE {self._s}.settings SET spec = spec || %s",
+                (Jsonb({"source": source}),),
+            )
 
     def document_hashes(self) -> dict[str, str]:
         """{document id: content hash} of the stored documents."""
@@ -334,6 +353,97 @@ class PostgresWriter:
         if bad_docs and bad_docs[0]:
             problems.append(f"documents: {bad_docs[0]} with a chunk count that differs")
         return problems
+
+
+class PostgresIndexWriter(IndexWriter):
+    """The PostgreSQL backend's :class:`~twokeys.store.contract.IndexWriter`.
+
+    Put documents are analysed here and stored :attr:`batch_chunks` chunks at a time,
+    each batch (with the deletions asked for so far) one transaction: a reader sees
+    whole documents only, and a build that dies keeps the batches it committed. An
+    update of a few documents is one transaction, at :meth:`commit`. An index built
+    with another analyzer, chunker or encoder is refused (:meth:`PostgresWriter.configure`),
+    not rebuilt.
+    """
+
+    batch_chunks = 512
+
+    def __init__(
+        self,
+        location: str,
+        spec: IndexSpec | None,
+        *,
+        encoder: object | None = None,
+        progress: ProgressFactory | None = None,
+    ) -> None:
+        self._writer = PostgresWriter(location)
+        try:
+            stored = self._writer.settings()
+            self.source = str(stored.get("source", "")) if stored else ""
+            if spec is None:
+                if stored is None:
+                    raise IndexFormatError(
+                        f"{self._writer.where}: the index has no settings yet (never indexed)"
+                    )
+                try:
+                    spec = IndexSpec.from_dict(stored)
+                except (KeyError, TypeError, ValueError, ConfigError) as exc:
+                    raise IndexFormatError(
+                        f"{self._writer.where}: malformed settings ({exc!r})"
+                    ) from exc
+                self._writer.column_type = (
+                    "halfvec" if spec.encoder and spec.encoder.dtype == "float16" else "vector"
+                )
+            else:
+                self._writer.configure(settings(spec, self.source))
+            self.spec = spec
+            self._hashes = self._writer.document_hashes()
+        except BaseException:
+            self._writer.close()
+            raise
+        self._analyzer = analyzer_for(spec.analyzer)
+        self._pending: list[PreparedDocument] = []
+        self._pending_chunks = 0
+        self._remove: list[str] = []
+
+    def stored(self) -> Mapping[str, str]:
+        return self._hashes
+
+    def keep(self, info: DocumentInfo) -> None:
+        """Nothing to do: a kept document's rows stay as they are."""
+
+    def put(self, docs: Sequence[DocumentChunks]) -> None:
+        for doc in docs:
+            texts = [indexed_text(c, doc.info.title) for c in doc.chunks]
+            terms = [self._analyzer.index_terms(t) for t in texts]
+            self._pending.append(prepare(doc.info, doc.chunks, terms, doc.embeddings))
+            self._pending_chunks += len(doc.chunks)
+        if self._pending_chunks >= self.batch_chunks:
+            self._flush()
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self._remove.extend(ids)
+
+    def _flush(self) -> None:
+        if self._pending or self._remove:
+            self._writer.write(self._pending, remove=self._remove)
+        self._pending, self._pending_chunks, self._remove = [], 0, []
+
+    def commit(self, source: str | None = None) -> Committed:
+        self._flush()
+        if source is not None and source != self.source:
+            self._writer.record_source(source)
+        counts = self._writer.counts()
+        kind = (
+            "none" if self.spec.encoder is None else self.spec.vector_index.choose(counts["chunks"])
+        )
+        return Committed(counts, written=True, vector_index=kind)
+
+    def abort(self) -> None:
+        self._pending, self._pending_chunks, self._remove = [], 0, []
+
+    def close(self) -> None:
+        self._writer.close()
 
 
 def _vector_text(vec: npt.NDArray[np.floating]) -> str:
