@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 from twokeys.errors import ConfigError
 from twokeys.types import Chunk, Document
@@ -115,23 +116,75 @@ def chunk_document(
     doc: Document, count_tokens: TokenCounter, config: ChunkerConfig = ChunkerConfig()
 ) -> list[Chunk]:
     """Split ``doc`` into chunks in reading order (see the module docstring for the rules)."""
+    return chunk_documents([doc], count_tokens, config)[0]
+
+
+def has_text(doc: Document) -> bool:
+    """Whether ``doc`` has something to index, so that it gets at least one chunk."""
+    return bool(doc.text.strip() or doc.title.strip())
+
+
+def chunk_documents(
+    docs: Sequence[Document], count_tokens: TokenCounter, config: ChunkerConfig = ChunkerConfig()
+) -> list[list[Chunk]]:
+    """The chunks of each of ``docs``, as :func:`chunk_document` gives them.
+
+    The sentences and lines of all the documents are counted in one ``count_tokens``
+    call (a tokenizer such as the default encoder's then spreads a long batch over every
+    core), so a batch of documents costs about one call instead of one per document.
+    """
+    plans = [_plan(doc) for doc in docs]
+    texts = [t for plan in plans if plan is not None for t in plan.to_count]
+    counts = iter(_count(count_tokens, texts))
+    out: list[list[Chunk]] = []
+    for doc, plan in zip(docs, plans, strict=True):
+        if plan is None:
+            title = " ".join(doc.title.split())
+            # a record with a title and no body (BEIR corpora have them): the title is its
+            # heading, so it is indexed (indexed_text) and shown wherever headings are
+            out.append([Chunk(doc.id, 0, "", 0, 0, (title,))] if title else [])
+            continue
+        doc_counts = [next(counts) for _ in plan.to_count]
+        out.append(_chunks(doc, plan, doc_counts, count_tokens, config))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A document's sections and piece spans, and the strings whose tokens are counted:
+    each section's heading line, then every piece in order."""
+
+    sections: list[_Section]
+    spans: list[list[list[tuple[int, int]]]]
+    to_count: list[str]
+
+
+def _plan(doc: Document) -> _Plan | None:
+    """Sections and pieces of ``doc``; None when its text is blank."""
     text = doc.text
     if not text.strip():
-        # a record with a title and no body (BEIR corpora have them): the title is its
-        # heading, so it is indexed (indexed_text) and shown wherever headings are
-        title = " ".join(doc.title.split())
-        return [Chunk(doc.id, 0, "", 0, 0, (title,))] if title else []
+        return None
     sections = _markdown_sections(text) if doc.kind in MARKDOWN_KINDS else _plain_sections(text)
     if not any(s.blocks for s in sections):  # headings only: their lines are the text
         sections = _plain_sections(text)
     heading_lines = [_heading_line(s.path, doc.title) for s in sections]
     spans = [[_piece_spans(text, block) for block in s.blocks] for s in sections]
-    counts = _count(
-        count_tokens, heading_lines + [text[a:b] for sec in spans for blk in sec for a, b in blk]
-    )
+    pieces = [text[a:b] for sec in spans for blk in sec for a, b in blk]
+    return _Plan(sections, spans, heading_lines + pieces)
+
+
+def _chunks(
+    doc: Document,
+    plan: _Plan,
+    counts: list[int],
+    count_tokens: TokenCounter,
+    config: ChunkerConfig,
+) -> list[Chunk]:
+    text = doc.text
+    sections = plan.sections
     budgets = [max(config.max_tokens - n, config.max_tokens // 2) for n in counts[: len(sections)]]
     it = iter(counts[len(sections) :])
-    pieces = [[[_Piece(a, b, next(it), True) for a, b in blk] for blk in sec] for sec in spans]
+    pieces = [[[_Piece(a, b, next(it), True) for a, b in blk] for blk in sec] for sec in plan.spans]
     pieces = _cut_oversized(text, sections, pieces, budgets, count_tokens, config.max_chars)
 
     chunks: list[Chunk] = []
@@ -331,17 +384,15 @@ def _list_end(strs: list[str], first: int) -> int:
 # --- pieces: sentences, lines, words ---------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Piece:
+class _Piece(NamedTuple):  # a tuple: made tens of millions of times at scale
     start: int
     end: int
     tokens: int
     whole: bool  # a whole sentence or line, so it may be repeated as overlap
 
 
-_SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]*_`]*(?=\s)")
+_SENTENCE_BREAK = re.compile(r"[.!?]+[\"'”’)\]*_`]*(?=\s+(\S))")
 _NON_SPACE = re.compile(r"\S+")
-_NEXT_NON_SPACE = re.compile(r"\S")
 _LINE = re.compile(r"[^\n]+")
 _SENTENCE_OPENERS = frozenset("\"'“‘([`*")
 _ABBREVIATION = re.compile(
@@ -350,6 +401,7 @@ _ABBREVIATION = re.compile(
     r"|inc|ltd|co|corp|dept|resp|incl|ref|sec)\.",
     re.IGNORECASE,
 )
+_LONGEST_LISTED = 6  # letters of the longest word listed in _ABBREVIATION ("approx")
 
 
 def _piece_spans(text: str, block: _Block) -> list[tuple[int, int]]:
@@ -383,22 +435,23 @@ def _sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """
     out = []
     current = start
-    for m in _SENTENCE_END.finditer(text, start, end):
-        nxt = _NEXT_NON_SPACE.search(text, m.end(), end)
-        if nxt is None:
-            break
-        c = text[nxt.start()]
+    # each match is a sentence end followed by whitespace; group 1 is the next non-space
+    # character (there is none after the last end of a block: nothing more can split)
+    for m in _SENTENCE_BREAK.finditer(text, start, end):
+        c = m.group(1)
         if not (c.isupper() or c.isdigit() or c in _SENTENCE_OPENERS):
             continue
-        if m.group().startswith(".") and _is_abbreviation(text, current, m.start()):
+        if text[m.start()] == "." and _is_abbreviation(text, current, m.start()):
             continue
         out.append((current, m.end()))
-        current = nxt.start()
+        current = m.start(1)
     out.append((current, end))
     return out
 
 
 def _is_abbreviation(text: str, floor: int, dot: int) -> bool:
+    if dot - floor > _LONGEST_LISTED and text[dot - _LONGEST_LISTED - 1 : dot].isalnum():
+        return False  # the word ends in more letters than any listed one, and not in "x."
     begin = dot
     while begin > floor and not text[begin - 1].isspace():
         begin -= 1

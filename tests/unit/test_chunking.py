@@ -11,11 +11,15 @@ from collections.abc import Sequence
 import pytest
 
 from twokeys.chunking import (
+    _ABBREVIATION,
+    _LONGEST_LISTED,
     ChunkerConfig,
     TokenCounter,
     _sentence_spans,
     approx_token_counter,
     chunk_document,
+    chunk_documents,
+    has_text,
     indexed_text,
 )
 from twokeys.errors import ConfigError
@@ -267,6 +271,49 @@ def test_sentence_boundaries() -> None:
         "42 is a number. lowercase does not split.",
         "End",
     ]
+
+
+def test_abbreviation_shortcut_covers_every_listed_word() -> None:
+    """_is_abbreviation skips the pattern when the word before the dot is longer than
+    every listed abbreviation; that bound must follow the list."""
+    listed = re.search(r"\(\?:(etc\|[^)]*)\)", _ABBREVIATION.pattern)
+    assert listed is not None
+    assert max(len(w) for w in listed.group(1).split("|")) == _LONGEST_LISTED
+    text = "See approx. Ten. Also abcdefg. Next, and e.g. This and x. Y."
+    got = [text[a:b] for a, b in _sentence_spans(text, 0, len(text))]
+    assert got == ["See approx. Ten.", "Also abcdefg.", "Next, and e.g. This and x. Y."]
+
+
+def test_sentence_end_followed_by_another_end_is_still_a_candidate() -> None:
+    # the second "." is looked at as a sentence end of its own, not skipped as the
+    # character after the first one
+    text = "One . . Two. three"
+    got = [text[a:b] for a, b in _sentence_spans(text, 0, len(text))]
+    assert got == ["One . .", "Two. three"]
+
+
+def test_chunk_documents_is_chunk_document_of_each_with_one_count_call() -> None:
+    docs = [
+        make_doc("# A\n\n" + " ".join(sentences(30, seed=1)), title="a"),
+        make_doc("", title="Title only"),
+        make_doc("plain one. Two three.", kind="text"),
+        make_doc("   ", title=""),
+        make_doc("x " * 3000, kind="text"),  # a block cut into words: more count calls
+    ]
+    config = ChunkerConfig(max_tokens=64, overlap_tokens=8, min_tokens=4)
+    calls: list[int] = []
+
+    def counter(texts: Sequence[str]) -> list[int]:
+        calls.append(len(texts))
+        return approx_token_counter(texts)
+
+    assert chunk_documents(docs, counter, config) == [
+        chunk_document(d, approx_token_counter, config) for d in docs
+    ]
+    # every sentence of the batch in one call, then the words of the one too-long sentence
+    assert len(calls) == 2 and calls[1] == 3000
+    assert [has_text(d) for d in docs] == [True, True, True, False, True]
+    assert chunk_documents([], counter, config) == []
 
 
 def test_long_paragraph_split_at_sentence_boundaries_under_cap() -> None:
