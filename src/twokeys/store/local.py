@@ -556,6 +556,10 @@ class GenerationWriter(IndexWriter):
         self.tmp_dir = index_path / f".tmp-{self.generation}"
         self.tmp_dir.mkdir(parents=True)
         self._db = sqlite3.connect(self.tmp_dir / DATABASE)
+        # A bulk load into a new file in the temporary folder: no rollback journal and no
+        # syncs while writing (a build that dies leaves a folder that is deleted, never a
+        # half-written file in use); :meth:`commit` syncs every file before publishing.
+        self._db.executescript("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")
         self._db.executescript(_SCHEMA)
         self._files: dict[str, int] = {}
         self._hashes: dict[str, str] = {}
@@ -591,18 +595,18 @@ class GenerationWriter(IndexWriter):
             raise ValueError("add_documents must be called before add_chunks")
         rows_and_chunks = list(rows_and_chunks)
         hittable.write_hit_table(self.tmp_dir, self._docs, rows_and_chunks)
+        headings: dict[tuple[str, ...], str] = {}  # few distinct paths: each dumped once
+
+        def heading(path: tuple[str, ...]) -> str:
+            dumped = headings.get(path)
+            if dumped is None:
+                dumped = headings[path] = json.dumps(list(path), ensure_ascii=False)
+            return dumped
+
         self._db.executemany(
             "INSERT INTO chunks VALUES (?,?,?,?,?,?,?)",
             (
-                (
-                    row,
-                    c.doc_id,
-                    c.position,
-                    c.start,
-                    c.end,
-                    json.dumps(list(c.heading_path), ensure_ascii=False),
-                    c.text,
-                )
+                (row, c.doc_id, c.position, c.start, c.end, heading(c.heading_path), c.text)
                 for row, c in rows_and_chunks
             ),
         )
