@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -53,7 +54,7 @@ def analysed_batches(
         yield from _reported(bounds, results, progress)
         return
     context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_interrupt) as pool:
         yield from _reported(bounds, pool.map(_analyse, repeat(spec), slices), progress)
 
 
@@ -64,6 +65,12 @@ def default_workers(total_chars: int) -> int:
     if "fork" not in multiprocessing.get_all_start_methods():
         return 1
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+
+
+def _ignore_interrupt() -> None:
+    """In a worker: Ctrl-C is the parent's to handle (it stops the build and the pool);
+    a worker that took it too would print a traceback of its own."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _analyse(spec: AnalyzerSpec, texts: Sequence[str]) -> TermBatch:
