@@ -13,7 +13,7 @@ import contextlib
 import gc
 import json
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -409,15 +409,18 @@ def _write(
             row += 1
     report.documents = len(docs)
     report.chunks = row
-    texts = [
+    # the texts retrievers index (heading line + body): a list when the encoder needs
+    # them all, else made batch by batch for the analyzer (never all held at once)
+    texts: Iterable[str] = (
         indexed_text(chunk, title) for (_, chunk), title in zip(rows_chunks, titles, strict=True)
-    ]
+    )
 
     encoder_info: EncoderInfo | None = None
     if encoder is not None:
         # vectors that fail their recorded size or hash are all embedded again; where only
         # some rows are bad (NaN, not unit length), :func:`_embed` redoes just those
         damaged = any(p.file.name == EMBEDDINGS and not p.rows_only for p in report.repaired)
+        texts = list(texts)
         embeddings, report.embedded_chunks = _embed(
             encoder, texts, new_rows, reused, None if damaged else previous, options, stage
         )
@@ -431,10 +434,12 @@ def _write(
             tokenizer=encoder.tokenizer_fingerprint(),
         )
 
-    advance = stage("Lexical index", len(texts))
+    advance = stage("Lexical index", len(rows_chunks))
     # streamed in compact batches (on every core for a large build): the terms of all
     # chunks are never held as strings
-    matrix = build_term_matrix_from_batches(analysed_batches(texts, options.analyzer, advance))
+    size = sum(len(chunk.text) for _, chunk in rows_chunks)  # about the texts' length
+    batches = analysed_batches(texts, options.analyzer, advance, total_chars=size)
+    matrix = build_term_matrix_from_batches(batches)
     writer.write_lexical(matrix, options.bm25)
     writer.add_documents(docs)
     writer.add_chunks(rows_chunks)

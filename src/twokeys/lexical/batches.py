@@ -20,9 +20,9 @@ import multiprocessing
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from itertools import repeat
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 
 from twokeys.analysis import AnalyzerSpec, analyzer_for
 from twokeys.lexical.bm25 import TermBatch, term_batch
@@ -34,28 +34,49 @@ PARALLEL_MIN_CHARS = 4_000_000
 
 
 def analysed_batches(
-    texts: Sequence[str],
+    texts: Iterable[str],
     spec: AnalyzerSpec,
     progress: Callable[[int], None] | None = None,
     *,
+    total_chars: int | None = None,
     workers: int | None = None,
 ) -> Iterator[TermBatch]:
     """The term batches of ``texts`` in order; ``progress(n)`` after each batch of n texts.
 
-    ``workers``: processes to use (1: this one); by default :func:`default_workers`.
+    ``texts`` is read as the batches are needed (a generator keeps only a few batches of
+    text alive); ``total_chars`` (about the length of all of them; by default summed
+    from a sequence) decides whether workers pay. ``workers``: processes to use (1: this
+    one); by default :func:`default_workers`.
     """
-    bounds = _batch_bounds(texts)
     if workers is None:
-        workers = default_workers(sum(map(len, texts)))
-    workers = min(workers, len(bounds))
-    slices = (texts[a:b] for a, b in bounds)
+        if total_chars is None:
+            total_chars = sum(map(len, texts)) if isinstance(texts, Sequence) else 0
+        workers = default_workers(total_chars)
+    groups = _groups(texts)
     if workers <= 1:
-        results: Iterator[TermBatch] = map(_analyse, repeat(spec), slices)
-        yield from _reported(bounds, results, progress)
+        for group in groups:
+            yield _analyse(spec, group)
+            if progress is not None:
+                progress(len(group))
         return
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_interrupt) as pool:
-        yield from _reported(bounds, pool.map(_analyse, repeat(spec), slices), progress)
+        # at most two batches a worker in flight: the texts are never all held at once
+        in_flight: deque[tuple[int, Future[TermBatch]]] = deque()
+        for group in groups:
+            in_flight.append((len(group), pool.submit(_analyse, spec, group)))
+            if len(in_flight) >= 2 * workers:
+                yield _done(in_flight.popleft(), progress)
+        while in_flight:
+            yield _done(in_flight.popleft(), progress)
+
+
+def _done(item: tuple[int, Future[TermBatch]], progress: Callable[[int], None] | None) -> TermBatch:
+    n, future = item
+    batch = future.result()
+    if progress is not None:
+        progress(n)
+    return batch
 
 
 def default_workers(total_chars: int) -> int:
@@ -77,26 +98,15 @@ def _analyse(spec: AnalyzerSpec, texts: Sequence[str]) -> TermBatch:
     return term_batch(map(analyzer_for(spec).index_terms, texts))
 
 
-def _batch_bounds(texts: Sequence[str]) -> list[tuple[int, int]]:
-    """(start, end) of consecutive slices of about :data:`BATCH_CHARS` characters."""
-    bounds: list[tuple[int, int]] = []
-    start = size = 0
-    for i, text in enumerate(texts):
+def _groups(texts: Iterable[str]) -> Iterator[list[str]]:
+    """Consecutive texts, about :data:`BATCH_CHARS` characters a group."""
+    group: list[str] = []
+    size = 0
+    for text in texts:
+        group.append(text)
         size += len(text)
         if size >= BATCH_CHARS:
-            bounds.append((start, i + 1))
-            start, size = i + 1, 0
-    if start < len(texts):
-        bounds.append((start, len(texts)))
-    return bounds
-
-
-def _reported(
-    bounds: Sequence[tuple[int, int]],
-    batches: Iterator[TermBatch],
-    progress: Callable[[int], None] | None,
-) -> Iterator[TermBatch]:
-    for (a, b), batch in zip(bounds, batches, strict=True):
-        yield batch
-        if progress is not None:
-            progress(b - a)
+            yield group
+            group, size = [], 0
+    if group:
+        yield group
