@@ -340,7 +340,12 @@ def bm25_build_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) 
     goals.append(
         _goal(
             "peak memory <= bm25s",
-            max(ratio(n, "traced_build_peak_mb") for n in ("twokeys-index", "twokeys-docs")) <= 1.0,
+            # one process like bm25s: the workers' own memory is not in the parent's peak
+            max(
+                ratio(n, "traced_build_peak_mb")
+                for n in ("twokeys-index", "twokeys-index, 1 process", "twokeys-docs")
+            )
+            <= 1.0,
             "traced build peak: `build_index` "
             f"{ratio('twokeys-index', 'traced_build_peak_mb'):.2f}x"
             f" (1 process {ratio('twokeys-index, 1 process', 'traced_build_peak_mb'):.2f}x), "

@@ -210,6 +210,10 @@ def test_analysed_batches_in_worker_processes_give_the_same_matrix(
         assert sum(seen) == len(texts) and len(seen) > 10
         seen.clear()
     assert list(batches.analysed_batches([], AnalyzerSpec(), workers=2)) == []
+    # a generator is read batch by batch; its length hint decides the workers
+    monkeypatch.setattr(batches, "PARALLEL_MIN_CHARS", 1000)
+    streamed = batches.analysed_batches(iter(texts), AnalyzerSpec(), total_chars=10**6)
+    assert same_matrix(bm25.build_term_matrix_from_batches(streamed), expected)
 
 
 def test_workers_only_for_long_texts_and_no_other_thread() -> None:
