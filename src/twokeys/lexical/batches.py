@@ -16,6 +16,8 @@ from a worker thread analyses in that thread.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import multiprocessing
 import os
 import signal
@@ -31,6 +33,7 @@ from twokeys.lexical.bm25 import TermBatch, term_batch
 BATCH_CHARS = 1 << 18
 #: below this many characters of text, analysis stays in this process
 PARALLEL_MIN_CHARS = 4_000_000
+_PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 def analysed_batches(
@@ -60,7 +63,9 @@ def analysed_batches(
                 progress(len(group))
         return
     context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_interrupt) as pool:
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)
+    ) as pool:
         # at most two batches a worker in flight: the texts are never all held at once
         in_flight: deque[tuple[int, Future[TermBatch]]] = deque()
         for group in groups:
@@ -88,10 +93,15 @@ def default_workers(total_chars: int) -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
 
 
-def _ignore_interrupt() -> None:
-    """In a worker: Ctrl-C is the parent's to handle (it stops the build and the pool);
-    a worker that took it too would print a traceback of its own."""
+def _start_worker(parent: int) -> None:
+    """In a worker: Ctrl-C is the parent's to handle (it stops the build and the pool; a
+    worker that took it too would print a traceback of its own), and the worker dies with
+    its parent (a killed build's workers would otherwise wait on their queue forever)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # Linux
+    if os.getppid() != parent:  # the parent died before prctl
+        os._exit(1)
 
 
 def _analyse(spec: AnalyzerSpec, texts: Sequence[str]) -> TermBatch:

@@ -499,6 +499,27 @@ class LocalIndex(IndexReader):
 # -- writing -------------------------------------------------------------------------
 
 
+#: file descriptors of the write locks this process holds (see _close_held_locks)
+_HELD_LOCKS: set[int] = set()
+
+
+def _close_held_locks() -> None:
+    """In a forked child (a build's analysis worker): close the inherited lock files.
+
+    An flock belongs to the open file, which a fork shares: a worker left running after
+    its build was killed would keep the index locked. Closing the child's copy leaves the
+    parent's lock as it is (only unlocking would release it). A forked child must not
+    return through :func:`write_lock` (the workers exit without unwinding).
+    """
+    for fd in _HELD_LOCKS:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _HELD_LOCKS.clear()
+
+
+os.register_at_fork(after_in_child=_close_held_locks)
+
+
 @contextlib.contextmanager
 def write_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on the index folder for the duration of a build."""
@@ -510,9 +531,11 @@ def write_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise TwokeysError(f"{path} is being written by another twokeys process") from None
+        _HELD_LOCKS.add(fh.fileno())
         try:
             yield
         finally:
+            _HELD_LOCKS.discard(fh.fileno())
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
