@@ -40,8 +40,9 @@ when a word must be sliced), and the count of a span is the sum of its pieces' c
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 from twokeys.errors import ConfigError
 from twokeys.text.passages import heading_line
@@ -106,23 +107,75 @@ def chunk_document(
     doc: Document, count_tokens: TokenCounter, config: ChunkerConfig = ChunkerConfig()
 ) -> list[Chunk]:
     """Split ``doc`` into chunks in reading order (see the module docstring for the rules)."""
+    return chunk_documents([doc], count_tokens, config)[0]
+
+
+def has_text(doc: Document) -> bool:
+    """Whether ``doc`` has something to index, so that it gets at least one chunk."""
+    return bool(doc.text.strip() or doc.title.strip())
+
+
+def chunk_documents(
+    docs: Sequence[Document], count_tokens: TokenCounter, config: ChunkerConfig = ChunkerConfig()
+) -> list[list[Chunk]]:
+    """The chunks of each of ``docs``, as :func:`chunk_document` gives them.
+
+    The sentences and lines of all the documents are counted in one ``count_tokens``
+    call (a tokenizer such as the default encoder's then spreads a long batch over every
+    core), so a batch of documents costs about one call instead of one per document.
+    """
+    plans = [_plan(doc) for doc in docs]
+    texts = [t for plan in plans if plan is not None for t in plan.to_count]
+    counts = iter(_count(count_tokens, texts))
+    out: list[list[Chunk]] = []
+    for doc, plan in zip(docs, plans, strict=True):
+        if plan is None:
+            title = " ".join(doc.title.split())
+            # a record with a title and no body (BEIR corpora have them): the title is its
+            # heading, so it is indexed (indexed_text) and shown wherever headings are
+            out.append([Chunk(doc.id, 0, "", 0, 0, (title,))] if title else [])
+            continue
+        doc_counts = [next(counts) for _ in plan.to_count]
+        out.append(_chunks(doc, plan, doc_counts, count_tokens, config))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A document's sections and piece spans, and the strings whose tokens are counted:
+    each section's heading line, then every piece in order."""
+
+    sections: list[_Section]
+    spans: list[list[list[tuple[int, int]]]]
+    to_count: list[str]
+
+
+def _plan(doc: Document) -> _Plan | None:
+    """Sections and pieces of ``doc``; None when its text is blank."""
     text = doc.text
     if not text.strip():
-        # a record with a title and no body (BEIR corpora have them): the title is its
-        # heading, so it is indexed (indexed_text) and shown wherever headings are
-        title = " ".join(doc.title.split())
-        return [Chunk(doc.id, 0, "", 0, 0, (title,))] if title else []
+        return None
     sections = _markdown_sections(text) if doc.kind in MARKDOWN_KINDS else _plain_sections(text)
     if not any(s.blocks for s in sections):  # headings only: their lines are the text
         sections = _plain_sections(text)
     heading_lines = [heading_line(s.path, doc.title) for s in sections]
     spans = [[_piece_spans(text, block) for block in s.blocks] for s in sections]
-    counts = _count(
-        count_tokens, heading_lines + [text[a:b] for sec in spans for blk in sec for a, b in blk]
-    )
+    pieces = [text[a:b] for sec in spans for blk in sec for a, b in blk]
+    return _Plan(sections, spans, heading_lines + pieces)
+
+
+def _chunks(
+    doc: Document,
+    plan: _Plan,
+    counts: list[int],
+    count_tokens: TokenCounter,
+    config: ChunkerConfig,
+) -> list[Chunk]:
+    text = doc.text
+    sections = plan.sections
     budgets = [max(config.max_tokens - n, config.max_tokens // 2) for n in counts[: len(sections)]]
     it = iter(counts[len(sections) :])
-    pieces = [[[_Piece(a, b, next(it), True) for a, b in blk] for blk in sec] for sec in spans]
+    pieces = [[[_Piece(a, b, next(it), True) for a, b in blk] for blk in sec] for sec in plan.spans]
     pieces = _cut_oversized(text, sections, pieces, budgets, count_tokens, config.max_chars)
 
     chunks: list[Chunk] = []
@@ -312,8 +365,7 @@ def _list_end(strs: list[str], first: int) -> int:
 # --- pieces: sentences, lines, words ---------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Piece:
+class _Piece(NamedTuple):  # a tuple: made tens of millions of times at scale
     start: int
     end: int
     tokens: int

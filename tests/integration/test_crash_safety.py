@@ -52,3 +52,23 @@ def test_sigkill_during_index_keeps_previous_index(tmp_path: Path, delay: float)
     report = build_index(ADI, index, IndexOptions(encoder=None))
     assert report.unchanged == 82
     assert not [p for p in index.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_forked_child_closes_its_copy_of_the_write_lock(tmp_path: Path) -> None:
+    """A build's analysis workers are forked while it holds the lock: a worker left
+    running after its build is killed must not keep the index locked."""
+    from twokeys.store import local
+
+    with local.write_lock(tmp_path / "kb.twokeys"):
+        (fd,) = local._HELD_LOCKS
+        pid = os.fork()
+        if pid == 0:  # the child: its copy of the lock file is closed
+            try:
+                os.fstat(fd)
+            except OSError:
+                os._exit(0)
+            os._exit(1)
+        _, status = os.waitpid(pid, 0)
+        os.fstat(fd)  # the parent's is still open
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert not local._HELD_LOCKS

@@ -163,3 +163,70 @@ def test_term_matrix_blocks_give_the_same_layout(
             expect = hand_bm25(term, docs[row], docs, 0.9, 0.4)
             got_w = bm25.term_weight(vocab[term], row, m.indptr, m.indices, weights)
             assert got_w == pytest.approx(expect, rel=1e-5)
+
+
+def random_corpus(n: int, seed: int) -> list[list[str]]:
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(300)]
+    return [[rng.choice(words) for _ in range(rng.randint(0, 40))] for _ in range(n)]
+
+
+def same_matrix(a: bm25.TermMatrix, b: bm25.TermMatrix) -> bool:
+    return a.vocabulary == b.vocabulary and all(
+        np.array_equal(getattr(a, f), getattr(b, f)) for f in ("indptr", "indices", "tf", "lengths")
+    )
+
+
+def test_matrix_is_the_same_however_the_chunks_are_batched() -> None:
+    docs = random_corpus(400, seed=3)
+    whole = build_term_matrix(docs)
+    for cuts in ([], [1], [0, 7, 7, 150, 399], list(range(0, 400, 3))):
+        bounds = list(zip([0, *cuts], [*cuts, len(docs)], strict=True))
+        batches = [bm25.term_batch(docs[a:b]) for a, b in bounds]
+        assert same_matrix(bm25.build_term_matrix_from_batches(batches), whole), cuts
+    vocabulary, ids, per_chunk = bm25.term_batch(docs[:2])
+    assert [vocabulary[i] for i in ids] == docs[0] + docs[1]
+    assert per_chunk.tolist() == [len(docs[0]), len(docs[1])]
+
+
+def test_analysed_batches_in_worker_processes_give_the_same_matrix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from twokeys.analysis import AnalyzerSpec, analyzer_for
+    from twokeys.lexical import batches
+
+    monkeypatch.setattr(batches, "BATCH_CHARS", 200)  # many small batches
+    rng = random.Random(5)
+    words = ["ZX-4821", "power", "rails", "nomic-embed-text", "qwen2.5:14b", "the", "über"]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(0, 30))) for _ in range(300)]
+    analyzer = analyzer_for(AnalyzerSpec())
+    expected = build_term_matrix([analyzer.index_terms(t) for t in texts])
+    seen: list[int] = []
+    for workers in (1, 2):
+        got = bm25.build_term_matrix_from_batches(
+            batches.analysed_batches(texts, AnalyzerSpec(), seen.append, workers=workers)
+        )
+        assert same_matrix(got, expected), workers
+        assert sum(seen) == len(texts) and len(seen) > 10
+        seen.clear()
+    assert list(batches.analysed_batches([], AnalyzerSpec(), workers=2)) == []
+    # a generator is read batch by batch; its length hint decides the workers
+    monkeypatch.setattr(batches, "PARALLEL_MIN_CHARS", 1000)
+    streamed = batches.analysed_batches(iter(texts), AnalyzerSpec(), total_chars=10**6)
+    assert same_matrix(bm25.build_term_matrix_from_batches(streamed), expected)
+
+
+def test_workers_only_for_long_texts_and_no_other_thread() -> None:
+    import threading
+
+    from twokeys.lexical import batches
+
+    assert batches.default_workers(batches.PARALLEL_MIN_CHARS - 1) == 1
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert batches.default_workers(10 * batches.PARALLEL_MIN_CHARS) == 1  # not forked
+    finally:
+        stop.set()
+        other.join()

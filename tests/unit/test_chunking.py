@@ -15,6 +15,8 @@ from twokeys.chunking import (
     TokenCounter,
     approx_token_counter,
     chunk_document,
+    chunk_documents,
+    has_text,
     indexed_text,
 )
 from twokeys.errors import ConfigError
@@ -247,6 +249,30 @@ def test_single_over_long_code_line_stays_whole() -> None:
 
 
 # --- prose splitting ---------------------------------------------------------------------
+
+
+def test_chunk_documents_is_chunk_document_of_each_with_one_count_call() -> None:
+    docs = [
+        make_doc("# A\n\n" + " ".join(sentences(30, seed=1)), title="a"),
+        make_doc("", title="Title only"),
+        make_doc("plain one. Two three.", kind="text"),
+        make_doc("   ", title=""),
+        make_doc("x " * 3000, kind="text"),  # a block cut into words: more count calls
+    ]
+    config = ChunkerConfig(max_tokens=64, overlap_tokens=8, min_tokens=4)
+    calls: list[int] = []
+
+    def counter(texts: Sequence[str]) -> list[int]:
+        calls.append(len(texts))
+        return approx_token_counter(texts)
+
+    assert chunk_documents(docs, counter, config) == [
+        chunk_document(d, approx_token_counter, config) for d in docs
+    ]
+    # every sentence of the batch in one call, then the words of the one too-long sentence
+    assert len(calls) == 2 and calls[1] == 3000
+    assert [has_text(d) for d in docs] == [True, True, True, False, True]
+    assert chunk_documents([], counter, config) == []
 
 
 def test_long_paragraph_split_at_sentence_boundaries_under_cap() -> None:

@@ -3,9 +3,11 @@ grounding share: prose rules, edge cases, Markdown structure."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from twokeys.text.sentences import sentence_spans, split_sentences
+from twokeys.text.sentences import _ABBREVIATION, _LONGEST_LISTED, sentence_spans, split_sentences
 
 
 def prose(text: str) -> list[str]:
@@ -137,3 +139,22 @@ def test_an_unclosed_fence_runs_to_the_end() -> None:
 
 def test_a_cjk_line_end_starts_a_new_piece() -> None:
     assert pieces("第一行。\n第二行") == ["第一行。", "第二行"]
+
+
+def test_abbreviation_shortcut_covers_every_listed_word() -> None:
+    """_is_abbreviation skips the pattern when the word before the dot is longer than
+    every listed abbreviation; that bound must follow the list."""
+    listed = re.search(r"\(\?:(etc\|[^)]*)\)", _ABBREVIATION.pattern)
+    assert listed is not None
+    assert max(len(w) for w in listed.group(1).split("|")) == _LONGEST_LISTED
+    text = "See approx. Ten. Also abcdefg. Next, and e.g. This and x. Y."
+    got = [text[a:b] for a, b in sentence_spans(text)]
+    assert got == ["See approx. Ten.", "Also abcdefg.", "Next, and e.g. This and x. Y."]
+
+
+def test_sentence_end_followed_by_another_end_is_still_a_candidate() -> None:
+    # the second "." is looked at as a sentence end of its own, not skipped as the
+    # character after the first one
+    text = "One . . Two. three"
+    got = [text[a:b] for a, b in sentence_spans(text)]
+    assert got == ["One . .", "Two. three"]

@@ -15,7 +15,7 @@ one byte.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -85,6 +85,23 @@ _BLOCK = 1 << 16
 # A block of chunk-major postings: term ids, tfs, first chunk row, postings per chunk.
 _Block = tuple[npt.NDArray[np.int32], npt.NDArray[np.float32], int, npt.NDArray[np.int64]]
 
+TermBatch = tuple[list[str], npt.NDArray[np.int32], npt.NDArray[np.int64]]
+"""Consecutive chunks' terms, compactly: the distinct terms of the batch (in order of
+first appearance), every term occurrence as an index into them, and each chunk's
+number of terms. Made by :func:`term_batch` (in any process: it pickles small)."""
+
+
+def term_batch(docs_terms: Iterable[Sequence[str]]) -> TermBatch:
+    """Pack the terms of some consecutive chunks as a :data:`TermBatch`."""
+    local = _TermIds()
+    flat: list[str] = []
+    counts: list[int] = []
+    for terms in docs_terms:
+        flat += terms
+        counts.append(len(terms))
+    ids = np.fromiter(map(local.__getitem__, flat), np.int32, len(flat))
+    return list(local), ids, np.asarray(counts, np.int64)
+
 
 def build_term_matrix(docs_terms: Iterable[Sequence[str]]) -> TermMatrix:
     """Count terms per chunk and lay them out term-major with a sorted vocabulary.
@@ -94,23 +111,39 @@ def build_term_matrix(docs_terms: Iterable[Sequence[str]]) -> TermMatrix:
     each block's postings are moved to their term's next free slots (count, then fill),
     so chunk rows stay increasing within each term and no corpus-sized temporary is made.
     """
+    return build_term_matrix_from_batches(map(term_batch, _term_blocks(docs_terms)))
+
+
+def _term_blocks(docs_terms: Iterable[Sequence[str]]) -> Iterator[list[Sequence[str]]]:
+    """Consecutive chunks' term lists, grouped to about :data:`_BLOCK` terms a group."""
+    group: list[Sequence[str]] = []
+    n = 0
+    for terms in docs_terms:
+        group.append(terms)
+        n += len(terms)
+        if n >= _BLOCK:
+            yield group
+            group, n = [], 0
+    if group:
+        yield group
+
+
+def build_term_matrix_from_batches(batches: Iterable[TermBatch]) -> TermMatrix:
+    """:func:`build_term_matrix` of the chunks of ``batches``, in order.
+
+    The result does not depend on how the chunks are grouped into batches (nor on
+    where the batches were made: :mod:`twokeys.indexer` analyses them in worker
+    processes on large builds).
+    """
     term_ids = _TermIds()
     blocks: list[_Block] = []
-    pending: list[str] = []
-    pending_lengths: list[int] = []
     lengths = array("f")
-    for terms in docs_terms:
-        pending += terms
-        pending_lengths.append(len(terms))
-        if len(pending) >= _BLOCK:
-            blocks.append(_count_block(pending, pending_lengths, len(lengths), term_ids))
-            lengths.extend(pending_lengths)
-            pending.clear()
-            pending_lengths.clear()
-    if pending_lengths:
-        blocks.append(_count_block(pending, pending_lengths, len(lengths), term_ids))
-        lengths.extend(pending_lengths)
-    del pending
+    for vocabulary_of_batch, local_ids, per_chunk in batches:
+        to_global = np.fromiter(
+            map(term_ids.__getitem__, vocabulary_of_batch), np.int64, len(vocabulary_of_batch)
+        )
+        blocks.append(_count_block(to_global[local_ids], per_chunk, len(lengths)))
+        lengths.frombytes(per_chunk.astype(np.float32).tobytes())
 
     vocabulary = sorted(term_ids)
     n_terms = len(vocabulary)
@@ -155,10 +188,9 @@ def build_term_matrix(docs_terms: Iterable[Sequence[str]]) -> TermMatrix:
 
 
 def _count_block(
-    terms: list[str], lengths: list[int], first_row: int, term_ids: _TermIds
+    ids: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64], first_row: int
 ) -> _Block:
     """The distinct terms of each chunk and their counts, chunk-major (see ``_Block``)."""
-    ids = np.fromiter(map(term_ids.__getitem__, terms), np.int64, len(terms))
     n_chunks = len(lengths)
     rows = np.repeat(np.arange(n_chunks, dtype=np.int64), lengths)
     keys, counts = np.unique((rows << 32) | ids, return_counts=True)

@@ -503,6 +503,27 @@ class LocalIndex(IndexReader):
 # -- writing -------------------------------------------------------------------------
 
 
+#: file descriptors of the write locks this process holds (see _close_held_locks)
+_HELD_LOCKS: set[int] = set()
+
+
+def _close_held_locks() -> None:
+    """In a forked child (a build's analysis worker): close the inherited lock files.
+
+    An flock belongs to the open file, which a fork shares: a worker left running after
+    its build was killed would keep the index locked. Closing the child's copy leaves the
+    parent's lock as it is (only unlocking would release it). A forked child must not
+    return through :func:`write_lock` (the workers exit without unwinding).
+    """
+    for fd in _HELD_LOCKS:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _HELD_LOCKS.clear()
+
+
+os.register_at_fork(after_in_child=_close_held_locks)
+
+
 @contextlib.contextmanager
 def write_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on the index folder for the duration of a build."""
@@ -514,9 +535,11 @@ def write_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise TwokeysError(f"{path} is being written by another twokeys process") from None
+        _HELD_LOCKS.add(fh.fileno())
         try:
             yield
         finally:
+            _HELD_LOCKS.discard(fh.fileno())
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
@@ -562,6 +585,10 @@ class GenerationWriter:
         self.tmp_dir = index_path / f".tmp-{self.generation}"
         self.tmp_dir.mkdir(parents=True)
         self._db = sqlite3.connect(self.tmp_dir / DATABASE)
+        # A bulk load into a new file in the temporary folder: no rollback journal and no
+        # syncs while writing (a build that dies leaves a folder that is deleted, never a
+        # half-written file in use); :meth:`commit` syncs every file before publishing.
+        self._db.executescript("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")
         self._db.executescript(_SCHEMA)
         self._files: dict[str, int] = {}
         self._hashes: dict[str, str] = {}
@@ -597,18 +624,18 @@ class GenerationWriter:
             raise ValueError("add_documents must be called before add_chunks")
         rows_and_chunks = list(rows_and_chunks)
         hittable.write_hit_table(self.tmp_dir, self._docs, rows_and_chunks)
+        headings: dict[tuple[str, ...], str] = {}  # few distinct paths: each dumped once
+
+        def heading(path: tuple[str, ...]) -> str:
+            dumped = headings.get(path)
+            if dumped is None:
+                dumped = headings[path] = json.dumps(list(path), ensure_ascii=False)
+            return dumped
+
         self._db.executemany(
             "INSERT INTO chunks VALUES (?,?,?,?,?,?,?)",
             (
-                (
-                    row,
-                    c.doc_id,
-                    c.position,
-                    c.start,
-                    c.end,
-                    json.dumps(list(c.heading_path), ensure_ascii=False),
-                    c.text,
-                )
+                (row, c.doc_id, c.position, c.start, c.end, heading(c.heading_path), c.text)
                 for row, c in rows_and_chunks
             ),
         )

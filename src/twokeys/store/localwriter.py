@@ -19,7 +19,7 @@ a reader holds it) and builds the HNSW graph when the vector index is HNSW.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
@@ -30,11 +30,11 @@ import numpy as np
 import numpy.typing as npt
 
 from twokeys import __version__
-from twokeys.analysis import analyzer_for
 from twokeys.chunking import indexed_text
 from twokeys.dense.encoder import Encoder, get_encoder
 from twokeys.errors import ConfigError, IndexFormatError, TwokeysError
-from twokeys.lexical.bm25 import bm25_weights, build_term_matrix
+from twokeys.lexical.batches import analysed_batches
+from twokeys.lexical.bm25 import bm25_weights, build_term_matrix_from_batches
 from twokeys.store.base import DocumentInfo, IndexSpec, Manifest
 from twokeys.store.check import Problem, check_generation
 from twokeys.store.contract import (
@@ -267,26 +267,27 @@ class LocalWriter(IndexWriter):
                 rows_chunks.append((row, chunk))
                 titles.append(info.title)
                 row += 1
-        texts = [
+        # the texts retrievers index (heading line + body): a list when the encoder needs
+        # them all, else made batch by batch for the analyzer (never all held at once)
+        texts: Iterable[str] = (
             indexed_text(chunk, title)
             for (_, chunk), title in zip(rows_chunks, titles, strict=True)
-        ]
+        )
 
         embedded = 0
         encoder_info = self.spec.encoder
         if encoder_info is not None:
-            embeddings, embedded = self._embeddings(texts, given, reused)
+            listed = list(texts)
+            texts = listed
+            embeddings, embedded = self._embeddings(listed, given, reused)
             writer.write_embeddings(embeddings)
 
-        analyzer = analyzer_for(self.spec.analyzer)
-        advance = self._stage("Lexical index", len(texts))
-
-        def analysed() -> Iterator[list[str]]:  # streamed: the terms of all chunks are never held
-            for text in texts:
-                yield analyzer.index_terms(text)
-                advance(1)
-
-        matrix = build_term_matrix(analysed())
+        advance = self._stage("Lexical index", len(rows_chunks))
+        # streamed in compact batches (on every core for a large build): the terms of all
+        # chunks are never held as strings
+        size = sum(len(chunk.text) for _, chunk in rows_chunks)  # about the texts' length
+        batches = analysed_batches(texts, self.spec.analyzer, advance, total_chars=size)
+        matrix = build_term_matrix_from_batches(batches)
         writer.write_lexical(matrix, bm25_weights(matrix, self.spec.bm25))
         writer.add_documents(docs)
         writer.add_chunks(rows_chunks)

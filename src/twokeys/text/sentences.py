@@ -41,6 +41,7 @@ _ABBREVIATION = re.compile(
     r"|inc|ltd|co|corp|dept|resp|incl|ref|sec)\.",
     re.IGNORECASE,
 )
+_LONGEST_LISTED = 6  # letters of the longest word listed in _ABBREVIATION ("approx")
 _LIST_NUMBER = re.compile(r"\d{1,9}")  # "1." opening a sentence: a numbered list's marker
 _LINE_START = re.compile(r"\s*(?:[-*+]\s|\d{1,9}[.)]\s|\||#{1,6}\s|```|~~~|>)")
 _FENCE = re.compile(r"\s*(```|~~~)")
@@ -124,6 +125,8 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
 
 def _is_abbreviation(text: str, floor: int, dot: int) -> bool:
     """Whether the word ending at the dot ``text[dot]`` is an abbreviation or an initial."""
+    if dot - floor > _LONGEST_LISTED and text[dot - _LONGEST_LISTED - 1 : dot].isalnum():
+        return False  # the word ends in more letters than any listed one, and not in "x."
     begin = dot
     while begin > floor and not text[begin - 1].isspace():
         begin -= 1
