@@ -79,3 +79,71 @@ def test_other_array_layouts_take_the_numpy_path() -> None:
         assert [(h.row, h.rank) for h in wide.search(terms, 5)] == [
             (h.row, h.rank) for h in index.search(terms, 5)
         ]
+
+
+@pytest.mark.skipif(lexical_index._kernel is None, reason="kernel not built (see above)")
+@pytest.mark.parametrize(("seed", "n_docs", "vocab"), [(4, 60, 10), (5, 2000, 300)])
+def test_batch_kernel_gives_one_query_at_a_time_runs(seed: int, n_docs: int, vocab: int) -> None:
+    """``search_many`` is one ``top_k_many`` call (its own threads, ids sorted and
+    counted in C): the same runs as ``search``, query by query, ties and repeats too."""
+    index = _index(seed, n_docs, vocab, ties=True)
+    plain = _index(seed, n_docs, vocab, ties=True)
+    plain.compiled = False
+    rng = random.Random(seed + 200)
+    words = [f"w{i}" for i in range(vocab + 5)]  # a few unknown terms too
+    queries = [rng.choices(words, k=rng.randint(0, 9)) for _ in range(300)]
+    queries += [[], ["nope"], ["w1"] * 4 + ["w2", "w1"]]
+    for k in (1, 10, n_docs + 20):
+        one_by_one = [index.search(q, k) for q in queries]
+        assert one_by_one == [plain.search(q, k) for q in queries]
+        for threads in (1, 2, 7):
+            assert index.search_many(queries, k, threads=threads) == one_by_one, (k, threads)
+    assert index._ids_in_text_order is True  # the batch kernel ran
+
+
+@pytest.mark.skipif(lexical_index._kernel is None, reason="kernel not built (see above)")
+def test_batch_kernel_needs_ids_in_term_order() -> None:
+    """A vocabulary numbered otherwise would add a query's weights in another order:
+    ``search_many`` then searches query by query (still the same runs)."""
+    index = _index(6, 300, 40, ties=False)
+    reversed_ids = {t: len(index._vocabulary) - 1 - i for t, i in index._vocabulary.items()}
+    order = sorted(index._vocabulary, key=reversed_ids.__getitem__)
+    # the same postings, rows of the term-major arrays reordered to the new ids
+    starts = [int(index._indptr[index._vocabulary[t]]) for t in order]
+    ends = [int(index._indptr[index._vocabulary[t] + 1]) for t in order]
+    indptr = np.zeros(len(order) + 1, np.int64)
+    np.cumsum([e - s for s, e in zip(starts, ends, strict=True)], out=indptr[1:])
+    indices = np.concatenate([index._indices[s:e] for s, e in zip(starts, ends, strict=True)])
+    weights = np.concatenate([index._weights[s:e] for s, e in zip(starts, ends, strict=True)])
+    other = ArrayLexicalIndex(reversed_ids, indptr, indices, weights, index._n_docs)
+    queries = [["w1", "w7", "w3"], ["w2", "w2", "w30"], ["w5"]]
+    expected = [index.search(q, 5) for q in queries]
+    assert other.search_many(queries, 5, threads=2) == expected
+    assert other._ids_in_text_order is False
+
+
+@pytest.mark.skipif(lexical_index._kernel is None, reason="kernel not built (see above)")
+def test_batch_kernel_refuses_inconsistent_arrays() -> None:
+    kernel = lexical_index._kernel
+    assert kernel is not None
+    indptr = np.array([0, 2, 3], np.int64)
+    indices = np.array([0, 5, 1], np.int32)  # row 5 of 3
+    weights = np.ones(3, np.float32)
+
+    def call(terms: list[int], bounds: list[int], k: int = 2) -> tuple[object, ...]:
+        n = len(bounds) - 1
+        rows, scores = np.empty((n, k), np.int32), np.empty((n, k), np.float32)
+        counts = np.empty(n, np.int64)
+        ids, cuts = np.array(terms, np.int64), np.array(bounds, np.int64)
+        kernel.top_k_many(indptr, indices, weights, ids, cuts, k, 2, 3, rows, scores, counts)
+        return rows, scores, counts
+
+    with pytest.raises(ValueError, match="row out of range"):
+        call([0], [0, 1])
+    with pytest.raises(ValueError, match="term id 7"):
+        call([7], [0, 1])
+    with pytest.raises(ValueError, match="bounds"):
+        call([1], [0, 2])
+    rows, scores, counts = call([1, 1, -1], [0, 3, 3])
+    assert counts.tolist() == [1, 0]  # term 1 twice: weight 2; the second query is empty
+    assert rows[0, :1].tolist() == [1] and scores[0, :1].tolist() == [2.0]  # type: ignore[index]

@@ -1,4 +1,4 @@
-/* BM25 top-k of one query over term-major postings: twokeys.lexical._kernel.
+/* BM25 top-k of one query, or of a batch, over term-major postings: twokeys.lexical._kernel.
  *
  * The compiled form of twokeys.lexical.bm25.score followed by
  * twokeys.topk.top_k(..., only_positive=True): the same float32 sums, added in the same
@@ -18,12 +18,31 @@
  *   scores   float32[n_rows]      scratch, all zero; left all zero
  *   touched  int32[n_rows + 1]    scratch
  * The GIL is released while scoring, so each thread needs its own scratch arrays.
+ *
+ * top_k_many(indptr, indices, weights, terms, bounds, k, threads, n_rows, rows, scores,
+ *            counts)
+ *   The same for a batch of queries, in one call, on `threads` threads of its own (the
+ *   GIL released throughout, scratch allocated per thread here).
+ *   terms    int64[...]           every query's term ids, one after another, with
+ *                                 repeats, -1 for a term not in the vocabulary
+ *   bounds   int64[n_queries + 1] query q's ids are terms[bounds[q] .. bounds[q+1]]
+ *   rows     int32[n_queries * k] out: query q's rows at rows[q * k ..], best first
+ *   scores   float32[n_queries*k] out: their scores
+ *   n_rows   int                  the number of chunk rows (each thread's scratch)
+ *   counts   int64[n_queries]     out: how many of query q's k slots are filled
+ *   Term ids must be numbered in the order top_k's callers add them (the Python caller
+ *   sorts a query's terms by their text; it uses this function only when ids are in
+ *   text order): each query's ids are sorted and repeats become the term's count.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifndef _WIN32
+#include <pthread.h>
+#define HAVE_PTHREADS 1
+#endif
 
 typedef struct {
     float score;
@@ -63,6 +82,49 @@ static void sift_up(Entry *heap, Py_ssize_t i) {
 static int compare(const void *pa, const void *pb) {
     Entry a = *(const Entry *)pa, b = *(const Entry *)pb;
     return before(a, b) ? -1 : (before(b, a) ? 1 : 0);
+}
+
+/* Scores of one query's terms into `scores` (zero on entry and on return), its top k
+ * (by `before`) sorted into heap[0..kept). Returns kept, or -1 if a posting names a row
+ * out of range. Needs no Python: it runs with the GIL released. */
+static Py_ssize_t score_top_k(const int64_t *indptr, const int32_t *indices,
+                              const float *weights, Py_ssize_t n_rows, const int64_t *term_ids,
+                              const float *term_qtfs, Py_ssize_t n_query, Py_ssize_t k,
+                              float *scores, int32_t *touched, Entry *heap) {
+    Py_ssize_t n_touched = 0, kept = 0;
+    int bad_row = 0;
+    for (Py_ssize_t i = 0; i < n_query && !bad_row; i++) {
+        int64_t t = term_ids[i], end = indptr[t + 1];
+        float q = term_qtfs[i];
+        for (int64_t p = indptr[t]; p < end; p++) {
+            int32_t row = indices[p];
+            if (row < 0 || row >= n_rows) {
+                bad_row = 1;
+                break;
+            }
+            /* branch-free: a row is listed when its score is still zero (first touch) */
+            touched[n_touched] = row;
+            n_touched += scores[row] == 0.0f && n_touched < n_rows;
+            if (q == 0.0f)
+                scores[row] = scores[row] + weights[p];
+            else
+                scores[row] = scores[row] + q * weights[p];
+        }
+    }
+    for (Py_ssize_t i = 0; i < n_touched; i++) {
+        Entry e = {scores[touched[i]], touched[i]};
+        scores[touched[i]] = 0.0f;
+        if (!(e.score > 0.0f) || k == 0) continue;
+        if (kept < k) {
+            heap[kept] = e;
+            sift_up(heap, kept++);
+        } else if (before(e, heap[0])) {
+            heap[0] = e;
+            sift_down(heap, kept, 0);
+        }
+    }
+    qsort(heap, kept, sizeof(Entry), compare);
+    return bad_row ? -1 : kept;
 }
 
 static int get_buffer(PyObject *obj, Py_buffer *view, const char *name, Py_ssize_t itemsize,
@@ -151,46 +213,17 @@ static PyObject *top_k(PyObject *self, PyObject *args) {
         term_qtfs[i] = q == 1.0 ? 0.0f : (float)q; /* 0: add the weight as it is */
     }
 
-    Py_ssize_t n_touched = 0, kept = 0;
-    int bad_row = 0;
+    Py_ssize_t kept;
     heap = PyMem_Malloc(sizeof(Entry) * (k ? k : 1));
     if (!heap) {
         PyErr_NoMemory();
         goto done;
     }
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n_query && !bad_row; i++) {
-        int64_t t = term_ids[i], end = indptr[t + 1];
-        float q = term_qtfs[i];
-        for (int64_t p = indptr[t]; p < end; p++) {
-            int32_t row = indices[p];
-            if (row < 0 || row >= n_rows) {
-                bad_row = 1;
-                break;
-            }
-            /* branch-free: a row is listed when its score is still zero (first touch) */
-            touched[n_touched] = row;
-            n_touched += scores[row] == 0.0f && n_touched < n_rows;
-            if (q == 0.0f)
-                scores[row] = scores[row] + weights[p];
-            else
-                scores[row] = scores[row] + q * weights[p];
-        }
-    }
-    for (Py_ssize_t i = 0; i < n_touched; i++) {
-        Entry e = {scores[touched[i]], touched[i]};
-        scores[touched[i]] = 0.0f;
-        if (!(e.score > 0.0f) || k == 0) continue;
-        if (kept < k) {
-            heap[kept] = e;
-            sift_up(heap, kept++);
-        } else if (before(e, heap[0])) {
-            heap[0] = e;
-            sift_down(heap, kept, 0);
-        }
-    }
-    qsort(heap, kept, sizeof(Entry), compare);
+    kept = score_top_k(indptr, indices, weights, n_rows, term_ids, term_qtfs, n_query, k, scores,
+                       touched, heap);
     Py_END_ALLOW_THREADS
+    int bad_row = kept < 0;
     if (bad_row) {
         PyErr_SetString(PyExc_ValueError, "top_k: a posting names a row out of range");
         goto done;
@@ -224,13 +257,191 @@ done:
     return result;
 }
 
+/* One batch, shared by its threads; each thread takes the next query (an atomic
+ * counter) and writes only that query's output slots. */
+typedef struct {
+    const int64_t *indptr;
+    const int32_t *indices;
+    const float *weights;
+    Py_ssize_t n_rows, n_terms;
+    const int64_t *terms, *bounds;
+    Py_ssize_t n_queries, k, longest;
+    int32_t *out_rows;
+    float *out_scores;
+    int64_t *out_counts;
+    Py_ssize_t next; /* the next query to take */
+    int failed;      /* 1: out of memory, 2: a row out of range */
+} Batch;
+
+static Py_ssize_t take(Batch *b) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __atomic_fetch_add(&b->next, 1, __ATOMIC_RELAXED);
+#else
+    return b->next++; /* one thread only (see run_batch) */
+#endif
+}
+
+static void *batch_worker(void *arg) {
+    Batch *b = (Batch *)arg;
+    float *scores = calloc(b->n_rows ? b->n_rows : 1, sizeof(float));
+    int32_t *touched = malloc(sizeof(int32_t) * (b->n_rows + 1));
+    Entry *heap = malloc(sizeof(Entry) * (b->k ? b->k : 1));
+    int64_t *ids = malloc(sizeof(int64_t) * (b->longest ? b->longest : 1));
+    float *qtfs = malloc(sizeof(float) * (b->longest ? b->longest : 1));
+    if (!scores || !touched || !heap || !ids || !qtfs) {
+        b->failed = 1;
+        goto out;
+    }
+    for (Py_ssize_t q = take(b); q < b->n_queries && !b->failed; q = take(b)) {
+        /* the query's known ids, sorted (insertion sort: queries are short) */
+        Py_ssize_t n = 0;
+        for (int64_t p = b->bounds[q]; p < b->bounds[q + 1]; p++) {
+            int64_t t = b->terms[p];
+            if (t < 0) continue;
+            Py_ssize_t j = n++;
+            while (j > 0 && ids[j - 1] > t) {
+                ids[j] = ids[j - 1];
+                j--;
+            }
+            ids[j] = t;
+        }
+        /* repeats become counts: qtf 0 marks a count of 1 (the weight added as it is) */
+        Py_ssize_t m = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (m && ids[m - 1] == ids[i]) {
+                qtfs[m - 1] = (qtfs[m - 1] == 0.0f ? 1.0f : qtfs[m - 1]) + 1.0f;
+                continue;
+            }
+            ids[m] = ids[i];
+            qtfs[m++] = 0.0f;
+        }
+        Py_ssize_t kept = score_top_k(b->indptr, b->indices, b->weights, b->n_rows, ids, qtfs, m,
+                                      b->k, scores, touched, heap);
+        if (kept < 0) {
+            b->failed = 2;
+            break;
+        }
+        for (Py_ssize_t i = 0; i < kept; i++) {
+            b->out_rows[q * b->k + i] = heap[i].row;
+            b->out_scores[q * b->k + i] = heap[i].score;
+        }
+        b->out_counts[q] = kept;
+    }
+out:
+    free(scores);
+    free(touched);
+    free(heap);
+    free(ids);
+    free(qtfs);
+    return NULL;
+}
+
+/* Runs the batch on `threads` threads: this one and threads - 1 started here. */
+static void run_batch(Batch *b, int threads) {
+#ifdef HAVE_PTHREADS
+    pthread_t pool[64];
+    int started = 0;
+    if (threads > 64) threads = 64;
+    for (int i = 1; i < threads; i++)
+        if (pthread_create(&pool[started], NULL, batch_worker, b) == 0) started++;
+    batch_worker(b);
+    for (int i = 0; i < started; i++) pthread_join(pool[i], NULL);
+#else
+    (void)threads;
+    batch_worker(b);
+#endif
+}
+
+static PyObject *top_k_many(PyObject *self, PyObject *args) {
+    PyObject *o_indptr, *o_indices, *o_weights, *o_terms, *o_bounds, *o_rows, *o_scores, *o_counts;
+    Py_ssize_t k, n_rows;
+    int threads;
+    if (!PyArg_ParseTuple(args, "OOOOOninOOO", &o_indptr, &o_indices, &o_weights, &o_terms,
+                          &o_bounds, &k, &threads, &n_rows, &o_rows, &o_scores, &o_counts))
+        return NULL;
+    Py_buffer views[8];
+    int got = 0;
+    PyObject *result = NULL;
+    const char *names[8] = {"indptr", "indices", "weights", "terms",
+                            "bounds", "rows",    "scores",  "counts"};
+    PyObject *objs[8] = {o_indptr, o_indices, o_weights, o_terms,
+                         o_bounds, o_rows,    o_scores,  o_counts};
+    const Py_ssize_t sizes[8] = {8, 4, 4, 8, 8, 4, 4, 8};
+    const char *kinds[8] = {"qlLQ", "iI", "f", "qlLQ", "qlLQ", "iI", "f", "qlLQ"};
+    for (; got < 8; got++)
+        if (get_buffer(objs[got], &views[got], names[got], sizes[got], kinds[got], got >= 5) < 0)
+            goto done;
+
+    Batch b;
+    memset(&b, 0, sizeof b);
+    b.indptr = (const int64_t *)views[0].buf;
+    b.indices = (const int32_t *)views[1].buf;
+    b.weights = (const float *)views[2].buf;
+    b.terms = (const int64_t *)views[3].buf;
+    b.bounds = (const int64_t *)views[4].buf;
+    b.out_rows = (int32_t *)views[5].buf;
+    b.out_scores = (float *)views[6].buf;
+    b.out_counts = (int64_t *)views[7].buf;
+    b.n_terms = views[0].len / 8 - 1;
+    Py_ssize_t n_postings = views[1].len / 4, n_ids = views[3].len / 8;
+    b.n_rows = n_rows;
+    b.n_queries = views[4].len / 8 - 1;
+    b.k = k < 0 ? 0 : k;
+    if (views[2].len / 4 != n_postings || b.n_terms < 0 || b.n_queries < 0 || n_rows < 0 ||
+        views[5].len / 4 != b.n_queries * b.k || views[6].len / 4 != b.n_queries * b.k ||
+        views[7].len / 8 != b.n_queries) {
+        PyErr_SetString(PyExc_ValueError, "top_k_many: array lengths disagree");
+        goto done;
+    }
+    for (Py_ssize_t q = 0; q < b.n_queries; q++) {
+        int64_t lo = b.bounds[q], hi = b.bounds[q + 1];
+        if (lo < 0 || hi < lo || hi > n_ids) {
+            PyErr_SetString(PyExc_ValueError, "top_k_many: query bounds out of range");
+            goto done;
+        }
+        if (hi - lo > b.longest) b.longest = hi - lo;
+        for (int64_t p = lo; p < hi; p++) {
+            int64_t t = b.terms[p];
+            if (t >= b.n_terms) {
+                PyErr_Format(PyExc_ValueError, "top_k_many: term id %lld out of range",
+                             (long long)t);
+                goto done;
+            }
+            if (t >= 0 && (b.indptr[t] < 0 || b.indptr[t + 1] < b.indptr[t] ||
+                           b.indptr[t + 1] > n_postings)) {
+                PyErr_Format(PyExc_ValueError, "top_k_many: postings of term %lld out of range",
+                             (long long)t);
+                goto done;
+            }
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    run_batch(&b, threads < 1 ? 1 : threads);
+    Py_END_ALLOW_THREADS
+    if (b.failed == 1) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (b.failed == 2) {
+        PyErr_SetString(PyExc_ValueError, "top_k_many: a posting names a row out of range");
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&views[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"top_k", top_k, METH_VARARGS,
      "top_k(indptr, indices, weights, terms, qtfs, k, scores, touched) -> (rows, scores)"},
+    {"top_k_many", top_k_many, METH_VARARGS,
+     "top_k_many(indptr, indices, weights, terms, bounds, k, threads, n_rows, rows, scores, "
+     "counts) -> None"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernel",
-                                    "BM25 top-k of one query (see _kernel.c).", -1, methods};
+                                    "BM25 top-k of one query or a batch (see _kernel.c).", -1, methods};
 
 PyMODINIT_FUNC PyInit__kernel(void) { return PyModule_Create(&module); }

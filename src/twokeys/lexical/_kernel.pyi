@@ -1,4 +1,4 @@
-# Types of the compiled BM25 top-k (_kernel.c).
+# Types of the compiled BM25 top-k, one query and a batch (_kernel.c).
 from collections.abc import Sequence
 
 import numpy as np
@@ -14,3 +14,16 @@ def top_k(
     scores: npt.NDArray[np.float32],
     touched: npt.NDArray[np.int32],
 ) -> tuple[list[int], list[float]]: ...
+def top_k_many(
+    indptr: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int32],
+    weights: npt.NDArray[np.float32],
+    terms: npt.NDArray[np.int64],
+    bounds: npt.NDArray[np.int64],
+    k: int,
+    threads: int,
+    n_rows: int,
+    rows: npt.NDArray[np.int32],
+    scores: npt.NDArray[np.float32],
+    counts: npt.NDArray[np.int64],
+) -> None: ...

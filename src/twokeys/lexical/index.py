@@ -54,6 +54,7 @@ class ArrayLexicalIndex(LexicalIndex):
         self._weights = weights
         self._n_docs = n_docs
         self._matrix: scipy.sparse.csr_array | None = None
+        self._ids_in_text_order: bool | None = None  # see _batch_kernel_applies
         self._scratch = threading.local()  # the kernel's zeroed scores, one set per thread
         # the kernel reads these layouts (as written by build_term_matrix); anything else
         # takes the numpy path
@@ -112,9 +113,16 @@ class ArrayLexicalIndex(LexicalIndex):
     ) -> list[list[ScoredChunk]]:
         """:meth:`search` for many queries at once, on several threads.
 
-        With the compiled kernel (or from :data:`PER_QUERY_FROM` chunks up), each of
-        ``threads`` worker threads runs :meth:`search` over its share of the queries (the
-        kernel releases the GIL while it scores). Otherwise a block of queries becomes a
+        With the compiled kernel, the whole batch is one call of its ``top_k_many``: the
+        query terms go in as one array of term ids, and ``threads`` threads of the
+        kernel's own (each with its own scratch, the GIL released) take the queries one
+        by one, sorting each query's ids and counting repeats as :meth:`search` does, so
+        every sum is added in the same order and the results are identical; Python only
+        looks the terms up and wraps the rows. That needs term ids numbered in term
+        order (as :func:`~twokeys.lexical.bm25.build_term_matrix` numbers them); other
+        vocabularies, and the numpy path from :data:`PER_QUERY_FROM` chunks up, run
+        :meth:`search` on ``threads`` worker threads, each over its share of the queries
+        (the kernel releases the GIL while it scores). Otherwise a block of queries becomes a
         sparse (queries x terms) matrix multiplied by the (terms x chunks) weight matrix;
         scipy adds the same float32 products in the same term order as
         :func:`twokeys.lexical.bm25.score`, so scores and rankings are identical to
@@ -123,6 +131,8 @@ class ArrayLexicalIndex(LexicalIndex):
         stays on one thread, so threads don't queue for the GIL, and it overlaps with the
         products.
         """
+        if self.compiled and self._batch_kernel_applies():
+            return self._search_batch(queries, k, min(len(queries), threads or _cores()))
         if self.compiled or self._n_docs >= PER_QUERY_FROM:
             workers = min(len(queries), threads or _cores())
             if workers <= 1:
@@ -140,6 +150,46 @@ class ArrayLexicalIndex(LexicalIndex):
         with ThreadPoolExecutor(max_workers=workers) as pool:
             products = pool.map(lambda m: m @ weights, matrices)
             return [run for product in products for run in _top_runs(product, k)]
+
+    def _batch_kernel_applies(self) -> bool:
+        """Whether term ids are numbered in term order (checked once): then sorting a
+        query's ids sorts its terms, the order :meth:`search` adds their weights in."""
+        if self._ids_in_text_order is None:
+            pairs = sorted(self._vocabulary.items(), key=lambda item: item[1])
+            self._ids_in_text_order = all(a[0] < b[0] for a, b in pairwise(pairs))
+        return self._ids_in_text_order
+
+    def _search_batch(
+        self, queries: Sequence[Sequence[str]], k: int, threads: int
+    ) -> list[list[ScoredChunk]]:
+        """:meth:`search_many` as one call of the compiled ``top_k_many``."""
+        assert _kernel is not None
+        get = self._vocabulary.get
+        terms = np.fromiter((get(t, -1) for q in queries for t in q), np.int64)
+        bounds = np.zeros(len(queries) + 1, np.int64)
+        np.cumsum(np.fromiter(map(len, queries), np.int64, len(queries)), out=bounds[1:])
+        k = max(0, min(k, self._n_docs))
+        rows = np.empty((len(queries), k), np.int32)
+        scores = np.empty((len(queries), k), np.float32)
+        counts = np.empty(len(queries), np.int64)
+        _kernel.top_k_many(
+            self._indptr,
+            self._indices,
+            self._weights,
+            terms,
+            bounds,
+            k,
+            max(threads, 1),
+            self._n_docs,
+            rows,
+            scores,
+            counts,
+        )
+        ranks = range(1, k + 1)
+        return [
+            list(map(ScoredChunk, r[:n], s[:n], ranks))
+            for r, s, n in zip(rows.tolist(), scores.tolist(), counts.tolist(), strict=True)
+        ]
 
     def _blocks(self, queries: Sequence[Sequence[str]]) -> list[list[dict[int, float]]]:
         """Query term ids in consecutive blocks, cut where a block would exceed its limits."""
