@@ -9,7 +9,7 @@ import ir_measures
 import pytest
 from click.testing import CliRunner
 
-import conftest  # noqa: F401  (registers the "test-hash" encoder)
+import conftest  # registers the "test-hash" encoder
 from conftest import SHARED_DATA, write_docs
 from twokeys import open_index
 from twokeys.engine import MODES
@@ -328,3 +328,20 @@ def test_an_empty_queries_file_is_blamed_not_the_qrels(collection: Path, tmp_pat
     (collection / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n")
     code, _, err = run(str(collection), "--no-dense", "--index", index)
     assert code == 1 and err == f"error: {collection / 'qrels' / 'test.tsv'}: no judgements\n"
+
+
+def test_an_index_from_another_version_of_the_encoder_is_updated(
+    collection: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same encoder name, other weights or graph (a new twokeys release): eval must not
+    reuse the cached vectors (searching them fails with EncoderMismatchError)."""
+    env = {"TWOKEYS_CACHE": str(tmp_path / "cache")}
+    code, _, err = run(str(collection), "--encoder", "test-hash", "-q", env=env)
+    assert code == 0 and "no index yet" in err, err
+    code, _, err = run(str(collection), "--encoder", "test-hash", "-q", env=env)
+    assert code == 0 and "reusing index" in err, err
+    monkeypatch.setattr(conftest.HashEncoder, "fingerprint", lambda self: "sha256:" + "0" * 64)
+    code, out, err = run(str(collection), "--encoder", "test-hash", "-q", "--json", env=env)
+    assert code == 0, err
+    assert "index was built with encoder test:hash-64" in err
+    assert json.loads(out)["retrievers"]["dense"]["means"]["nDCG@10"] > 0

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from twokeys.dense.encoder import get_encoder
 from twokeys.engine import MODES, Index
 from twokeys.errors import ConfigError, IndexFormatError, QuerySyntaxError
 from twokeys.evaluation.beir import Collection
@@ -202,6 +203,15 @@ def stale_reason(
     built_with = manifest.encoder.name if manifest.encoder is not None else None
     if encoder is not None and built_with != encoder:
         return f"index built with encoder {built_with or 'none'}, asked for {encoder or 'none'}"
+    if encoder is not None and manifest.encoder is not None:
+        # the same name, but another model, graph or tokenizer (a new twokeys version):
+        # its vectors can't be searched with this encoder, so the index is updated
+        current = get_encoder(encoder)
+        changed = manifest.encoder.mismatch(
+            current.id, current.fingerprint(), current.tokenizer_fingerprint()
+        )
+        if changed:
+            return changed
     if stamp is not None:
         try:
             recorded = json.loads(stamp_path(index_path).read_text(encoding="utf-8"))
