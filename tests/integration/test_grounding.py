@@ -153,9 +153,15 @@ def test_an_unseen_phrase_counts_like_an_unseen_name() -> None:
 
 def test_name_runs_are_capitalised_words_side_by_side() -> None:
     assert _name_runs("How long does the Lumatek Smart Lock last?") == ["Lumatek Smart Lock"]
-    assert _name_runs("Lumatek Studio on a Chromebook?") == []  # a sentence start is no name
+    assert (
+        _name_runs("Lumatek Studio runs on which Chromebook?") == []
+    )  # a sentence start is no name
     assert _name_runs("Does the Hub's Wi-Fi drop, and does Apple Home work?") == ["Apple Home"]
-    assert _name_runs("Pair a Cam Go. Then Studio Pro?") == ["Cam Go", "Studio Pro"]
+    assert _name_runs("Pair a Cam Go with your phone. Then open Studio Pro?") == [
+        "Cam Go",
+        "Studio Pro",
+    ]
+    assert _name_runs("Reset Hub Button Not Working") == []  # title case marks no name
 
 
 def test_a_part_the_sources_do_not_answer_is_said_so(kb_path: Path) -> None:

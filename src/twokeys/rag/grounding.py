@@ -150,6 +150,7 @@ def retrieval_confidence(index: Index, query: str) -> Confidence:
 
 
 _NAME = re.compile(r"(?<![\w'-])[A-Z][\w-]*[\w]")
+_LOWER_WORD = re.compile(r"\b[a-z]{4,}\b")
 _SENTENCE_START = re.compile(r"(?:^|[.?!;:(]\s*|\n)\s*$")
 
 
@@ -167,7 +168,12 @@ def _name_matches(query: str) -> list[re.Match[str]]:
 
 
 def _name_runs(query: str) -> list[str]:
-    """Runs of two or more :func:`_names` separated by single spaces: ``Lumatek Smart Lock``."""
+    """Runs of two or more :func:`_names` separated by single spaces: ``Lumatek Smart Lock``.
+
+    None in a query written in title case or capitals (no lowercase word of four letters
+    or more): there capitals do not mark names."""
+    if not _LOWER_WORD.search(query):
+        return []
     runs: list[list[re.Match[str]]] = []
     for m in _name_matches(query):
         if runs and query[runs[-1][-1].end() : m.start()] == " ":
