@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,13 @@ from twokeys.llm.base import LLM, Prompt
 from twokeys.llm.http import ServiceUnavailableError
 from twokeys.rag import AskOptions, ask
 from twokeys.rag.ask import ABSTAINED, Done, Packed, Retrieved, TextDelta, ask_events
-from twokeys.rag.grounding import check_sentences
+from twokeys.rag.grounding import (
+    STRONG_PEAK,
+    Confidence,
+    _name_runs,
+    check_sentences,
+    retrieval_confidence,
+)
 
 BM25 = AskOptions(mode="bm25")
 
@@ -118,6 +125,43 @@ def test_an_off_topic_question_abstains_before_the_model_runs(kb_path: Path) -> 
     assert france.kind == "no-evidence"  # BM25 alone matches no word of it
     assert unknown_code.kind == "abstained" and "zx-9001" in unknown_code.text
     assert unknown_code.plan.confidence[0].missing == ("zx-9001",)
+
+
+def test_a_product_name_built_from_corpus_words_abstains(kb_path: Path) -> None:
+    # "Lumatek", "Cam", "Hub" and the ring light table are all in the corpus, so BM25
+    # covers each word; no chunk holds "Lumatek Cam Hub" side by side.
+    question = "What does the ring light of the Lumatek Cam Hub mean?"
+    with open_index(kb_path) as kb:
+        made_up = ask(kb, question, options=BM25)
+        real = ask(kb, question.replace("Cam Hub", "Cam Exterior"), options=BM25)
+        unnamed = retrieval_confidence(kb, question.lower())
+    confidence = made_up.plan.confidence[0]
+    assert confidence.unseen_names == () and confidence.missing == ()
+    assert confidence.unseen_phrases == ("Lumatek Cam Hub",)
+    assert made_up.kind == "abstained" and "Lumatek Cam Hub" in made_up.text
+    assert unnamed.answerable and unnamed.lexical == confidence.lexical  # same words, no name
+    assert real.kind == "extractive" and real.plan.confidence[0].unseen_phrases == ()
+
+
+def test_an_unseen_phrase_counts_like_an_unseen_name() -> None:
+    seen = Confidence("q", 0.9, 4.0, ())
+    assert seen.answerable
+    assert not replace(seen, unseen_phrases=("Lumatek Smart Lock",)).answerable
+    assert replace(seen, dense=STRONG_PEAK, unseen_phrases=("Lumatek Smart Lock",)).answerable
+    assert not replace(seen, dense=None, unseen_phrases=("Lumatek Smart Lock",)).answerable
+
+
+def test_name_runs_are_capitalised_words_side_by_side() -> None:
+    assert _name_runs("How long does the Lumatek Smart Lock last?") == ["Lumatek Smart Lock"]
+    assert (
+        _name_runs("Lumatek Studio runs on which Chromebook?") == []
+    )  # a sentence start is no name
+    assert _name_runs("Does the Hub's Wi-Fi drop, and does Apple Home work?") == ["Apple Home"]
+    assert _name_runs("Pair a Cam Go with your phone. Then open Studio Pro?") == [
+        "Cam Go",
+        "Studio Pro",
+    ]
+    assert _name_runs("Reset Hub Button Not Working") == []  # title case marks no name
 
 
 def test_a_part_the_sources_do_not_answer_is_said_so(kb_path: Path) -> None:

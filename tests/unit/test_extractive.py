@@ -1,6 +1,6 @@
 """The extractive answer's sentence choice on hand-made contexts: lead-ins carry the
-terms of the code they introduce, quotes bring the sentences read with them, and a part
-never quotes another part's evidence."""
+terms of the code they introduce and bring the list they introduce, quotes bring the
+sentences read with them, and a part never quotes another part's evidence."""
 
 from __future__ import annotations
 
@@ -69,6 +69,39 @@ def test_a_lead_in_to_prose_brings_the_sentence_it_introduces() -> None:
     assert quotes == [
         "The reset is done in two steps:",
         "Hold the button until the light is red.",
+    ]
+
+
+LIST_AFTER_A_BLANK_LINE = """If you need a new adapter, choose one that:
+
+- carries a recognised safety mark for your region;
+- is rated for 5 V at 3 A; and
+- comes with a cable no longer than 2 metres.
+
+Adapters from other products may look the same.
+"""
+
+
+def test_a_lead_in_to_a_list_after_a_blank_line_brings_its_best_item() -> None:
+    similarity = _cosine_by_phrase({"new adapter": 0.9, "5 V": 0.3, "cable": 0.2, "other": 0.1})
+    quotes = _quoted(
+        _context(LIST_AFTER_A_BLANK_LINE), "what should a new charger offer?", similarity=similarity
+    )
+    assert quotes == [
+        "If you need a new adapter, choose one that:",
+        "is rated for 5 V at 3 A; and",
+    ]  # the weaker items stay out; the paragraph after the list is not the list
+
+
+def test_the_items_of_the_list_that_score_well_all_come() -> None:
+    similarity = _cosine_by_phrase({"new adapter": 0.9, "5 V": 0.7, "cable": 0.6, "other": 0.1})
+    quotes = _quoted(
+        _context(LIST_AFTER_A_BLANK_LINE), "what should a new charger offer?", similarity=similarity
+    )
+    assert quotes[0] == "If you need a new adapter, choose one that:"
+    assert quotes[1:] == [
+        "is rated for 5 V at 3 A; and",
+        "comes with a cable no longer than 2 metres.",
     ]
 
 

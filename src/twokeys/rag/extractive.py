@@ -25,8 +25,10 @@ A fact often spans two sentences, and the dense model often ranks the sentence t
 sets the scene above the one that states the answer, so a quote brings the sentences
 read with it (before and after it in its paragraph: no blank line or heading between)
 that score at least :data:`NEIGHBOUR_FLOOR` of the best; a lead-in ending in ``:``
-brings the sentence after it in its paragraph (a list set off by a blank line is not
-brought). A lead-in to a code block or table ("Remove old
+brings the sentence after it in its paragraph, and a lead-in whose list follows after a
+blank line ("choose one that:", then the items) brings the items that score at least
+:data:`NEIGHBOUR_FLOOR` of the best, or else its best item: the lead-in alone says
+nothing. A lead-in to a code block or table ("Remove old
 bundles from the Hub shell:") carries that block's terms, so a question about
 ``hubctl diag purge`` finds the sentence that says what the command is for.
 """
@@ -89,6 +91,7 @@ class _Sentence:
     queries: frozenset[int]  # sub-queries whose blocks hold it
     paragraph: int  # sentences with the same number are read together (no blank line, heading)
     introduces: str = ""  # a lead-in's code block or table, whose terms it carries
+    item: bool = False  # written as a list item
 
 
 def _sentences(context: PackedContext) -> list[_Sentence]:
@@ -126,6 +129,7 @@ def _sentences(context: PackedContext) -> list[_Sentence]:
                     frozenset(block.queries),
                     paragraph,
                     introduces,
+                    bool(_LIST_MARKER.match(piece.lstrip())),
                 )
             )
     return out
@@ -194,7 +198,11 @@ def extract(
                 and j not in chosen
                 and (scores[j] >= NEIGHBOUR_FLOOR * best or _introduces(sentences, si, j))
             ]
-            chosen.extend(sorted([si, *read_with]))
+            items = [j for j in _list_after(sentences, si) if j in scores and j not in chosen]
+            if items:
+                strong = [j for j in items if scores[j] >= NEIGHBOUR_FLOOR * best]
+                read_with += strong or [max(items, key=lambda j: (scores[j], -j))]
+            chosen.extend(sorted({si, *read_with}))
         for si in chosen:
             seen.add(si)
             s = sentences[si]
@@ -210,6 +218,20 @@ def _neighbours(sentences: Sequence[_Sentence], i: int) -> list[int]:
         for j in (i - 1, i + 1)
         if 0 <= j < len(sentences) and sentences[j].paragraph == sentences[i].paragraph
     ]
+
+
+def _list_after(sentences: Sequence[_Sentence], i: int) -> list[int]:
+    """The items of the list a lead-in ``i`` (ends in ``:``) introduces after a blank line."""
+    lead_in = sentences[i]
+    if not lead_in.text.endswith(":") or lead_in.introduces:
+        return []
+    items: list[int] = []
+    for j in range(i + 1, len(sentences)):
+        s = sentences[j]
+        if s.number != lead_in.number or s.paragraph != lead_in.paragraph + 1 or not s.item:
+            break
+        items.append(j)
+    return items
 
 
 def _introduces(sentences: Sequence[_Sentence], i: int, j: int) -> bool:

@@ -12,13 +12,19 @@ sub-query:
   sample of at most :data:`DENSE_SAMPLE` chunk vectors);
 * *missing identifiers*: identifier-like query tokens (``ZX-9001``, ``v5.0``) that no
   chunk contains, and *unseen names*: capitalised words past a sentence's start
-  (``VPN``, ``Kubernetes``, ``Chromebook``) that no chunk contains.
+  (``VPN``, ``Kubernetes``, ``Chromebook``) that no chunk contains;
+* *unseen phrases*: runs of two or more capitalised words past a sentence's start
+  (``Lumatek Smart Lock``) whose words the index holds but never side by side: no chunk
+  holds the analysed words as a contiguous sequence, the check a quoted phrase gets in
+  the boolean retriever. BM25 and the dense model read a query as a bag of words, so a
+  product name built from corpus words ("smart", "locks", "Lumatek") looks covered to
+  both although the corpus never names that product.
 
 A question that names an identifier the index has never seen asks about something the
 corpus does not hold; one that names an identifier the index holds is answerable (an
-exact match is the strongest lexical evidence). An unseen name means the same unless
-the dense peak is very high (:data:`STRONG_PEAK`: "Britain" for a page on the United
-Kingdom). Otherwise the sub-query is answerable when
+exact match is the strongest lexical evidence). An unseen name or phrase means the same
+unless the dense peak is very high (:data:`STRONG_PEAK`: "Britain" for a page on the
+United Kingdom). Otherwise the sub-query is answerable when
 ``peak + LEXICAL_WEIGHT * coverage >= THRESHOLD``: each sensor can vouch on its own
 (a paraphrase with unseen words but a clear dense peak; an identifier query matched
 exactly), and a question neither sensor recognises (off-topic, or in-domain words
@@ -44,8 +50,10 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from twokeys.lexical.boolean import contains_sequence
 from twokeys.rag.packing import Block
 from twokeys.request import SearchRequest
+from twokeys.retrievers.base import indexed_texts
 from twokeys.text.sentences import split_sentences
 
 if TYPE_CHECKING:
@@ -56,6 +64,7 @@ THRESHOLD = 3.6
 STRONG_PEAK = 5.0  # a dense peak this high vouches even for a question naming an unseen name
 LEXICAL_ONLY_FLOOR = 0.5
 DENSE_SAMPLE = 512
+PHRASE_CANDIDATES = 256  # chunks read to find a phrase; past that many, it is taken as held
 SUPPORT_MIN = 0.5  # share of a sentence's content terms its cited blocks must hold
 
 Status = Literal["supported", "unsupported", "uncited"]
@@ -72,6 +81,7 @@ class Confidence:
     missing: tuple[str, ...]  # identifier-like query terms no chunk contains
     found: tuple[str, ...] = ()  # identifier-like query terms the index holds
     unseen_names: tuple[str, ...] = ()  # capitalised names (VPN, Kubernetes) no chunk holds
+    unseen_phrases: tuple[str, ...] = ()  # capitalised runs (Lumatek Smart Lock) no chunk holds
 
     @property
     def score(self) -> float:
@@ -85,16 +95,21 @@ class Confidence:
             return False
         if self.found:
             return True  # an identifier matched exactly: the strongest lexical evidence
-        if self.unseen_names and (self.dense is None or self.dense < STRONG_PEAK):
+        if self.unseen and (self.dense is None or self.dense < STRONG_PEAK):
             return False
         if self.dense is None:
             return self.lexical >= LEXICAL_ONLY_FLOOR
         return self.score >= THRESHOLD
 
     @property
+    def unseen(self) -> tuple[str, ...]:
+        """The names and phrases of the query that no chunk holds."""
+        return self.unseen_names + self.unseen_phrases
+
+    @property
     def reason(self) -> str:
-        if self.missing or (self.unseen_names and not self.answerable):
-            return f"the index never mentions {', '.join(self.missing or self.unseen_names)}"
+        if self.missing or (self.unseen and not self.answerable):
+            return f"the index never mentions {', '.join(self.missing or self.unseen)}"
         if self.answerable:
             return "retrieval matched the question"
         return "neither BM25 nor the dense model found a passage close to the question"
@@ -107,6 +122,7 @@ class Confidence:
             "missing_identifiers": list(self.missing),
             "found_identifiers": list(self.found),
             "unseen_names": list(self.unseen_names),
+            "unseen_phrases": list(self.unseen_phrases),
             "answerable": self.answerable,
             "reason": self.reason,
         }
@@ -119,6 +135,9 @@ def retrieval_confidence(index: Index, query: str) -> Confidence:
     coverage = bm25.confidence(query, result.run)  # type: ignore[attr-defined]
     features = bm25.features(query, result)  # type: ignore[attr-defined]
     names = tuple(n for n in _names(query) if not _indexed(index, n))
+    phrases = tuple(
+        p for p in _name_runs(query) if not names and _indexed(index, p) and not _held(index, p)
+    )
     return Confidence(
         query,
         coverage,
@@ -126,20 +145,59 @@ def retrieval_confidence(index: Index, query: str) -> Confidence:
         tuple(features.missing_identifiers),
         tuple(features.identifiers),
         names,
+        phrases,
     )
 
 
 _NAME = re.compile(r"(?<![\w'-])[A-Z][\w-]*[\w]")
+_LOWER_WORD = re.compile(r"\b[a-z]{4,}\b")
 _SENTENCE_START = re.compile(r"(?:^|[.?!;:(]\s*|\n)\s*$")
 
 
 def _names(query: str) -> list[str]:
     """Capitalised words not at a sentence start (names, acronyms): ``VPN``, ``Kubernetes``."""
+    return [m.group() for m in _name_matches(query)]
+
+
+def _name_matches(query: str) -> list[re.Match[str]]:
     return [
-        m.group()
+        m
         for m in _NAME.finditer(query)
         if not _SENTENCE_START.search(query[: m.start()]) and m.group() not in ("I", "I'm")
     ]
+
+
+def _name_runs(query: str) -> list[str]:
+    """Runs of two or more :func:`_names` separated by single spaces: ``Lumatek Smart Lock``.
+
+    None in a query written in title case or capitals (no lowercase word of four letters
+    or more): there capitals do not mark names."""
+    if not _LOWER_WORD.search(query):
+        return []
+    runs: list[list[re.Match[str]]] = []
+    for m in _name_matches(query):
+        if runs and query[runs[-1][-1].end() : m.start()] == " ":
+            runs[-1].append(m)
+        else:
+            runs.append([m])
+    return [query[r[0].start() : r[-1].end()] for r in runs if len(r) >= 2]
+
+
+def _held(index: Index, phrase: str) -> bool:
+    """Whether some chunk holds ``phrase``'s analysed terms as a contiguous sequence.
+
+    Only the chunks holding its rarest term are read (all of them, up to
+    :data:`PHRASE_CANDIDATES`; past that the phrase is taken as held)."""
+    terms = index.analyzer.query_terms(phrase)
+    if len(terms) < 2:
+        return True
+    lexical = index.backend.lexical
+    rarest = max(zip(lexical.idf(terms), terms, strict=True))[1]
+    rows = [hit.row for hit in lexical.search([rarest], PHRASE_CANDIDATES)]
+    if len(rows) >= PHRASE_CANDIDATES:
+        return True
+    texts = indexed_texts(index.backend, rows)
+    return any(contains_sequence(index.analyzer.query_terms(t), terms) for t in texts)
 
 
 def _indexed(index: Index, name: str) -> bool:
