@@ -18,19 +18,11 @@ import pytest
 
 from conftest import ROOT, write_docs
 from twokeys import IndexOptions, build_index, open_index
-from twokeys.store.base import IndexBackend
 from twokeys.store.postgres.writer import PostgresWriter
 
 pytestmark = [
     pytest.mark.postgres,
     pytest.mark.slow,
-    # a search reads its hits' chunks in a second statement: a write committed in
-    # between fails it ('deleted since?') until each search reads one snapshot
-    pytest.mark.xfail(
-        not hasattr(IndexBackend, "snapshot"),
-        reason="needs snapshot-consistent PostgreSQL searches (IndexBackend.snapshot)",
-        strict=False,
-    ),
 ]
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
