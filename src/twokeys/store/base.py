@@ -25,6 +25,7 @@ from twokeys.errors import ConfigError, IndexFormatError
 from twokeys.lexical.base import LexicalIndex as LexicalIndex
 from twokeys.lexical.bm25 import BM25Params
 from twokeys.types import Chunk
+from twokeys.types import DocumentInfo as DocumentInfo
 from twokeys.types import RowMask as RowMask
 
 if TYPE_CHECKING:
@@ -232,21 +233,6 @@ class Manifest:
             )
         except (KeyError, TypeError, ValueError, AttributeError, ConfigError) as exc:
             raise IndexFormatError(f"{where}: malformed manifest ({exc!r})") from exc
-
-
-@dataclass(frozen=True, slots=True)
-class DocumentInfo:
-    """What the engine needs of a document to present a hit."""
-
-    id: str
-    title: str
-    path: str
-    kind: str
-    mtime: float
-    sha256: str
-    first_row: int
-    n_chunks: int
-    metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
 class IndexBackend(ABC):
