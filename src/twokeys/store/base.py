@@ -31,6 +31,11 @@ from twokeys.types import RowMask as RowMask
 if TYPE_CHECKING:
     from twokeys.filters import Filter
 
+#: What :meth:`IndexBackend.snapshot` returns for a backend whose state never changes
+#: while open: one shared do-nothing block (it holds no state, so threads can share it),
+#: not a new one per search.
+_ONE_STATE: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+
 FORMAT_NAME = "twokeys-index"
 FORMAT_VERSION = 1
 
@@ -252,7 +257,7 @@ class IndexBackend(ABC):
         wraps each search in one). A backend that serves one state for as long as it is
         open (a local index) needs nothing; one whose rows change while open (a
         database) runs the block's statements in one transaction."""
-        return contextlib.nullcontext()
+        return _ONE_STATE
 
     @property
     @abstractmethod
