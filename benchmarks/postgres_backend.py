@@ -62,8 +62,8 @@ from twokeys.chunking import approx_token_counter  # noqa: E402
 from twokeys.dense.encoder import Encoder, Kind, get_encoder, register_encoder  # noqa: E402
 from twokeys.evaluation.beir import load_collection  # noqa: E402
 from twokeys.evaluation.runs import evaluate  # noqa: E402
+from twokeys.migrate import copy_into_postgres  # noqa: E402
 from twokeys.store.postgres.embedded import EmbeddedPostgres  # noqa: E402
-from twokeys.store.postgres.indexer import copy_into_postgres  # noqa: E402
 from twokeys.store.postgres.location import PostgresLocation  # noqa: E402
 
 K = 100

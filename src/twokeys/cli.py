@@ -178,9 +178,12 @@ def index(
     if from_index is not None:
         if source is not None:
             raise click.UsageError("give either SOURCE or --from LOCAL_INDEX, not both")
-        from twokeys.store.postgres.cli import copy_postgres
+        if not isinstance(index_path, str):
+            raise click.UsageError("--from copies into a postgresql:// --index only")
+        from twokeys.migrate import copy_into_postgres
 
-        report = copy_postgres(index_path, from_index, quiet)
+        with progress_bars(quiet) as stage:
+            report = copy_into_postgres(from_index, index_path, progress=stage)
     elif source is None:
         raise click.UsageError("Missing argument 'SOURCE'.")
     else:

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from twokeys.errors import ConfigError
-from twokeys.store.base import DocumentInfo
+from twokeys.types import DocumentInfo
 
 OPERATORS = ("glob", "prefix", "in", "=", ">=", "<=", ">", "<")
 _RANGE = (">=", "<=", ">", "<")

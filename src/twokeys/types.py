@@ -7,6 +7,7 @@ carry each retriever's evidence so a caller can see why a chunk won.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,23 @@ class Document:
     sha256: str
     kind: str  # "markdown", "text", "html", "rst", "jsonl"
     metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentInfo:
+    """What the engine needs of a document to present a hit and to filter on: its
+    stable id, where it came from, its content hash, and its chunk rows
+    (``first_row`` .. ``first_row + n_chunks``)."""
+
+    id: str
+    title: str
+    path: str
+    kind: str
+    mtime: float
+    sha256: str
+    first_row: int
+    n_chunks: int
+    metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
 HEADING_SEPARATOR = " > "

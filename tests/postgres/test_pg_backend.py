@@ -11,7 +11,7 @@ import pytest
 from conftest import HashEncoder, write_docs
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.errors import ConfigError, IndexFormatError
-from twokeys.store.postgres.indexer import copy_into_postgres
+from twokeys.migrate import copy_into_postgres
 from twokeys.store.postgres.location import PostgresLocation
 from twokeys.store.postgres.schema import SCHEMA_VERSION, migrate
 from twokeys.store.postgres.writer import PostgresWriter

@@ -18,7 +18,7 @@ from twokeys import IndexOptions, build_index, open_index
 from twokeys.evaluation.beir import load_collection
 from twokeys.evaluation.experiment import default_index_path, ensure_index
 from twokeys.evaluation.runs import doc_ranking, evaluate
-from twokeys.store.postgres.indexer import copy_into_postgres
+from twokeys.migrate import copy_into_postgres
 
 pytestmark = [
     pytest.mark.slow,

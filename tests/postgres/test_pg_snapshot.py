@@ -20,7 +20,7 @@ from conftest import HashEncoder, write_docs
 from twokeys import IndexOptions, open_index
 from twokeys.analysis import analyzer_for
 from twokeys.chunking import indexed_text
-from twokeys.store.postgres.indexer import index_into_postgres
+from twokeys.indexer import build_index
 from twokeys.store.postgres.writer import PostgresWriter, prepare
 from twokeys.types import Chunk
 
@@ -45,7 +45,7 @@ def test_hybrid_searches_see_one_state_while_every_document_is_replaced(
 ) -> None:
     files = {f"d{d:02d}.md": f"# Doc {d}\n\n{_text(d, 0)}\n" for d in range(DOCS)}
     src = write_docs(tmp_path / "docs", files)
-    index_into_postgres(src, pg_url, IndexOptions(encoder="test-hash"))
+    build_index(src, pg_url, IndexOptions(encoder="test-hash"))
     encoder = HashEncoder()
     stop = threading.Event()
     written: list[int] = []
@@ -105,7 +105,7 @@ def test_a_failed_statement_ends_its_snapshot_and_the_next_search_works(
     tmp_path: Path, pg_url: str
 ) -> None:
     src = write_docs(tmp_path / "docs", {"a.md": f"# A\n\n{_text(0, 0)}\n"})
-    index_into_postgres(src, pg_url, IndexOptions(encoder="test-hash"))
+    build_index(src, pg_url, IndexOptions(encoder="test-hash"))
     with open_index(pg_url, encoder=HashEncoder()) as kb:
         vectors = kb.backend.vectors
         assert vectors is not None

@@ -226,6 +226,24 @@ def stale_reason(
     return ""
 
 
+def postgres_stale_reason(location: str, encoder: str | None) -> str:
+    """Why the PostgreSQL index at ``location`` must be (re)built for ``encoder``, or ""
+    to reuse it: it is reused when it exists and was built with ``encoder`` (any index
+    serves BM25 only). A database records no corpus stamp."""
+    from twokeys.store.postgres.backend import PostgresIndex
+
+    try:
+        backend = PostgresIndex(location)
+    except IndexFormatError:
+        return "no index yet"
+    info = backend.manifest.encoder
+    backend.close()
+    built_with = info.name if info is not None else None
+    if encoder is not None and built_with != encoder:
+        return f"index built with encoder {built_with or 'none'}, asked for {encoder}"
+    return ""
+
+
 def ensure_index(
     collection: Collection,
     index_path: Path | str,
@@ -241,12 +259,13 @@ def ensure_index(
     and checked on reuse: a changed corpus.jsonl updates the index. ``cached``: the
     index is eval's own (the default path), so one without that record is updated too."""
     if isinstance(index_path, str):  # postgresql://
-        from twokeys.store.postgres.indexer import ensure_postgres_index
-
-        built, reason, report = ensure_postgres_index(
-            collection.corpus, index_path, encoder=encoder, rebuild=rebuild, progress=progress
+        reason = "rebuild asked for" if rebuild else postgres_stale_reason(index_path, encoder)
+        if not reason:
+            return PreparedIndex(index_path, built=False, reason="")
+        report = build_index(
+            collection.corpus, index_path, IndexOptions(encoder=encoder), progress=progress
         )
-        return PreparedIndex(index_path, built=built, reason=reason, report=report)
+        return PreparedIndex(index_path, built=True, reason=reason, report=report)
     stamp = corpus_stamp(collection.corpus)
     reason = (
         "rebuild asked for"

@@ -25,10 +25,16 @@ from twokeys.errors import ConfigError, IndexFormatError
 from twokeys.lexical.base import LexicalIndex as LexicalIndex
 from twokeys.lexical.bm25 import BM25Params
 from twokeys.types import Chunk
+from twokeys.types import DocumentInfo as DocumentInfo
 from twokeys.types import RowMask as RowMask
 
 if TYPE_CHECKING:
     from twokeys.filters import Filter
+
+#: What :meth:`IndexBackend.snapshot` returns for a backend whose state never changes
+#: while open: one shared do-nothing block (it holds no state, so threads can share it),
+#: not a new one per search.
+_ONE_STATE: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
 
 FORMAT_NAME = "twokeys-index"
 FORMAT_VERSION = 1
@@ -234,21 +240,6 @@ class Manifest:
             raise IndexFormatError(f"{where}: malformed manifest ({exc!r})") from exc
 
 
-@dataclass(frozen=True, slots=True)
-class DocumentInfo:
-    """What the engine needs of a document to present a hit."""
-
-    id: str
-    title: str
-    path: str
-    kind: str
-    mtime: float
-    sha256: str
-    first_row: int
-    n_chunks: int
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-
-
 class IndexBackend(ABC):
     """A readable index."""
 
@@ -266,7 +257,7 @@ class IndexBackend(ABC):
         wraps each search in one). A backend that serves one state for as long as it is
         open (a local index) needs nothing; one whose rows change while open (a
         database) runs the block's statements in one transaction."""
-        return contextlib.nullcontext()
+        return _ONE_STATE
 
     @property
     @abstractmethod

@@ -1,49 +1,31 @@
-"""``twokeys index --from LOCAL_INDEX`` into PostgreSQL, and ``twokeys eval``'s reuse rule
-for a PostgreSQL index.
+"""``twokeys index --from LOCAL_INDEX --index postgresql://...``: copy an embedded index
+into an empty PostgreSQL index as it is.
 
-From a source, PostgreSQL is written by the one indexer
-(:func:`twokeys.indexer.build_index`) through
-:class:`~twokeys.store.postgres.writer.PostgresIndexWriter`. From an embedded index
-(``--from``), documents, chunks and vectors are copied as they are (nothing is
-re-embedded), keeping each chunk's row, and the HNSW index is built once at the end.
+Documents, chunks and vectors are copied (nothing is re-embedded), keeping each chunk's
+row, and the HNSW index is built once at the end. Indexing a *source* into PostgreSQL is
+the one indexer's (:func:`twokeys.indexer.build_index`, through
+:class:`~twokeys.store.postgres.writer.PostgresIndexWriter`).
+
+This sits above both the indexer and storage (it reads a local index and writes a
+PostgreSQL one), so nothing in ``store/`` imports the layers above it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from twokeys.analysis import analyzer_for
 from twokeys.chunking import indexed_text
-from twokeys.dense.encoder import Encoder
-from twokeys.errors import IndexFormatError
-from twokeys.indexer import IndexOptions, IndexReport, ProgressFactory, _noop_progress, build_index
-from twokeys.ingest import SkippedFile
+from twokeys.indexer import IndexReport, ProgressFactory, _noop_progress
 from twokeys.store.local import LocalIndex
 from twokeys.store.postgres.writer import PostgresWriter, PreparedDocument, check_empty, prepare
 from twokeys.store.postgres.writer import spec_of as _spec_of
 
 #: Chunks stored per transaction when copying.
 BATCH_CHUNKS = 512
-
-
-def index_into_postgres(
-    source: Path,
-    location: str,
-    options: IndexOptions | None = None,
-    *,
-    encoder: Encoder | None = None,
-    progress: ProgressFactory | None = None,
-    on_skip: Callable[[SkippedFile], None] | None = None,
-) -> IndexReport:
-    """Index ``source`` into the PostgreSQL index at ``location``: :func:`build_index`
-    (kept under this name for callers written before the indexer was one)."""
-    return build_index(
-        source, location, options, encoder=encoder, progress=progress, on_skip=on_skip
-    )
 
 
 def copy_into_postgres(
@@ -93,35 +75,3 @@ def copy_into_postgres(
         local.close()
     report.seconds = time.perf_counter() - started
     return report
-
-
-def ensure_postgres_index(
-    corpus: Path,
-    location: str,
-    *,
-    encoder: str | None,
-    rebuild: bool,
-    progress: ProgressFactory | None = None,
-) -> tuple[bool, str, IndexReport | None]:
-    """``twokeys eval``'s reuse rule for a PostgreSQL index: (built, why, report).
-
-    Reused when it exists and was built with ``encoder`` (any index serves BM25 only).
-    """
-    from twokeys.store.postgres.backend import PostgresIndex
-
-    reason = "rebuild asked for" if rebuild else ""
-    if not reason:
-        try:
-            backend = PostgresIndex(location)
-        except IndexFormatError:
-            reason = "no index yet"
-        else:
-            info = backend.manifest.encoder
-            backend.close()
-            built_with = info.name if info is not None else None
-            if encoder is not None and built_with != encoder:
-                reason = f"index built with encoder {built_with or 'none'}, asked for {encoder}"
-    if not reason:
-        return False, "", None
-    report = build_index(corpus, location, IndexOptions(encoder=encoder), progress=progress)
-    return True, reason, report
