@@ -47,7 +47,7 @@ from typing import NamedTuple
 from twokeys.errors import ConfigError
 from twokeys.text.passages import heading_line
 from twokeys.text.passages import indexed_text as indexed_text  # importable from here too
-from twokeys.text.sentences import sentence_spans
+from twokeys.text.sentences import sentence_spans, trim_span
 from twokeys.text.tokens import TokenCounter as TokenCounter  # importable from here too
 from twokeys.text.tokens import approx_token_counter as approx_token_counter
 from twokeys.types import Chunk, Document
@@ -234,14 +234,6 @@ def _lines(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _trim(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
-
-
 def _indent(line: str) -> int:
     expanded = line.expandtabs(4)
     return len(expanded) - len(expanded.lstrip())
@@ -256,7 +248,7 @@ def _plain_sections(text: str) -> list[_Section]:
         if text[s:e].strip():
             first = i if first < 0 else first
         elif first >= 0:
-            blocks.append(_Block(*_trim(text, lines[first][0], lines[i - 1][1]), "prose"))
+            blocks.append(_Block(*trim_span(text, lines[first][0], lines[i - 1][1]), "prose"))
             first = -1
     return [_Section((), tuple(blocks))]
 
@@ -271,7 +263,7 @@ def _markdown_sections(text: str) -> list[_Section]:
     blocks: list[_Block] = []
 
     def block(first: int, last: int, kind: str, closed: bool = True) -> None:
-        blocks.append(_Block(*_trim(text, lines[first][0], lines[last][1]), kind, closed))
+        blocks.append(_Block(*trim_span(text, lines[first][0], lines[last][1]), kind, closed))
 
     def heading(level: int, title: str) -> None:
         nonlocal blocks
@@ -381,7 +373,7 @@ def _piece_spans(text: str, block: _Block) -> list[tuple[int, int]]:
     if block.kind == "prose":
         return sentence_spans(text, block.start, block.end)
     lines = [
-        _trim(text, block.start + m.start(), block.start + m.end())
+        trim_span(text, block.start + m.start(), block.start + m.end())
         for m in _LINE.finditer(text[block.start : block.end])
     ]
     lines = [(a, b) for a, b in lines if a < b]

@@ -35,6 +35,7 @@ from twokeys.dense.ann import require_faiss
 from twokeys.dense.encoder import Encoder, get_encoder
 from twokeys.dense.selection import VectorIndexOptions
 from twokeys.errors import ConfigError
+from twokeys.grouping import groups_by_size
 from twokeys.ingest import SkippedFile, load_documents
 from twokeys.lexical.bm25 import BM25Params
 from twokeys.optimize import check_derived, optimize
@@ -322,16 +323,7 @@ def _batches(
         if docs:
             yield docs
         return
-    batch: list[tuple[DocumentInfo, Sequence[Chunk]]] = []
-    n = 0
-    for doc, chunks in docs:
-        batch.append((doc, chunks))
-        n += len(chunks)
-        if n >= size:
-            yield batch
-            batch, n = [], 0
-    if batch:
-        yield batch
+    yield from groups_by_size(docs, lambda doc: len(doc[1]), size)
 
 
 def _finish(report: IndexReport, committed: Committed, started: float) -> None:

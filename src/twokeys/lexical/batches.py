@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 
 from twokeys.analysis import AnalyzerSpec, analyzer_for
+from twokeys.grouping import groups_by_size
 from twokeys.lexical.bm25 import TermBatch, term_batch
 
 #: characters of chunk text analysed as one batch (one task for a worker)
@@ -55,7 +56,7 @@ def analysed_batches(
         if total_chars is None:
             total_chars = sum(map(len, texts)) if isinstance(texts, Sequence) else 0
         workers = default_workers(total_chars)
-    groups = _groups(texts)
+    groups = groups_by_size(texts, len, BATCH_CHARS)
     if workers <= 1:
         for group in groups:
             yield _analyse(spec, group)
@@ -106,17 +107,3 @@ def _start_worker(parent: int) -> None:
 
 def _analyse(spec: AnalyzerSpec, texts: Sequence[str]) -> TermBatch:
     return term_batch(map(analyzer_for(spec).index_terms, texts))
-
-
-def _groups(texts: Iterable[str]) -> Iterator[list[str]]:
-    """Consecutive texts, about :data:`BATCH_CHARS` characters a group."""
-    group: list[str] = []
-    size = 0
-    for text in texts:
-        group.append(text)
-        size += len(text)
-        if size >= BATCH_CHARS:
-            yield group
-            group, size = [], 0
-    if group:
-        yield group

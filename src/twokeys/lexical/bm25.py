@@ -15,13 +15,14 @@ one byte.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from twokeys.errors import ConfigError
+from twokeys.grouping import groups_by_size
 
 
 @dataclass(frozen=True)
@@ -111,21 +112,7 @@ def build_term_matrix(docs_terms: Iterable[Sequence[str]]) -> TermMatrix:
     each block's postings are moved to their term's next free slots (count, then fill),
     so chunk rows stay increasing within each term and no corpus-sized temporary is made.
     """
-    return build_term_matrix_from_batches(map(term_batch, _term_blocks(docs_terms)))
-
-
-def _term_blocks(docs_terms: Iterable[Sequence[str]]) -> Iterator[list[Sequence[str]]]:
-    """Consecutive chunks' term lists, grouped to about :data:`_BLOCK` terms a group."""
-    group: list[Sequence[str]] = []
-    n = 0
-    for terms in docs_terms:
-        group.append(terms)
-        n += len(terms)
-        if n >= _BLOCK:
-            yield group
-            group, n = [], 0
-    if group:
-        yield group
+    return build_term_matrix_from_batches(map(term_batch, groups_by_size(docs_terms, len, _BLOCK)))
 
 
 def build_term_matrix_from_batches(batches: Iterable[TermBatch]) -> TermMatrix:

@@ -51,7 +51,7 @@ _TERMINAL = re.compile(r"[.!?:;。！？]([\"'”’)\]*_`」』）]*)$")
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
     """The sentences of the prose ``text[start:end]`` (see the module docstring)."""
     end = len(text) if end is None else end
-    current, end = _trim(text, start, end)
+    current, end = trim_span(text, start, end)
     out = []
     for m in _SENTENCE_END.finditer(text, current, end):
         first = text[m.start()]
@@ -117,7 +117,7 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for a, b in pieces:
         if text[a:b].lstrip().startswith(("```", "~~~")):
-            out.append(_trim(text, a, b))
+            out.append(trim_span(text, a, b))
         else:
             out.extend(sentence_spans(text, a, b))
     return [(a, b) for a, b in out if a < b]
@@ -133,7 +133,8 @@ def _is_abbreviation(text: str, floor: int, dot: int) -> bool:
     return bool(_ABBREVIATION.fullmatch(text[begin : dot + 1].lstrip(_OPENERS_BEFORE_WORD)))
 
 
-def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """``(start, end)`` moved inward past whitespace at both ends."""
     while start < end and text[start].isspace():
         start += 1
     while end > start and text[end - 1].isspace():
