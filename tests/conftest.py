@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +13,7 @@ import pytest
 
 from pg_fixtures import pg_server, pg_url  # noqa: F401 - one PostgreSQL per test session
 from twokeys.dense.encoder import Encoder, Kind, register_encoder
+from twokeys.llm.base import LLM, Prompt
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -49,6 +50,38 @@ class HashEncoder(Encoder):
 
 
 register_encoder("test-hash", HashEncoder)
+
+
+class ScriptedLLM(LLM):
+    """Answers every prompt with one fixed text, whatever the sources say (streamed in two
+    pieces, or whole), and records what it was asked: (prompt, stop strings, max_tokens)
+    per call."""
+
+    def __init__(
+        self, answer: str, *, chat: bool = True, name: str = "scripted", whole: bool = False
+    ) -> None:
+        self.name = name
+        self.chat = chat
+        self.answer = answer
+        self.whole = whole
+        self.calls: list[tuple[Prompt, tuple[str, ...], int]] = []
+
+    @property
+    def prompts(self) -> list[Prompt]:
+        return [prompt for prompt, _, _ in self.calls]
+
+    def stream(
+        self,
+        prompt: Prompt,
+        *,
+        stop: Sequence[str] = (),
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> Iterator[str]:
+        self.calls.append((prompt, tuple(stop), max_tokens))
+        half = len(self.answer) if self.whole else len(self.answer) // 2
+        yield from (piece for piece in (self.answer[:half], self.answer[half:]) if piece)
+
 
 try:  # property tests: a few dozen derandomised cases in the suite, 10,000 in `make fuzz`
     from hypothesis import HealthCheck, settings

@@ -7,17 +7,15 @@ the default hybrid mode. A scripted LLM stands in for a model where generation i
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from conftest import SUPPORT_KB, HashEncoder
+from conftest import SUPPORT_KB, HashEncoder, ScriptedLLM
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.chunking import approx_token_counter
 from twokeys.cli import main
-from twokeys.llm.base import LLM, Prompt
 from twokeys.rag import AskOptions, Budget, ask
 from twokeys.rag.extractive import EXTRACTIVE_NOTE
 from twokeys.rag.prompt import COMPLETION_STOP, SYSTEM, render_prompt
@@ -36,29 +34,6 @@ pytestmark = pytest.mark.usefixtures("no_llm_from_environment")
 @pytest.fixture(scope="module")
 def kb_path(support_kb_bm25: Path) -> Path:
     return support_kb_bm25
-
-
-class ScriptedLLM(LLM):
-    """Streams a fixed answer in two pieces and records what it was asked."""
-
-    def __init__(self, answer: str, *, chat: bool = True) -> None:
-        self.name = "scripted"
-        self.chat = chat
-        self.answer = answer
-        self.calls: list[tuple[Prompt, tuple[str, ...], int]] = []
-
-    def stream(
-        self,
-        prompt: Prompt,
-        *,
-        stop: Sequence[str] = (),
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-    ) -> Iterator[str]:
-        self.calls.append((prompt, tuple(stop), max_tokens))
-        half = len(self.answer) // 2
-        yield self.answer[:half]
-        yield self.answer[half:]
 
 
 def test_extractive_answer_quotes_and_cites_the_right_page(kb_path: Path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import SUPPORT_KB
+from conftest import SUPPORT_KB, ScriptedLLM
 from twokeys import open_index
 from twokeys.cli import main
 from twokeys.llm.base import LLM, Prompt
@@ -40,24 +40,9 @@ def kb_path(support_kb_bm25: Path) -> Path:
     return support_kb_bm25
 
 
-class StubLLM(LLM):
-    """Answers the same text whatever the sources say; records each call."""
-
-    def __init__(self, answer: str) -> None:
-        self.name = "stub"
-        self.answer = answer
-        self.calls = 0
-
-    def stream(
-        self,
-        prompt: Prompt,
-        *,
-        stop: Sequence[str] = (),
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-    ) -> Iterator[str]:
-        self.calls += 1
-        yield self.answer
+def stub_llm(answer: str) -> ScriptedLLM:
+    """A model named "stub" that answers ``answer`` in one piece, whatever the sources say."""
+    return ScriptedLLM(answer, name="stub", whole=True)
 
 
 class DownLLM(LLM):
@@ -78,12 +63,12 @@ class DownLLM(LLM):
 
 
 def test_a_model_that_ignores_the_sources_is_flagged_unsupported(kb_path: Path) -> None:
-    llm = StubLLM("Paris.")
+    llm = stub_llm("Paris.")
     options = AskOptions(mode="bm25", abstain=False)
     with open_index(kb_path) as kb:
         answer = ask(kb, "What does error code ZX-4821 mean?", llm=llm, options=options)
         cited = ask(
-            kb, "What does error code ZX-4821 mean?", llm=StubLLM("Paris [1]."), options=options
+            kb, "What does error code ZX-4821 mean?", llm=stub_llm("Paris [1]."), options=options
         )
     assert answer.kind == "generated" and answer.text == "Paris."
     assert [c.status for c in answer.checks] == ["uncited"] and answer.flagged == answer.checks
@@ -100,11 +85,11 @@ def test_strict_drops_what_the_sources_do_not_back(kb_path: Path) -> None:
         "threshold [1]. The capital of France is Paris [1]. It is sunny today."
     )
     with open_index(kb_path) as kb:
-        loose = ask(kb, "What does error code ZX-4821 mean?", llm=StubLLM(text), options=BM25)
+        loose = ask(kb, "What does error code ZX-4821 mean?", llm=stub_llm(text), options=BM25)
         strict = ask(
             kb,
             "What does error code ZX-4821 mean?",
-            llm=StubLLM(text),
+            llm=stub_llm(text),
             options=AskOptions(mode="bm25", strict=True),
         )
     assert [c.status for c in loose.checks] == ["supported", "unsupported", "uncited"]
@@ -114,12 +99,12 @@ def test_strict_drops_what_the_sources_do_not_back(kb_path: Path) -> None:
 
 
 def test_an_off_topic_question_abstains_before_the_model_runs(kb_path: Path) -> None:
-    llm = StubLLM("Paris.")
+    llm = stub_llm("Paris.")
     with open_index(kb_path) as kb:
         answer = ask(kb, "Who won the World Cup in the United Kingdom?", llm=llm, options=BM25)
         france = ask(kb, "What is the capital of France?", llm=llm, options=BM25)
         unknown_code = ask(kb, "What does error code ZX-9001 mean?", options=BM25)
-    assert llm.calls == 0
+    assert llm.calls == []
     assert answer.kind == "abstained" and answer.text.startswith(ABSTAINED)
     assert answer.sources  # the closest sources are still shown
     assert france.kind == "no-evidence"  # BM25 alone matches no word of it
@@ -192,7 +177,7 @@ def test_events_arrive_in_order_and_the_answer_serialises(kb_path: Path) -> None
             ask_events(
                 kb,
                 "What does error code ZX-4821 mean?",
-                llm=StubLLM("Low voltage [1]."),
+                llm=stub_llm("Low voltage [1]."),
                 options=BM25,
             )
         )
@@ -296,7 +281,7 @@ def test_eval_answers_names_a_docs_folder_without_markdown(kb_path: Path, tmp_pa
 
 def test_an_empty_generated_answer_falls_back_to_the_extractive_one(kb_path: Path) -> None:
     with open_index(kb_path) as kb:
-        answer = ask(kb, "What does error code ZX-4821 mean?", llm=StubLLM("  "), options=BM25)
+        answer = ask(kb, "What does error code ZX-4821 mean?", llm=stub_llm("  "), options=BM25)
     assert answer.kind == "extractive" and answer.model_error == "stub returned an empty answer"
     assert "below the safe operating threshold" in answer.text
 
@@ -317,7 +302,7 @@ def test_eval_answers_with_a_model_counts_its_citations(kb_path: Path) -> None:
 
     items = [i for i in load_qa(SUPPORT_KB / "qa.jsonl", split="dev") if i.id in ("qa01", "qa07")]
     with open_index(kb_path) as kb:
-        result = evaluate_answers(kb, items, options=BM25, llm=StubLLM("Paris [1]."))
+        result = evaluate_answers(kb, items, options=BM25, llm=stub_llm("Paris [1]."))
     ours = result.systems[0]
     assert ours.name == "twokeys+stub"
     assert ours.fact_containment == 0.0  # the stub never states a gold fact

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-
 import pytest
 
+from conftest import ScriptedLLM
 from twokeys.errors import ConfigError
-from twokeys.llm.base import LLM, Prompt
 from twokeys.rag.decompose import decompose, decompose_with_llm, parse_query_list
 
 
@@ -79,27 +77,6 @@ def test_at_most_max_parts_the_rest_joined_into_the_last() -> None:
         decompose(prompt, max_parts=0)
     with pytest.raises(ConfigError, match="question: is empty"):
         decompose("   ")
-
-
-class ScriptedLLM(LLM):
-    """Answers every prompt with one fixed text and records the prompts."""
-
-    def __init__(self, answer: str, chat: bool = True) -> None:
-        self.name = "scripted"
-        self.chat = chat
-        self.answer = answer
-        self.prompts: list[Prompt] = []
-
-    def stream(
-        self,
-        prompt: Prompt,
-        *,
-        stop: Sequence[str] = (),
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-    ) -> Iterator[str]:
-        self.prompts.append(prompt)
-        yield self.answer
 
 
 def test_llm_decomposition_parses_lines_and_falls_back_to_rules() -> None:
