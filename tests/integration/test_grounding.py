@@ -128,6 +128,26 @@ def test_a_product_name_built_from_corpus_words_abstains(kb_path: Path) -> None:
     assert real.kind == "extractive" and real.plan.confidence[0].unseen_phrases == ()
 
 
+def test_a_subcommand_the_pages_never_give_abstains(kb_path: Path) -> None:
+    # "hubctl", "diag" and "upload" are all in the corpus (the pages give hubctl diag
+    # list, purge and create; "upload" is a camera flag), so BM25 covers each word.
+    with open_index(kb_path) as kb:
+        made_up = ask(kb, "What does hubctl diag upload do?", options=BM25)
+        real = ask(kb, "What is hubctl diag purge used for?", options=BM25)
+    confidence = made_up.plan.confidence[0]
+    assert confidence.missing == () and confidence.unseen == ()
+    assert confidence.unseen_commands == ("hubctl diag upload",)
+    assert made_up.kind == "abstained" and "no command hubctl diag upload" in made_up.text
+    assert confidence.to_dict()["unseen_commands"] == ["hubctl diag upload"]
+    assert real.kind == "extractive" and real.plan.confidence[0].unseen_commands == ()
+
+
+def test_an_unseen_subcommand_outweighs_every_other_sign() -> None:
+    seen = Confidence("q", 1.0, STRONG_PEAK + 1, (), found=("--note",))
+    assert seen.answerable
+    assert not replace(seen, unseen_commands=("hubctl diag upload",)).answerable
+
+
 def test_an_unseen_phrase_counts_like_an_unseen_name() -> None:
     seen = Confidence("q", 0.9, 4.0, ())
     assert seen.answerable

@@ -18,11 +18,17 @@ sub-query:
   holds the analysed words as a contiguous sequence, the check a quoted phrase gets in
   the boolean retriever. BM25 and the dense model read a query as a bag of words, so a
   product name built from corpus words ("smart", "locks", "Lumatek") looks covered to
-  both although the corpus never names that product.
+  both although the corpus never names that product;
+* *unseen subcommands*: a run of query words that follows a command the pages document
+  (a code line's words) and then leaves it where every such command goes on with
+  another subcommand: ``hubctl diag upload`` where the pages give ``hubctl diag list``,
+  ``purge`` and ``create`` (:mod:`twokeys.rag.commands`). Its words are all in the
+  corpus, most in the chunks about that tool, so both sensors see it as covered.
 
-A question that names an identifier the index has never seen asks about something the
-corpus does not hold; one that names an identifier the index holds is answerable (an
-exact match is the strongest lexical evidence). An unseen name or phrase means the same
+A question that names an identifier the index has never seen, or a subcommand its
+pages never give, asks about something the corpus does not hold; one that names an
+identifier the index holds is answerable (an exact match is the strongest lexical
+evidence). An unseen name or phrase means the same
 unless the dense peak is very high (:data:`STRONG_PEAK`: "Britain" for a page on the
 United Kingdom). Otherwise the sub-query is answerable when
 ``peak + LEXICAL_WEIGHT * coverage >= THRESHOLD``: each sensor can vouch on its own
@@ -51,6 +57,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from twokeys.lexical.boolean import contains_sequence
+from twokeys.rag.commands import Command, code_lines, commands, heads, query_runs, unseen_subcommand
 from twokeys.rag.packing import Block
 from twokeys.request import SearchRequest
 from twokeys.retrievers.base import indexed_texts
@@ -82,6 +89,7 @@ class Confidence:
     found: tuple[str, ...] = ()  # identifier-like query terms the index holds
     unseen_names: tuple[str, ...] = ()  # capitalised names (VPN, Kubernetes) no chunk holds
     unseen_phrases: tuple[str, ...] = ()  # capitalised runs (Lumatek Smart Lock) no chunk holds
+    unseen_commands: tuple[str, ...] = ()  # subcommands no documented command has
 
     @property
     def score(self) -> float:
@@ -91,7 +99,7 @@ class Confidence:
 
     @property
     def answerable(self) -> bool:
-        if self.missing:
+        if self.missing or self.unseen_commands:
             return False
         if self.found:
             return True  # an identifier matched exactly: the strongest lexical evidence
@@ -108,6 +116,8 @@ class Confidence:
 
     @property
     def reason(self) -> str:
+        if self.unseen_commands and not self.missing:
+            return f"the sources document no command {', '.join(self.unseen_commands)}"
         if self.missing or (self.unseen and not self.answerable):
             return f"the index never mentions {', '.join(self.missing or self.unseen)}"
         if self.answerable:
@@ -123,6 +133,7 @@ class Confidence:
             "found_identifiers": list(self.found),
             "unseen_names": list(self.unseen_names),
             "unseen_phrases": list(self.unseen_phrases),
+            "unseen_commands": list(self.unseen_commands),
             "answerable": self.answerable,
             "reason": self.reason,
         }
@@ -146,6 +157,7 @@ def retrieval_confidence(index: Index, query: str) -> Confidence:
         tuple(features.identifiers),
         names,
         phrases,
+        _unseen_commands(index, query),
     )
 
 
@@ -198,6 +210,42 @@ def _held(index: Index, phrase: str) -> bool:
         return True
     texts = indexed_texts(index.backend, rows)
     return any(contains_sequence(index.analyzer.query_terms(t), terms) for t in texts)
+
+
+def _unseen_commands(index: Index, query: str) -> tuple[str, ...]:
+    """The query's runs that name a subcommand no documented command has (module doc)."""
+    known: dict[str, list[Command]] = {}
+    found: list[str] = []
+    for run in query_runs(query, index.analyzer):
+        for start in heads(run):
+            term = run[start].term
+            if term not in known:
+                known[term] = _commands_headed(index, term)
+            unseen = unseen_subcommand(run, start, known[term])
+            if unseen is not None:
+                found.append(unseen)
+                break
+    return tuple(dict.fromkeys(found))
+
+
+def _commands_headed(index: Index, term: str) -> list[Command]:
+    """The commands in the index's code lines whose head is ``term``.
+
+    Only the chunks holding ``term`` are read (up to :data:`PHRASE_CANDIDATES`; a term in
+    more chunks than that is taken to head no command: a word that common is prose)."""
+    lexical = index.backend.lexical
+    if not lexical.has_term(term):
+        return []
+    rows = [hit.row for hit in lexical.search([term], PHRASE_CANDIDATES)]
+    if len(rows) >= PHRASE_CANDIDATES:
+        return []
+    return [
+        command
+        for text in indexed_texts(index.backend, rows)
+        for line in code_lines(text)
+        for command in commands(line, index.analyzer)
+        if command[0].term == term
+    ]
 
 
 def _indexed(index: Index, name: str) -> bool:
