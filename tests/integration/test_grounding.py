@@ -142,6 +142,18 @@ def test_a_subcommand_the_pages_never_give_abstains(kb_path: Path) -> None:
     assert real.kind == "extractive" and real.plan.confidence[0].unseen_commands == ()
 
 
+def test_an_identifier_written_inside_a_longer_one_is_not_missing(kb_path: Path) -> None:
+    # the corpus writes curl http://lumatek-hub.local/api/limits, one token indexed whole
+    # and by parts; "--download" has its part "download" in the corpus, never the flag
+    with open_index(kb_path) as kb:
+        inside = retrieval_confidence(kb, "What does the Hub's /api/limits endpoint report?")
+        flag = retrieval_confidence(kb, "What does the --download flag measure?")
+        code = retrieval_confidence(kb, "What does error code ZX-482 mean?")
+    assert inside.missing == () and inside.found == ("/api/limits",) and inside.answerable
+    assert flag.missing == ("--download",) and not flag.answerable
+    assert code.missing == ("zx-482",)  # one with a digit must match whole (ZX-4821 is no help)
+
+
 def test_an_unseen_subcommand_outweighs_every_other_sign() -> None:
     seen = Confidence("q", 1.0, STRONG_PEAK + 1, (), found=("--note",))
     assert seen.answerable

@@ -11,8 +11,11 @@ sub-query:
   to the corpus, in standard deviations (``(top - mean) / sd`` over an evenly spaced
   sample of at most :data:`DENSE_SAMPLE` chunk vectors);
 * *missing identifiers*: identifier-like query tokens (``ZX-9001``, ``v5.0``) that no
-  chunk contains, and *unseen names*: capitalised words past a sentence's start
-  (``VPN``, ``Kubernetes``, ``Chromebook``) that no chunk contains;
+  chunk contains, not even inside a longer token (``/api/limits`` is written in
+  ``http://lumatek-hub.local/api/limits``, a term of its own that BM25 indexes whole
+  and by parts; letters-only identifiers are looked for that way, while one with a
+  digit must match whole, as in search), and *unseen names*: capitalised words past a
+  sentence's start (``VPN``, ``Kubernetes``, ``Chromebook``) that no chunk contains;
 * *unseen phrases*: runs of two or more capitalised words past a sentence's start
   (``Lumatek Smart Lock``) whose words the index holds but never side by side: no chunk
   holds the analysed words as a contiguous sequence, the check a quoted phrase gets in
@@ -149,12 +152,14 @@ def retrieval_confidence(index: Index, query: str) -> Confidence:
     phrases = tuple(
         p for p in _name_runs(query) if not names and _indexed(index, p) and not _held(index, p)
     )
+    inside = tuple(m for m in features.missing_identifiers if _written_inside(index, m))
+    missing = tuple(m for m in features.missing_identifiers if m not in inside)
     return Confidence(
         query,
         coverage,
         _dense_peak(index, query),
-        tuple(features.missing_identifiers),
-        tuple(features.identifiers),
+        missing,
+        (*features.identifiers, *inside),
         names,
         phrases,
         _unseen_commands(index, query),
@@ -210,6 +215,24 @@ def _held(index: Index, phrase: str) -> bool:
         return True
     texts = indexed_texts(index.backend, rows)
     return any(contains_sequence(index.analyzer.query_terms(t), terms) for t in texts)
+
+
+def _written_inside(index: Index, identifier: str) -> bool:
+    """Whether some chunk writes a letters-only ``identifier`` (a query term) inside a
+    longer token, at connector boundaries: ``/api/limits`` in ``.../api/limits``, never
+    ``--download`` in ``download``. Only the chunks holding its rarest part are read."""
+    if any(c.isdigit() for c in identifier):
+        return False
+    parts = [t for t in index.analyzer.index_terms(identifier) if t != identifier]
+    lexical = index.backend.lexical
+    if not parts or not all(lexical.has_term(t) for t in parts):
+        return False
+    rarest = max(zip(lexical.idf(parts), parts, strict=True))[1]
+    rows = [hit.row for hit in lexical.search([rarest], PHRASE_CANDIDATES)]
+    left = "" if not identifier[0].isalnum() else r"(?<![^\W_])"
+    right = "" if not identifier[-1].isalnum() else r"(?![^\W_])"
+    pattern = re.compile(left + re.escape(identifier) + right, re.IGNORECASE)
+    return any(pattern.search(text) for text in indexed_texts(index.backend, rows))
 
 
 def _unseen_commands(index: Index, query: str) -> tuple[str, ...]:
