@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from conftest import SUPPORT_KB, ScriptedLLM
 from twokeys import open_index
 from twokeys.cli import main
+from twokeys.evaluation.answers import load_qa
 from twokeys.llm.base import LLM, Prompt
 from twokeys.llm.http import ServiceUnavailableError
 from twokeys.rag import AskOptions, ask
@@ -140,6 +141,21 @@ def test_a_subcommand_the_pages_never_give_abstains(kb_path: Path) -> None:
     assert made_up.kind == "abstained" and "no command hubctl diag upload" in made_up.text
     assert confidence.to_dict()["unseen_commands"] == ["hubctl diag upload"]
     assert real.kind == "extractive" and real.plan.confidence[0].unseen_commands == ()
+
+
+def test_the_command_rule_names_no_answerable_question(kb_path: Path) -> None:
+    # over every split of the shipped questions: it fires on the three that write an
+    # undocumented subcommand of hubctl, and on none of the 125 answerable ones (13 of
+    # which write a documented hubctl, lumatek-cli, lmtk-sign or ping command)
+    items = load_qa(SUPPORT_KB / "qa.jsonl")
+    with open_index(kb_path) as kb:
+        named = {i.id: retrieval_confidence(kb, i.question).unseen_commands for i in items}
+    assert {k: v for k, v in named.items() if v} == {
+        "qa140": ("hubctl diag upload",),
+        "qa164": ("hubctl cam reboot",),
+        "qa165": ("hubctl net reset",),
+    }
+    assert all(not i.answerable for i in items if named[i.id])
 
 
 def test_an_identifier_written_inside_a_longer_one_is_not_missing(kb_path: Path) -> None:
