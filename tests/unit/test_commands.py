@@ -69,6 +69,12 @@ def test_a_code_line_is_cut_into_commands_with_their_arguments() -> None:
     assert "hubctl log [--since] [10m]" in shown and "grep [rail_in]" in shown
     assert 'hubctl diag create [--note] ["for support ticket"]' in shown
     assert "partition" in shown  # a setting's name, not its value
+    # a span whose command words hold a stopword is prose (a link's text, a glossary
+    # term); a command's stopwords come after a flag
+    assert commands("store passwords in a recoverable format", A) == []
+    assert [_show(c) for c in commands("hubctl notify test --to me", A)] == [
+        "hubctl notify test [--to] me"
+    ]
 
 
 def test_query_runs_stop_at_stopwords_and_punctuation() -> None:
@@ -91,6 +97,8 @@ def test_documented_commands_and_the_prose_after_them_are_not() -> None:
     assert _unseen("Does flatpak install studio?") == []  # a word further in the command
     assert _unseen("What does hubctl diag --force do?") == []  # flags are identifiers' work
     assert _unseen("What is a monthly partition?") == []  # no run starts at a head
+    # only the head in common: "flatpak" is a command, "flatpak remove" may be prose
+    assert _unseen("Can flatpak remove the old Studio?") == []
     # a whole command goes on as prose
     known = _known("`hubctl radio status zigbee`")
     assert _unseen("What does hubctl radio status zigbee report?", known) == []

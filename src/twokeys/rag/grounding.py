@@ -237,29 +237,31 @@ def _written_inside(index: Index, identifier: str) -> bool:
 
 def _unseen_commands(index: Index, query: str) -> tuple[str, ...]:
     """The query's runs that name a subcommand no documented command has (module doc)."""
-    known: dict[str, list[Command]] = {}
+    known: dict[tuple[str, str], list[Command]] = {}
     found: list[str] = []
     for run in query_runs(query, index.analyzer):
         for start in heads(run):
-            term = run[start].term
-            if term not in known:
-                known[term] = _commands_headed(index, term)
-            unseen = unseen_subcommand(run, start, known[term])
+            lead = (run[start].term, run[start + 1].term)
+            if lead not in known:
+                known[lead] = _commands_led(index, lead)
+            unseen = unseen_subcommand(run, start, known[lead])
             if unseen is not None:
                 found.append(unseen)
                 break
     return tuple(dict.fromkeys(found))
 
 
-def _commands_headed(index: Index, term: str) -> list[Command]:
-    """The commands in the index's code lines whose head is ``term``.
+def _commands_led(index: Index, lead: tuple[str, str]) -> list[Command]:
+    """The commands in the index's code lines that start with the two terms ``lead``.
 
-    Only the chunks holding ``term`` are read (up to :data:`PHRASE_CANDIDATES`; a term in
-    more chunks than that is taken to head no command: a word that common is prose)."""
+    Only the chunks holding the rarer of the two are read, all of them or none: past
+    :data:`PHRASE_CANDIDATES` such chunks the pair is taken to lead no command (a pair
+    that common is prose), so a rule can only fire on a complete view."""
     lexical = index.backend.lexical
-    if not lexical.has_term(term):
+    if not all(lexical.has_term(t) for t in lead):
         return []
-    rows = [hit.row for hit in lexical.search([term], PHRASE_CANDIDATES)]
+    rarer = max(zip(lexical.idf(list(lead)), lead, strict=True))[1]
+    rows = [hit.row for hit in lexical.search([rarer], PHRASE_CANDIDATES)]
     if len(rows) >= PHRASE_CANDIDATES:
         return []
     return [
@@ -267,7 +269,7 @@ def _commands_headed(index: Index, term: str) -> list[Command]:
         for text in indexed_texts(index.backend, rows)
         for line in code_lines(text)
         for command in commands(line, index.analyzer)
-        if command[0].term == term
+        if len(command) >= 2 and (command[0].term, command[1].term) == lead
     ]
 
 
