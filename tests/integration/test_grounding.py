@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from conftest import SUPPORT_KB, ScriptedLLM
 from twokeys import open_index
 from twokeys.cli import main
+from twokeys.evaluation.answers import load_qa
 from twokeys.llm.base import LLM, Prompt
 from twokeys.llm.http import ServiceUnavailableError
 from twokeys.rag import AskOptions, ask
@@ -126,6 +127,53 @@ def test_a_product_name_built_from_corpus_words_abstains(kb_path: Path) -> None:
     assert made_up.kind == "abstained" and "Lumatek Cam Hub" in made_up.text
     assert unnamed.answerable and unnamed.lexical == confidence.lexical  # same words, no name
     assert real.kind == "extractive" and real.plan.confidence[0].unseen_phrases == ()
+
+
+def test_a_subcommand_the_pages_never_give_abstains(kb_path: Path) -> None:
+    # "hubctl", "diag" and "upload" are all in the corpus (the pages give hubctl diag
+    # list, purge and create; "upload" is a camera flag), so BM25 covers each word.
+    with open_index(kb_path) as kb:
+        made_up = ask(kb, "What does hubctl diag upload do?", options=BM25)
+        real = ask(kb, "What is hubctl diag purge used for?", options=BM25)
+    confidence = made_up.plan.confidence[0]
+    assert confidence.missing == () and confidence.unseen == ()
+    assert confidence.unseen_commands == ("hubctl diag upload",)
+    assert made_up.kind == "abstained" and "no command hubctl diag upload" in made_up.text
+    assert confidence.to_dict()["unseen_commands"] == ["hubctl diag upload"]
+    assert real.kind == "extractive" and real.plan.confidence[0].unseen_commands == ()
+
+
+def test_the_command_rule_names_no_answerable_question(kb_path: Path) -> None:
+    # over every split of the shipped questions: it fires on the three that write an
+    # undocumented subcommand of hubctl, and on none of the 125 answerable ones (13 of
+    # which write a documented hubctl, lumatek-cli, lmtk-sign or ping command)
+    items = load_qa(SUPPORT_KB / "qa.jsonl")
+    with open_index(kb_path) as kb:
+        named = {i.id: retrieval_confidence(kb, i.question).unseen_commands for i in items}
+    assert {k: v for k, v in named.items() if v} == {
+        "qa140": ("hubctl diag upload",),
+        "qa164": ("hubctl cam reboot",),
+        "qa165": ("hubctl net reset",),
+    }
+    assert all(not i.answerable for i in items if named[i.id])
+
+
+def test_an_identifier_written_inside_a_longer_one_is_not_missing(kb_path: Path) -> None:
+    # the corpus writes curl http://lumatek-hub.local/api/limits, one token indexed whole
+    # and by parts; "--download" has its part "download" in the corpus, never the flag
+    with open_index(kb_path) as kb:
+        inside = retrieval_confidence(kb, "What does the Hub's /api/limits endpoint report?")
+        flag = retrieval_confidence(kb, "What does the --download flag measure?")
+        code = retrieval_confidence(kb, "What does error code ZX-482 mean?")
+    assert inside.missing == () and inside.found == ("/api/limits",) and inside.answerable
+    assert flag.missing == ("--download",) and not flag.answerable
+    assert code.missing == ("zx-482",)  # one with a digit must match whole (ZX-4821 is no help)
+
+
+def test_an_unseen_subcommand_outweighs_every_other_sign() -> None:
+    seen = Confidence("q", 1.0, STRONG_PEAK + 1, (), found=("--note",))
+    assert seen.answerable
+    assert not replace(seen, unseen_commands=("hubctl diag upload",)).answerable
 
 
 def test_an_unseen_phrase_counts_like_an_unseen_name() -> None:

@@ -54,3 +54,20 @@ def test_build_is_deterministic(built: Path, tmp_path: Path) -> None:
     build(tmp_path, ["git-docs"])  # the faster of the two
     for rel in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
         assert (tmp_path / "git-docs" / rel).read_bytes() == (built / "git-docs" / rel).read_bytes()
+
+
+@pytest.mark.parametrize("name", ["python-docs", "git-docs"])
+def test_the_command_rule_names_no_documentation_query(built: Path, name: str) -> None:
+    # every query has a relevant page, so a subcommand named as undocumented would be
+    # a false abstention (code spans there include prose: glossary terms, link texts)
+    from twokeys import IndexOptions, build_index, open_index
+    from twokeys.rag.grounding import retrieval_confidence
+
+    root = built / name
+    path = built / f"{name}.twokeys"
+    build_index(root / "corpus.jsonl", path, IndexOptions(encoder=None))
+    lines = (root / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    queries = [json.loads(line)["text"] for line in lines]
+    with open_index(path) as kb:
+        named = {q: retrieval_confidence(kb, q).unseen_commands for q in queries}
+    assert {q: u for q, u in named.items() if u} == {}

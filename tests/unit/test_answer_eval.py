@@ -57,7 +57,10 @@ def test_a_bad_qa_line_is_named(tmp_path: Path) -> None:
         ({**good, "kind": "unanswerable"}, "gold: kind 'unanswerable' needs no gold fact"),
         ({**good, "gold": [{"doc": "x"}]}, "gold[0]: doc and fact must be non-empty strings"),
         ({**good, "question": " "}, "question: expected a non-empty string"),
-        ({**good, "split": "train"}, "split: 'train' is not one of dev, test, heldout, heldout2"),
+        (
+            {**good, "split": "train"},
+            "split: 'train' is not one of dev, test, heldout, heldout2, heldout3",
+        ),
     ]
     for record, message in cases:
         path = _write(tmp_path, good | {"id": "first"}, record)
@@ -82,6 +85,7 @@ def test_the_shipped_qa_set_is_written_against_the_documents() -> None:
         "test",
         "heldout",
         "heldout2",
+        "heldout3",
     ):  # each split holds answerable and unanswerable questions
         assert {i.answerable for i in items if i.split == split} == {True, False}
     for item in items:

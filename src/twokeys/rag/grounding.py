@@ -11,18 +11,27 @@ sub-query:
   to the corpus, in standard deviations (``(top - mean) / sd`` over an evenly spaced
   sample of at most :data:`DENSE_SAMPLE` chunk vectors);
 * *missing identifiers*: identifier-like query tokens (``ZX-9001``, ``v5.0``) that no
-  chunk contains, and *unseen names*: capitalised words past a sentence's start
-  (``VPN``, ``Kubernetes``, ``Chromebook``) that no chunk contains;
+  chunk contains, not even inside a longer token (``/api/limits`` is written in
+  ``http://lumatek-hub.local/api/limits``, a term of its own that BM25 indexes whole
+  and by parts; letters-only identifiers are looked for that way, while one with a
+  digit must match whole, as in search), and *unseen names*: capitalised words past a
+  sentence's start (``VPN``, ``Kubernetes``, ``Chromebook``) that no chunk contains;
 * *unseen phrases*: runs of two or more capitalised words past a sentence's start
   (``Lumatek Smart Lock``) whose words the index holds but never side by side: no chunk
   holds the analysed words as a contiguous sequence, the check a quoted phrase gets in
   the boolean retriever. BM25 and the dense model read a query as a bag of words, so a
   product name built from corpus words ("smart", "locks", "Lumatek") looks covered to
-  both although the corpus never names that product.
+  both although the corpus never names that product;
+* *unseen subcommands*: a run of query words that follows a command the pages document
+  (a code line's words) and then leaves it where every such command goes on with
+  another subcommand: ``hubctl diag upload`` where the pages give ``hubctl diag list``,
+  ``purge`` and ``create`` (:mod:`twokeys.rag.commands`). Its words are all in the
+  corpus, most in the chunks about that tool, so both sensors see it as covered.
 
-A question that names an identifier the index has never seen asks about something the
-corpus does not hold; one that names an identifier the index holds is answerable (an
-exact match is the strongest lexical evidence). An unseen name or phrase means the same
+A question that names an identifier the index has never seen, or a subcommand its
+pages never give, asks about something the corpus does not hold; one that names an
+identifier the index holds is answerable (an exact match is the strongest lexical
+evidence). An unseen name or phrase means the same
 unless the dense peak is very high (:data:`STRONG_PEAK`: "Britain" for a page on the
 United Kingdom). Otherwise the sub-query is answerable when
 ``peak + LEXICAL_WEIGHT * coverage >= THRESHOLD``: each sensor can vouch on its own
@@ -51,6 +60,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from twokeys.lexical.boolean import contains_sequence
+from twokeys.rag.commands import Command, code_lines, commands, heads, query_runs, unseen_subcommand
 from twokeys.rag.packing import Block
 from twokeys.request import SearchRequest
 from twokeys.retrievers.base import indexed_texts
@@ -82,6 +92,7 @@ class Confidence:
     found: tuple[str, ...] = ()  # identifier-like query terms the index holds
     unseen_names: tuple[str, ...] = ()  # capitalised names (VPN, Kubernetes) no chunk holds
     unseen_phrases: tuple[str, ...] = ()  # capitalised runs (Lumatek Smart Lock) no chunk holds
+    unseen_commands: tuple[str, ...] = ()  # subcommands no documented command has
 
     @property
     def score(self) -> float:
@@ -91,7 +102,7 @@ class Confidence:
 
     @property
     def answerable(self) -> bool:
-        if self.missing:
+        if self.missing or self.unseen_commands:
             return False
         if self.found:
             return True  # an identifier matched exactly: the strongest lexical evidence
@@ -108,6 +119,8 @@ class Confidence:
 
     @property
     def reason(self) -> str:
+        if self.unseen_commands and not self.missing:
+            return f"the sources document no command {', '.join(self.unseen_commands)}"
         if self.missing or (self.unseen and not self.answerable):
             return f"the index never mentions {', '.join(self.missing or self.unseen)}"
         if self.answerable:
@@ -123,6 +136,7 @@ class Confidence:
             "found_identifiers": list(self.found),
             "unseen_names": list(self.unseen_names),
             "unseen_phrases": list(self.unseen_phrases),
+            "unseen_commands": list(self.unseen_commands),
             "answerable": self.answerable,
             "reason": self.reason,
         }
@@ -138,14 +152,17 @@ def retrieval_confidence(index: Index, query: str) -> Confidence:
     phrases = tuple(
         p for p in _name_runs(query) if not names and _indexed(index, p) and not _held(index, p)
     )
+    inside = tuple(m for m in features.missing_identifiers if _written_inside(index, m))
+    missing = tuple(m for m in features.missing_identifiers if m not in inside)
     return Confidence(
         query,
         coverage,
         _dense_peak(index, query),
-        tuple(features.missing_identifiers),
-        tuple(features.identifiers),
+        missing,
+        (*features.identifiers, *inside),
         names,
         phrases,
+        _unseen_commands(index, query),
     )
 
 
@@ -198,6 +215,62 @@ def _held(index: Index, phrase: str) -> bool:
         return True
     texts = indexed_texts(index.backend, rows)
     return any(contains_sequence(index.analyzer.query_terms(t), terms) for t in texts)
+
+
+def _written_inside(index: Index, identifier: str) -> bool:
+    """Whether some chunk writes a letters-only ``identifier`` (a query term) inside a
+    longer token, at connector boundaries: ``/api/limits`` in ``.../api/limits``, never
+    ``--download`` in ``download``. Only the chunks holding its rarest part are read."""
+    if any(c.isdigit() for c in identifier):
+        return False
+    parts = [t for t in index.analyzer.index_terms(identifier) if t != identifier]
+    lexical = index.backend.lexical
+    if not parts or not all(lexical.has_term(t) for t in parts):
+        return False
+    rarest = max(zip(lexical.idf(parts), parts, strict=True))[1]
+    rows = [hit.row for hit in lexical.search([rarest], PHRASE_CANDIDATES)]
+    left = "" if not identifier[0].isalnum() else r"(?<![^\W_])"
+    right = "" if not identifier[-1].isalnum() else r"(?![^\W_])"
+    pattern = re.compile(left + re.escape(identifier) + right, re.IGNORECASE)
+    return any(pattern.search(text) for text in indexed_texts(index.backend, rows))
+
+
+def _unseen_commands(index: Index, query: str) -> tuple[str, ...]:
+    """The query's runs that name a subcommand no documented command has (module doc)."""
+    known: dict[tuple[str, str], list[Command]] = {}
+    found: list[str] = []
+    for run in query_runs(query, index.analyzer):
+        for start in heads(run):
+            lead = (run[start].term, run[start + 1].term)
+            if lead not in known:
+                known[lead] = _commands_led(index, lead)
+            unseen = unseen_subcommand(run, start, known[lead])
+            if unseen is not None:
+                found.append(unseen)
+                break
+    return tuple(dict.fromkeys(found))
+
+
+def _commands_led(index: Index, lead: tuple[str, str]) -> list[Command]:
+    """The commands in the index's code lines that start with the two terms ``lead``.
+
+    Only the chunks holding the rarer of the two are read, all of them or none: past
+    :data:`PHRASE_CANDIDATES` such chunks the pair is taken to lead no command (a pair
+    that common is prose), so a rule can only fire on a complete view."""
+    lexical = index.backend.lexical
+    if not all(lexical.has_term(t) for t in lead):
+        return []
+    rarer = max(zip(lexical.idf(list(lead)), lead, strict=True))[1]
+    rows = [hit.row for hit in lexical.search([rarer], PHRASE_CANDIDATES)]
+    if len(rows) >= PHRASE_CANDIDATES:
+        return []
+    return [
+        command
+        for text in indexed_texts(index.backend, rows)
+        for line in code_lines(text)
+        for command in commands(line, index.analyzer)
+        if len(command) >= 2 and (command[0].term, command[1].term) == lead
+    ]
 
 
 def _indexed(index: Index, name: str) -> bool:
