@@ -17,7 +17,7 @@ from twokeys.fusion.adaptive import (
     unconfirmed,
 )
 from twokeys.fusion.convex import convex_combination
-from twokeys.fusion.normalization import dbsf, minmax, normalizer, zscore
+from twokeys.fusion.normalization import chance, dbsf, minmax, normalizer, zscore
 from twokeys.types import ScoredChunk
 
 
@@ -50,6 +50,34 @@ def test_dbsf_uses_three_sigma_bounds() -> None:
     assert got == pytest.approx([(10 - lo) / (hi - lo), 0.5, (2 - lo) / (hi - lo)])
 
 
+def test_chance_measures_from_the_sensors_chance_level() -> None:
+    r = run((1, 10.0), (2, 6.0), (3, 2.0))
+    assert scores(chance(r)) == pytest.approx([1.0, 0.6, 0.2])  # BM25: chance is 0
+    assert scores(chance(r, level=2.0)) == pytest.approx([1.0, 0.5, 0.0])
+    # a dense run's top cosines lie in a narrow band far above the query's mean cosine:
+    # min-max stretches the band to [0, 1], the chance level keeps it narrow
+    den = run((1, 0.65), (2, 0.55), (3, 0.45))
+    assert scores(minmax(den)) == pytest.approx([1.0, 0.5, 0.0])
+    assert scores(chance(den, level=0.05)) == pytest.approx([1.0, 5 / 6, 4 / 6])
+    assert scores(normalizer("chance", 2, 0.05)(den)) == pytest.approx([1.0, 5 / 6, 5 / 6])
+    # entries below chance go negative; a top no better than chance falls back to min-max
+    assert scores(chance(den, level=0.6)) == pytest.approx([1.0, -1.0, -3.0])
+    assert scores(chance(den, level=0.7)) == scores(minmax(den))
+    assert scores(chance(run((1, 3.0), (2, 3.0)), level=1.0)) == [1.0, 1.0]
+    assert chance([]) == []
+
+
+def test_convex_combination_normalises_each_run_its_own_way() -> None:
+    lex = run((1, 10.0), (2, 5.0))  # chance 0: 1, .5
+    den = run((2, 0.6), (3, 0.4))  # chance 0.2: 1, .5
+    norms = {"lex": normalizer("chance", None, 0.0), "den": normalizer("chance", None, 0.2)}
+    fused = convex_combination({"lex": lex, "den": den}, {"lex": 0.5, "den": 0.5}, norms)
+    # absent chunks score as their run's floor (.5 here)
+    assert {h.row: h.score for h in fused} == pytest.approx({1: 0.75, 2: 0.75, 3: 0.5})
+    with pytest.raises(ConfigError, match="normalisers"):
+        convex_combination({"lex": lex, "den": den}, {"lex": 0.5, "den": 0.5}, {"lex": minmax})
+
+
 def test_convex_combination_hand_computed() -> None:
     lex = run((1, 10.0), (2, 6.0), (3, 2.0))  # minmax: 1, .5, 0
     den = run((3, 0.9), (4, 0.5))  # minmax: 1, 0
@@ -75,7 +103,7 @@ def test_a_chunk_absent_from_a_run_scores_as_its_floor() -> None:
     assert fused[1] == pytest.approx(0.5 * scores(zscore(lex))[0] + 0.5 * z_den[4])
     # so the fused top does not depend on how deep the runs went (DBSF: z-score / 6 + 1/2)
     deep_den = run((2, 0.9), (3, 0.8), (4, 0.1), (1, 0.05))
-    for name in ("dbsf", "zscore", "minmax"):
+    for name in ("dbsf", "zscore", "minmax", "chance"):
         shallow = convex_combination(
             {"l": lex, "d": den}, {"l": 0.5, "d": 0.5}, normalizer(name, 3)
         )

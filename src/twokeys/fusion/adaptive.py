@@ -82,7 +82,7 @@ class AdaptiveParams:
     floor_length: int = 6
     support_floor: float = 0.5
     support_power: float = 2.0
-    normalization: str = "minmax"
+    normalization: str = "chance"
     anchor_share: float = 0.5
     rare_chunk_share: float = 0.001
     dense_top: int = 10
@@ -269,12 +269,15 @@ def adaptive_fusion(
     params: AdaptiveParams,
     depth: int | None = None,
     weight: float | None = None,
+    levels: tuple[float, float] = (0.0, 0.0),
 ) -> list[ScoredChunk]:
     """Fuse one query's runs; ``exact_matches[row]`` = how many exact terms ``row`` contains.
 
     ``depth``: normalisation statistics over each run's first ``depth`` entries;
     ``weight``: the lexical weight if the caller has computed it (:func:`lexical_weight`
-    with :func:`semantic_support` of these runs), else computed here.
+    with :func:`semantic_support` of these runs), else computed here; ``levels``: the
+    lexical and the dense run's chance levels (``RetrieverResult.chance``), read by the
+    ``chance`` normalisation.
     """
     alpha = (
         lexical_weight(features, params, semantic_support(lexical, dense))
@@ -284,7 +287,10 @@ def adaptive_fusion(
     fused = convex_combination(
         {"lexical": lexical, "dense": dense},
         {"lexical": alpha, "dense": 1.0 - alpha},
-        normalizer(params.normalization, depth),
+        {
+            "lexical": normalizer(params.normalization, depth, levels[0]),
+            "dense": normalizer(params.normalization, depth, levels[1]),
+        },
     )
     if features.exact_terms:
         fused.sort(key=lambda h: (-exact_matches.get(h.row, 0), -h.score, h.row))
