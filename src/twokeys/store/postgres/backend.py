@@ -369,7 +369,7 @@ class PgVectorIndex(VectorIndex):
             kept = self._mean
             if kept is None or kept[0] != generation:
                 found = conn.execute(
-                    f"SELECT avg(embedding::vector) FROM {self._s}.chunks "
+                    f"SELECT avg(embedding::vector)::real[] FROM {self._s}.chunks "
                     "WHERE embedding IS NOT NULL"
                 ).fetchone()
                 mean = (
