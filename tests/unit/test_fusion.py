@@ -218,6 +218,19 @@ def test_exact_identifier_chunk_is_never_outranked() -> None:
     assert plain[0].row == 1
 
 
+def test_adaptive_fusion_measures_each_run_from_its_chance_level() -> None:
+    lex = run((1, 10.0), (2, 9.0))  # chance 0: 1, .9
+    den = run((2, 0.60), (1, 0.58))  # chance .1: 1, .96; a lead of .02 in cosine
+    chance_level = adaptive_fusion(lex, den, features(), {}, AdaptiveParams(), levels=(0.0, 0.1))
+    assert [h.row for h in chance_level] == [1, 2]
+    assert [h.score for h in chance_level] == pytest.approx([0.45 + 0.55 * 0.96, 0.405 + 0.55])
+    # min-max stretches both leads to the whole scale, and the dense run's weight wins
+    minmax_scaled = adaptive_fusion(
+        lex, den, features(), {}, AdaptiveParams(normalization="minmax"), levels=(0.0, 0.1)
+    )
+    assert [h.row for h in minmax_scaled] == [2, 1]
+
+
 def test_normalisation_statistics_can_stop_at_a_depth() -> None:
     deep = run((1, 10.0), (2, 6.0), (3, 2.0), (4, 0.0))
     assert scores(minmax(deep, depth=3)) == pytest.approx([1.0, 0.5, 0.0, 0.0])
