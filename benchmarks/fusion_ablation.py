@@ -12,6 +12,8 @@ the library's own fusion functions and prints one markdown row per variant. The
 * ``no exact tier``: nothing tiers (the weights stay the default's);
 * ``no anchors`` / ``no identifier shapes``: that kind of exact term is not read;
 * ``no incidental-words rule`` / ``no semantic-support rule``: that weight rule is off;
+* ``min-max normalisation``: each run scaled by its top-100 range, the default before
+  the chance-level scaling;
 * the fixed fusions, for reference.
 
 Collections are given as ``DIR`` (its ``test`` split) or ``DIR:SPLIT``.
@@ -59,6 +61,7 @@ class Sensed:
     features: QueryFeatures
     evidence: tuple[TermEvidence, ...]
     matched: dict[int, frozenset[str]]  # lexical row -> query terms it holds
+    chance: float  # the dense run's chance level (BM25's is 0)
 
 
 Fuse = Callable[[Sensed], list[ScoredChunk]]
@@ -95,6 +98,7 @@ def sense(
                 lexical.features(text, lex),
                 evidence,
                 {h.row: frozenset(t for t, _ in m) for h, m in zip(lex.run, held, strict=True)},
+                den.chance,
             )
             rows.update(h.row for h in lex.run)
             rows.update(h.row for h in den.run)
@@ -128,7 +132,14 @@ def adaptive(
         wanted = set(features.exact_terms)
         exact = {r: len(wanted & held) for r, held in s.matched.items() if wanted & held}
         return adaptive_fusion(
-            s.lexical, s.dense, features, exact, params, DEFAULT_CANDIDATES, alpha
+            s.lexical,
+            s.dense,
+            features,
+            exact,
+            params,
+            DEFAULT_CANDIDATES,
+            alpha,
+            (0.0, s.chance),
         )
 
     return fuse
@@ -142,9 +153,11 @@ def fixed(name: str) -> Fuse:
         if not s.lexical:
             return s.dense
         w = DEFAULT_LEXICAL_WEIGHT
-        return convex_combination(
-            runs, {"bm25": w, "dense": 1 - w}, normalizer(name, DEFAULT_CANDIDATES)
-        )
+        norms = {
+            "bm25": normalizer(name, DEFAULT_CANDIDATES),
+            "dense": normalizer(name, DEFAULT_CANDIDATES, s.chance),
+        }
+        return convex_combination(runs, {"bm25": w, "dense": 1 - w}, norms)
 
     return fuse
 
@@ -157,9 +170,11 @@ VARIANTS: dict[str, Fuse] = {
     "no identifier shapes": adaptive(shapes=False),
     "no incidental-words rule": adaptive(replace(AdaptiveParams(), confidence_floor=0.0)),
     "no semantic-support rule": adaptive(replace(AdaptiveParams(), support_floor=0.0)),
+    "min-max normalisation": adaptive(replace(AdaptiveParams(), normalization="minmax")),
     "fixed minmax": fixed("minmax"),
     "fixed zscore": fixed("zscore"),
     "fixed dbsf": fixed("dbsf"),
+    "fixed chance": fixed("chance"),
     "rrf": fixed("rrf"),
     "bm25": lambda s: s.lexical,
     "dense": lambda s: s.dense,

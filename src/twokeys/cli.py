@@ -239,7 +239,7 @@ def index(
     "--lexical-weight",
     type=float,
     default=None,
-    help="BM25's weight in the minmax, zscore and dbsf fusions "
+    help="BM25's weight in the minmax, zscore, dbsf and chance fusions "
     f"[default: {DEFAULTS['lexical_weight']:g}].",
 )
 @click.option(

@@ -65,7 +65,7 @@ class SearchRequest:
 
     ``candidates`` (per-retriever depth fused), ``fusion``, ``rrf_k`` (RRF's constant
     k, for the ``rrf`` fusions) and ``lexical_weight`` (BM25's weight in the convex
-    fusions ``minmax``, ``zscore``, ``dbsf``) are the hybrid's; ``reranker`` (a name
+    fusions ``minmax``, ``zscore``, ``dbsf``, ``chance``) are the hybrid's; ``reranker`` (a name
     from :mod:`twokeys.rerank`) re-orders the top ``rerank_top`` of the retriever's run.
     """
 

@@ -130,6 +130,21 @@ def test_add_replace_delete(build: Build) -> None:
         assert kb.backend.stats()["documents"] == len(changed)  # type: ignore[attr-defined]
 
 
+def test_the_dense_chance_level_is_the_mean_cosine_over_all_chunks(build: Build) -> None:
+    """What the hybrid's chance-level scaling reads: the same on every backend, and
+    current after a write."""
+    for docs in (DOCS, {**DOCS, "a-first.md": "# New\n\nSolar panels on the roof.\n"}):
+        location = build(docs)
+        with open_index(location) as kb:
+            vectors = kb.backend.vectors
+            assert vectors is not None
+            q = kb.encoder.encode_query("power supply fuse")
+            every = vectors.search(q, 10_000)
+            assert len(every) == kb.manifest.counts["chunks"]
+            mean = sum(h.score for h in every) / len(every)
+            assert vectors.mean_similarity(q) == pytest.approx(mean, abs=1e-4)
+
+
 def test_filters_apply_before_top_k(build: Build) -> None:
     with open_index(build(DOCS)) as kb:
         for mode in ("bm25", "dense", "hybrid"):

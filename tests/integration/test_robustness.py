@@ -105,7 +105,7 @@ def test_the_library_rejects_unencodable_and_overlong_queries(kb: str) -> None:
     assert code == 1 and err.startswith("error: query: 18,000 characters, over the limit")
 
 
-@pytest.mark.parametrize("fusion", ["adaptive", "minmax", "zscore", "dbsf"])
+@pytest.mark.parametrize("fusion", ["adaptive", "minmax", "zscore", "dbsf", "chance"])
 def test_a_query_without_lexical_terms_keeps_the_dense_scores(kb: str, fusion: str) -> None:
     from twokeys import open_index
 

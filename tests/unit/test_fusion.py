@@ -17,7 +17,7 @@ from twokeys.fusion.adaptive import (
     unconfirmed,
 )
 from twokeys.fusion.convex import convex_combination
-from twokeys.fusion.normalization import dbsf, minmax, normalizer, zscore
+from twokeys.fusion.normalization import chance, dbsf, minmax, normalizer, zscore
 from twokeys.types import ScoredChunk
 
 
@@ -50,6 +50,34 @@ def test_dbsf_uses_three_sigma_bounds() -> None:
     assert got == pytest.approx([(10 - lo) / (hi - lo), 0.5, (2 - lo) / (hi - lo)])
 
 
+def test_chance_measures_from_the_sensors_chance_level() -> None:
+    r = run((1, 10.0), (2, 6.0), (3, 2.0))
+    assert scores(chance(r)) == pytest.approx([1.0, 0.6, 0.2])  # BM25: chance is 0
+    assert scores(chance(r, level=2.0)) == pytest.approx([1.0, 0.5, 0.0])
+    # a dense run's top cosines lie in a narrow band far above the query's mean cosine:
+    # min-max stretches the band to [0, 1], the chance level keeps it narrow
+    den = run((1, 0.65), (2, 0.55), (3, 0.45))
+    assert scores(minmax(den)) == pytest.approx([1.0, 0.5, 0.0])
+    assert scores(chance(den, level=0.05)) == pytest.approx([1.0, 5 / 6, 4 / 6])
+    assert scores(normalizer("chance", 2, 0.05)(den)) == pytest.approx([1.0, 5 / 6, 5 / 6])
+    # entries below chance go negative; a top no better than chance falls back to min-max
+    assert scores(chance(den, level=0.6)) == pytest.approx([1.0, -1.0, -3.0])
+    assert scores(chance(den, level=0.7)) == scores(minmax(den))
+    assert scores(chance(run((1, 3.0), (2, 3.0)), level=1.0)) == [1.0, 1.0]
+    assert chance([]) == []
+
+
+def test_convex_combination_normalises_each_run_its_own_way() -> None:
+    lex = run((1, 10.0), (2, 5.0))  # chance 0: 1, .5
+    den = run((2, 0.6), (3, 0.4))  # chance 0.2: 1, .5
+    norms = {"lex": normalizer("chance", None, 0.0), "den": normalizer("chance", None, 0.2)}
+    fused = convex_combination({"lex": lex, "den": den}, {"lex": 0.5, "den": 0.5}, norms)
+    # absent chunks score as their run's floor (.5 here)
+    assert {h.row: h.score for h in fused} == pytest.approx({1: 0.75, 2: 0.75, 3: 0.5})
+    with pytest.raises(ConfigError, match="normalisers"):
+        convex_combination({"lex": lex, "den": den}, {"lex": 0.5, "den": 0.5}, {"lex": minmax})
+
+
 def test_convex_combination_hand_computed() -> None:
     lex = run((1, 10.0), (2, 6.0), (3, 2.0))  # minmax: 1, .5, 0
     den = run((3, 0.9), (4, 0.5))  # minmax: 1, 0
@@ -75,7 +103,7 @@ def test_a_chunk_absent_from_a_run_scores_as_its_floor() -> None:
     assert fused[1] == pytest.approx(0.5 * scores(zscore(lex))[0] + 0.5 * z_den[4])
     # so the fused top does not depend on how deep the runs went (DBSF: z-score / 6 + 1/2)
     deep_den = run((2, 0.9), (3, 0.8), (4, 0.1), (1, 0.05))
-    for name in ("dbsf", "zscore", "minmax"):
+    for name in ("dbsf", "zscore", "minmax", "chance"):
         shallow = convex_combination(
             {"l": lex, "d": den}, {"l": 0.5, "d": 0.5}, normalizer(name, 3)
         )
@@ -188,6 +216,19 @@ def test_exact_identifier_chunk_is_never_outranked() -> None:
     assert [h.rank for h in fused] == [1, 2, 3]
     plain = adaptive_fusion(lex, den, features(), {}, p)
     assert plain[0].row == 1
+
+
+def test_adaptive_fusion_measures_each_run_from_its_chance_level() -> None:
+    lex = run((1, 10.0), (2, 9.0))  # chance 0: 1, .9
+    den = run((2, 0.60), (1, 0.58))  # chance .1: 1, .96; a lead of .02 in cosine
+    chance_level = adaptive_fusion(lex, den, features(), {}, AdaptiveParams(), levels=(0.0, 0.1))
+    assert [h.row for h in chance_level] == [1, 2]
+    assert [h.score for h in chance_level] == pytest.approx([0.45 + 0.55 * 0.96, 0.405 + 0.55])
+    # min-max stretches both leads to the whole scale, and the dense run's weight wins
+    minmax_scaled = adaptive_fusion(
+        lex, den, features(), {}, AdaptiveParams(normalization="minmax"), levels=(0.0, 0.1)
+    )
+    assert [h.row for h in minmax_scaled] == [2, 1]
 
 
 def test_normalisation_statistics_can_stop_at_a_depth() -> None:

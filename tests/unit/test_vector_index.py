@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+import twokeys.dense.exact as exact_module
 from twokeys.dense.ann import (
     HnswVectorIndex,
     encode_header,
@@ -268,3 +269,29 @@ def test_read_ahead_reads_the_asked_range(tmp_path: Path) -> None:
     gone = read_ahead_in_background(tmp_path / "missing")  # a hint: errors are ignored
     gone.join(timeout=30)
     assert not gone.is_alive()
+
+
+def test_mean_similarity_is_the_mean_cosine_over_all_rows(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]], graph: HnswVectorIndex
+) -> None:
+    base, queries = data
+    exact16 = ExactVectorIndex(base.astype(np.float16))
+    for q in queries[:5]:
+        want = float(np.mean(base.astype(np.float64) @ q))
+        assert ExactVectorIndex(base).mean_similarity(q) == pytest.approx(want, abs=1e-6)
+        assert graph.mean_similarity(q) == pytest.approx(want, abs=1e-6)
+        assert exact16.mean_similarity(q) == pytest.approx(want, abs=1e-3)
+    assert ExactVectorIndex(np.zeros((0, 48), np.float32)).mean_similarity(queries[0]) == 0.0
+
+
+def test_mean_similarity_of_a_large_index_reads_evenly_spaced_rows(
+    data: tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    base, queries = data
+    monkeypatch.setattr(exact_module, "MEAN_ROWS", 1500)
+    picked = np.linspace(0, len(base) - 1, 1500).astype(np.int64)
+    sampled = float(np.mean(base[picked].astype(np.float64) @ queries[0]))
+    assert ExactVectorIndex(base).mean_similarity(queries[0]) == pytest.approx(sampled, abs=1e-6)
+    full = float(np.mean(base.astype(np.float64) @ queries[0]))
+    assert sampled == pytest.approx(full, abs=0.01)  # an estimate of the same chance level

@@ -226,6 +226,9 @@ class HnswVectorIndex(VectorIndex):
     def similarity(self, query: npt.NDArray[np.float32], row: int) -> float:
         return self._exact.similarity(query, row)
 
+    def mean_similarity(self, query: npt.NDArray[np.float32]) -> float:
+        return self._exact.mean_similarity(query)
+
 
 def parse_header(raw: npt.NDArray[Any]) -> dict[str, Any]:
     """A header saved as UTF-8 JSON bytes in a uint8 array; ValueError if unreadable."""

@@ -27,3 +27,9 @@ class VectorIndex(ABC):
     @abstractmethod
     def similarity(self, query: npt.NDArray[np.float32], row: int) -> float:
         """Cosine similarity between the query and one chunk."""
+
+    @abstractmethod
+    def mean_similarity(self, query: npt.NDArray[np.float32]) -> float:
+        """The query's mean cosine over all chunks: what a chunk picked at random scores,
+        the dense run's chance level (the query times the mean chunk vector). 0.0 for an
+        empty index."""

@@ -14,7 +14,11 @@ chunk the dense model never retrieved above every retrieved one below the mean. 
 DBSF, scoring it 0 made the fused top change with the depth asked for (SciFact train
 nDCG@10 0.7350 at 300 chunks, 0.7324 at 100). With the floor, z-score and DBSF rank
 alike (DBSF is z-score / 6 + 1/2) unless one run's scores are all equal (both give them
-1.0). Ties are broken by row.
+1.0). With chance-level scaling it is the run's depth-th entry's share of the top's lead
+over chance. Ties are broken by row.
+
+Each run may have its own normalisation (``normalize`` maps run names to normalisers):
+the chance-level scaling measures each run from its own sensor's chance level.
 """
 
 from __future__ import annotations
@@ -30,15 +34,23 @@ from twokeys.types import ScoredChunk
 def convex_combination(
     runs: Mapping[str, Sequence[ScoredChunk]],
     weights: Mapping[str, float],
-    normalize: Normalizer,
+    normalize: Normalizer | Mapping[str, Normalizer],
 ) -> list[ScoredChunk]:
-    """Fuse runs by a weighted sum of their normalised scores (weights sum to 1)."""
+    """Fuse runs by a weighted sum of their normalised scores (weights sum to 1);
+    ``normalize`` is one normaliser for every run or one per run name."""
     if set(weights) != set(runs):
         raise ConfigError(f"convex: weights {sorted(weights)} must name the runs {sorted(runs)}")
     total = sum(check_weight(name, w) for name, w in weights.items())
     if total <= 0:
         raise ConfigError("convex: weights must be >= 0 and not all zero")
-    normalized = {name: normalize(runs[name]) for name in sorted(runs)}
+    if isinstance(normalize, Mapping):
+        if set(normalize) != set(runs):
+            raise ConfigError(
+                f"convex: normalisers {sorted(normalize)} must name the runs {sorted(runs)}"
+            )
+        normalized = {name: normalize[name](runs[name]) for name in sorted(runs)}
+    else:
+        normalized = {name: normalize(runs[name]) for name in sorted(runs)}
     rows = sorted({hit.row for run in normalized.values() for hit in run})
     fused: dict[int, float] = dict.fromkeys(rows, 0.0)
     for name, run in normalized.items():  # a fixed order of float additions: the same sums

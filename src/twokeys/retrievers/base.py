@@ -13,10 +13,13 @@ from twokeys.types import Evidence, ScoredChunk
 
 @dataclass(frozen=True)
 class RetrieverResult:
-    """A ranked run plus, per row, the evidence each underlying retriever contributed."""
+    """A ranked run plus, per row, the evidence each underlying retriever contributed,
+    and the run's chance level: the score a chunk unrelated to the query gets (0 for
+    BM25, which matches none of its terms; the query's mean cosine for the dense model)."""
 
     run: Sequence[ScoredChunk]
     evidence: Mapping[int, tuple[Evidence, ...]] = field(default_factory=dict)
+    chance: float = 0.0
 
 
 class Retriever(ABC):

@@ -24,4 +24,4 @@ class DenseRetriever(Retriever):
         evidence = {}
         if explain:
             evidence = {hit.row: (Evidence(self.name, hit.rank, hit.score),) for hit in run}
-        return RetrieverResult(run, evidence)
+        return RetrieverResult(run, evidence, self.index.mean_similarity(vector))

@@ -5,8 +5,10 @@ Fusions (``fusion=``):
 * ``rrf``: Reciprocal Rank Fusion, ``sum 1/(k + rank)`` (:mod:`twokeys.fusion.rrf`).
 * ``rrf-confidence``: weighted RRF, the lexical run weighted by the square of its
   confidence (:mod:`twokeys.fusion.confidence`).
-* ``minmax``, ``zscore``, ``dbsf``: convex combination of normalised scores with a fixed
-  lexical weight (:mod:`twokeys.fusion.convex`, :mod:`twokeys.fusion.normalization`).
+* ``minmax``, ``zscore``, ``dbsf``, ``chance``: convex combination of normalised scores
+  with a fixed lexical weight (:mod:`twokeys.fusion.convex`,
+  :mod:`twokeys.fusion.normalization`; ``chance`` measures each run from its sensor's
+  chance level).
 * ``adaptive``: per-query weights from the query's identifiers, anchors (terms only
   exact matching can see, by the sensors' evidence), quoted strings, lexical
   confidence, length and the two sensors' agreement, identifiers matched exactly
@@ -77,7 +79,7 @@ class HybridRetriever(Retriever):
         lex = self.lexical.retrieve(query, depth, explain=explain)
         den = self.dense.retrieve(query, depth, explain=explain)
         runs = {self.lexical.name: lex.run, self.dense.name: den.run}
-        fused, weights, parts = self._fuse(query, runs, lex)
+        fused, weights, parts = self._fuse(query, runs, lex, den.chance)
         fused = fused[:k]
         evidence: dict[int, tuple[Evidence, ...]] = {}
         if explain:
@@ -99,9 +101,14 @@ class HybridRetriever(Retriever):
         return RetrieverResult(fused, evidence)
 
     def _fuse(
-        self, query: str, runs: Mapping[str, Sequence[ScoredChunk]], lex: RetrieverResult
+        self,
+        query: str,
+        runs: Mapping[str, Sequence[ScoredChunk]],
+        lex: RetrieverResult,
+        dense_chance: float,
     ) -> tuple[list[ScoredChunk], dict[str, float], dict[str, dict[int, float]]]:
-        """Fused run, per-run weights, and each run's contribution per row."""
+        """Fused run, per-run weights, and each run's contribution per row
+        (``dense_chance``: the dense run's chance level; BM25's is 0)."""
         lname, dname = self.lexical.name, self.dense.name
         if not runs[lname] and self.fusion not in ("rrf", "rrf-confidence"):
             # no lexical evidence (a query of stopwords or punctuation): the dense run
@@ -137,18 +144,31 @@ class HybridRetriever(Retriever):
             )
             support = semantic_support(runs[lname], runs[dname])
             alpha = lexical_weight(features, self.adaptive, support)
-            norm = normalizer(self.adaptive.normalization, self.candidates)
+            method = self.adaptive.normalization
             exact = _exact_matches(features, lex, self.lexical)
             fused = adaptive_fusion(
-                runs[lname], runs[dname], features, exact, self.adaptive, self.candidates, alpha
+                runs[lname],
+                runs[dname],
+                features,
+                exact,
+                self.adaptive,
+                self.candidates,
+                alpha,
+                (lex.chance, dense_chance),
             )
         else:
             alpha = self.lexical_weight
-            norm = normalizer(self.fusion, self.candidates)
-            fused = convex_combination(runs, {lname: alpha, dname: 1.0 - alpha}, norm)
+            method = self.fusion
+        norms = {
+            lname: normalizer(method, self.candidates, lex.chance),
+            dname: normalizer(method, self.candidates, dense_chance),
+        }
         weights = {lname: alpha, dname: 1.0 - alpha}
+        if self.fusion != "adaptive":
+            fused = convex_combination(runs, weights, norms)
         parts = {
-            name: {h.row: weights[name] * h.score for h in norm(run)} for name, run in runs.items()
+            name: {h.row: weights[name] * h.score for h in norms[name](run)}
+            for name, run in runs.items()
         }
         return fused, weights, parts
 

@@ -315,6 +315,7 @@ class PgVectorIndex(VectorIndex):
         self._kind = kind
         self._ef_search = ef_search
         self._type = column_type  # vector or halfvec
+        self._mean: tuple[int, npt.NDArray[np.float32]] | None = None  # (generation, mean)
 
     def search(
         self, query: npt.NDArray[np.float32], k: int, *, allowed: RowMask | None = None
@@ -357,6 +358,27 @@ class PgVectorIndex(VectorIndex):
                 (q, row),
             ).fetchone()
         return float(found[0]) if found and found[0] is not None else 0.0
+
+    def mean_similarity(self, query: npt.NDArray[np.float32]) -> float:
+        """The query times the mean chunk vector, kept until a write changes the
+        index's generation (as the embedded index keeps it while it is open)."""
+        q = np.asarray(query, np.float32)
+        with self._db.connection() as conn:
+            row = conn.execute(f"SELECT generation FROM {self._s}.stats").fetchone()
+            generation = int(row[0]) if row else 0
+            kept = self._mean
+            if kept is None or kept[0] != generation:
+                found = conn.execute(
+                    f"SELECT avg(embedding::vector)::real[] FROM {self._s}.chunks "
+                    "WHERE embedding IS NOT NULL"
+                ).fetchone()
+                mean = (
+                    np.asarray(found[0], np.float32)
+                    if found and found[0] is not None
+                    else np.zeros(len(q), np.float32)
+                )
+                kept = self._mean = (generation, mean)
+        return float(kept[1] @ q)
 
 
 def manifest_from(
