@@ -238,6 +238,42 @@ class Analyzer:
             out.append(Token(raw, _is_identifier(raw)))
         return out
 
+    def scan_form(self, text: str) -> str | list[str]:
+        """``text`` as the raw-token scan reads it: normalised, or already split into its
+        raw tokens where CJK bigrams are made (see :func:`raw_tokens_of`)."""
+        if text.isascii():  # no normalising to do, no CJK
+            return text
+        text = _normalize(text)
+        if self.spec.cjk_bigrams and _CJK.search(text):
+            return list(_raw_tokens(text, cjk_bigrams=True))
+        return text
+
+    def index_terms_of_raws(self, raws: Iterable[str]) -> list[tuple[str, ...]]:
+        """The index terms of each raw token, as :meth:`index_terms` gives them for it
+        (uncached: for a caller that analyses each distinct raw token once). The plain
+        words, most of them, are stemmed in one call."""
+        out: list[tuple[str, ...]] = []
+        words: list[str] = []  # the plain words to stem
+        at: list[int] = []  # their places in ``out``
+        stop = self._stopwords
+        lowercase = self.spec.lowercase
+        for raw in raws:
+            if raw.isalpha() and (raw.islower() or raw[1:].islower()):  # as in _raw_terms
+                word = raw.lower() if lowercase else raw
+                if word in stop:
+                    out.append(())
+                else:
+                    at.append(len(out))
+                    words.append(word)
+                    out.append(())
+            else:
+                out.append(self._raw_terms(raw, for_query=False))
+        if words and self.spec.stemmer != "none":
+            words = self._stemmer().stemWords(words)
+        for i, word in zip(at, words, strict=True):
+            out[i] = (word,)
+        return out
+
     def terms_of(self, token: Token, *, for_query: bool) -> tuple[str, ...]:
         """The terms one raw token contributes (uncached).
 
@@ -319,11 +355,15 @@ class Analyzer:
             return None
         if self.spec.stemmer == "none":
             return w
-        stemmer = getattr(self._stemmers, "stemmer", None)
+        result: str = self._stemmer().stemWord(w)
+        return result
+
+    def _stemmer(self) -> Stemmer.Stemmer:
+        """This thread's stemmer."""
+        stemmer: Stemmer.Stemmer | None = getattr(self._stemmers, "stemmer", None)
         if stemmer is None:
             stemmer = self._stemmers.stemmer = Stemmer.Stemmer(self.spec.stemmer, 0)
-        result: str = stemmer.stemWord(w)
-        return result
+        return stemmer
 
 
 def _normalize(text: str) -> str:
@@ -370,6 +410,11 @@ def _split_cjk(raw: str) -> Iterable[str]:
 
 def _plain(fragment: str) -> Iterable[str]:
     yield from _RAW_TOKEN.findall(fragment)
+
+
+def raw_tokens_of(scanned: str | list[str]) -> list[str]:
+    """The raw tokens of a text in its :meth:`Analyzer.scan_form`."""
+    return scanned if isinstance(scanned, list) else _RAW_TOKEN.findall(scanned)
 
 
 def _is_identifier(raw: str) -> bool:

@@ -189,7 +189,7 @@ def test_matrix_is_the_same_however_the_chunks_are_batched() -> None:
     assert per_chunk.tolist() == [len(docs[0]), len(docs[1])]
 
 
-def test_analysed_batches_in_worker_processes_give_the_same_matrix(
+def test_analysed_matrix_in_worker_processes_gives_the_same_matrix(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from twokeys.analysis import AnalyzerSpec, analyzer_for
@@ -203,17 +203,16 @@ def test_analysed_batches_in_worker_processes_give_the_same_matrix(
     expected = build_term_matrix([analyzer.index_terms(t) for t in texts])
     seen: list[int] = []
     for workers in (1, 2):
-        got = bm25.build_term_matrix_from_batches(
-            batches.analysed_batches(texts, AnalyzerSpec(), seen.append, workers=workers)
-        )
+        got = batches.analysed_matrix(texts, AnalyzerSpec(), seen.append, workers=workers)
         assert same_matrix(got, expected), workers
         assert sum(seen) == len(texts) and len(seen) > 10
         seen.clear()
-    assert list(batches.analysed_batches([], AnalyzerSpec(), workers=2)) == []
+    empty = batches.analysed_matrix([], AnalyzerSpec(), workers=2)
+    assert empty.vocabulary == [] and empty.n_docs == 0 and empty.indptr.tolist() == [0]
     # a generator is read batch by batch; its length hint decides the workers
     monkeypatch.setattr(batches, "PARALLEL_MIN_CHARS", 1000)
-    streamed = batches.analysed_batches(iter(texts), AnalyzerSpec(), total_chars=10**6)
-    assert same_matrix(bm25.build_term_matrix_from_batches(streamed), expected)
+    streamed = batches.analysed_matrix(iter(texts), AnalyzerSpec(), total_chars=10**6)
+    assert same_matrix(streamed, expected)
 
 
 def test_workers_only_for_long_texts_and_no_other_thread() -> None:

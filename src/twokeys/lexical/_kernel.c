@@ -432,16 +432,293 @@ done:
     return result;
 }
 
+/* ---- raw tokens: twokeys.analysis' _RAW_TOKEN.findall, as distinct-token ids ---------- */
+
+/* Character classes of the raw-token pattern (twokeys.analysis._RAW_TOKEN):
+ *   alnum      [^\W_]  what re calls a word character, less "_": Py_UNICODE_ISALNUM
+ *   connector  [-_.:/@+#'=]
+ *   word       \w      alnum or "_" */
+#define C_ALNUM 1
+#define C_CONNECTOR 2
+static unsigned char ascii_class[128];
+
+static void init_ascii_class(void) {
+    for (int c = 0; c < 128; c++) ascii_class[c] = Py_UNICODE_ISALNUM((Py_UCS4)c) ? C_ALNUM : 0;
+    for (const char *c = "-_.:/@+#'="; *c; c++) ascii_class[(unsigned char)*c] = C_CONNECTOR;
+}
+
+static inline int is_alnum(Py_UCS4 c) {
+    return c < 128 ? ascii_class[c] == C_ALNUM : Py_UNICODE_ISALNUM(c);
+}
+static inline int is_connector(Py_UCS4 c) { return c < 128 && ascii_class[c] == C_CONNECTOR; }
+static inline int is_word(Py_UCS4 c) { return c == '_' || is_alnum(c); }
+
+/* The end of the raw token that starts at `p` (as _RAW_TOKEN matches there: an optional
+ * lead "-", "--", "." or "/" before an alnum; alnum runs joined by connector runs; an
+ * optional trail "++" or "#" not before a word character), or -1 if none starts there. */
+static Py_ssize_t token_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t p) {
+#define AT(i) PyUnicode_READ(kind, data, (i))
+    Py_UCS4 c = AT(p);
+    Py_ssize_t q;
+    if (is_alnum(c))
+        q = p;
+    else if (c == '-' && p + 2 < n && AT(p + 1) == '-' && is_alnum(AT(p + 2)))
+        q = p + 2;
+    else if ((c == '-' || c == '.' || c == '/') && p + 1 < n && is_alnum(AT(p + 1)))
+        q = p + 1;
+    else
+        return -1;
+    Py_ssize_t e = q + 1;
+    for (;;) {
+        while (e < n && is_alnum(AT(e))) e++;
+        Py_ssize_t f = e;
+        while (f < n && is_connector(AT(f))) f++;
+        if (f == e || f == n || !is_alnum(AT(f))) break;
+        e = f;
+    }
+    if (e + 1 < n && AT(e) == '+' && AT(e + 1) == '+')
+        e += 2;
+    else if (e < n && AT(e) == '#' && !(e + 1 < n && is_word(AT(e + 1))))
+        e += 1;
+    return e;
+#undef AT
+}
+
+typedef struct {
+    int32_t *data;
+    Py_ssize_t size, capacity;
+} Ids;
+
+static int ids_push(Ids *ids, int32_t value) {
+    if (ids->size == ids->capacity) {
+        Py_ssize_t capacity = ids->capacity ? 2 * ids->capacity : 1024;
+        int32_t *grown = PyMem_Realloc(ids->data, (size_t)capacity * sizeof(int32_t));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        ids->data = grown;
+        ids->capacity = capacity;
+    }
+    ids->data[ids->size++] = value;
+    return 0;
+}
+
+/* The id of raw token `token` in `table` (a new one, len(table), appended to `new` when
+ * it is not there yet); steals nothing. */
+static int32_t token_id(PyObject *table, PyObject *new, PyObject *token) {
+    PyObject *found = PyDict_GetItemWithError(table, token);
+    if (found != NULL) return (int32_t)PyLong_AsLong(found);
+    if (PyErr_Occurred()) return -1;
+    Py_ssize_t size = PyDict_GET_SIZE(table);
+    if (size >= INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "raw_token_ids: more than 2**31 distinct tokens");
+        return -1;
+    }
+    PyObject *id = PyLong_FromSsize_t(size);
+    if (id == NULL) return -1;
+    int failed = PyDict_SetItem(table, token, id) < 0 || PyList_Append(new, token) < 0;
+    Py_DECREF(id);
+    return failed ? -1 : (int32_t)size;
+}
+
+static PyObject *raw_token_ids(PyObject *self, PyObject *args) {
+    PyObject *items, *table, *new;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyList_Type, &items, &PyDict_Type, &table,
+                          &PyList_Type, &new))
+        return NULL;
+    Py_ssize_t n_items = PyList_GET_SIZE(items);
+    Ids ids = {NULL, 0, 0};
+    PyObject *result = NULL, *o_counts = NULL;
+    o_counts = PyBytes_FromStringAndSize(NULL, n_items * (Py_ssize_t)sizeof(int64_t));
+    if (o_counts == NULL) goto done;
+    int64_t *counts = (int64_t *)PyBytes_AS_STRING(o_counts);
+    for (Py_ssize_t i = 0; i < n_items; i++) {
+        PyObject *item = PyList_GET_ITEM(items, i);
+        Py_ssize_t before = ids.size;
+        if (PyUnicode_Check(item)) {
+            int kind = PyUnicode_KIND(item);
+            const void *data = PyUnicode_DATA(item);
+            Py_ssize_t n = PyUnicode_GET_LENGTH(item);
+            for (Py_ssize_t p = 0; p < n;) {
+                Py_ssize_t e = token_end(kind, data, n, p);
+                if (e < 0) {
+                    p++;
+                    continue;
+                }
+                PyObject *token = PyUnicode_Substring(item, p, e);
+                if (token == NULL) goto done;
+                int32_t id = token_id(table, new, token);
+                Py_DECREF(token);
+                if (id < 0 || ids_push(&ids, id) < 0) goto done;
+                p = e;
+            }
+        } else if (PyList_Check(item)) { /* raw tokens already found */
+            for (Py_ssize_t j = 0; j < PyList_GET_SIZE(item); j++) {
+                PyObject *token = PyList_GET_ITEM(item, j);
+                if (!PyUnicode_Check(token)) {
+                    PyErr_SetString(PyExc_TypeError, "raw_token_ids: a token is not a str");
+                    goto done;
+                }
+                int32_t id = token_id(table, new, token);
+                if (id < 0 || ids_push(&ids, id) < 0) goto done;
+            }
+        } else {
+            PyErr_SetString(PyExc_TypeError, "raw_token_ids: an item is neither str nor list");
+            goto done;
+        }
+        counts[i] = ids.size - before;
+    }
+    PyObject *o_ids = PyBytes_FromStringAndSize((const char *)ids.data,
+                                                ids.size * (Py_ssize_t)sizeof(int32_t));
+    if (o_ids == NULL) goto done;
+    result = PyTuple_Pack(2, o_ids, o_counts);
+    Py_DECREF(o_ids);
+done:
+    Py_XDECREF(o_counts);
+    PyMem_Free(ids.data);
+    return result;
+}
+
+/* ---- postings: term occurrences, chunk by chunk, to term-major postings ---------------- */
+
+/* One pass over every block's occurrences, chunk row by chunk row. fill == 0: counts
+ * each term's chunks into df (int64[n_terms], zero on entry). fill == 1: writes each
+ * (term, chunk) posting at next[t]++ (int64[n_terms], the terms' first slots on entry)
+ * with its count: rows increase within a term since chunks are visited in order.
+ * `last` (int32[n_terms], all -1 on entry) and `slot` (int64[n_terms]) are scratch. */
+static int postings_pass(PyObject *blocks, PyObject *lengths, const int32_t *remap,
+                         Py_ssize_t n_terms, int fill, int64_t *df, int64_t *next,
+                         int32_t *indices, float *tf, Py_ssize_t n_postings, int32_t *last,
+                         int64_t *slot) {
+    Py_ssize_t n_blocks = PyList_GET_SIZE(blocks);
+    int64_t row = 0;
+    for (Py_ssize_t b = 0; b < n_blocks; b++) {
+        Py_buffer v_ids, v_len;
+        if (get_buffer(PyList_GET_ITEM(blocks, b), &v_ids, "ids", 4, "iI", 0) < 0) return -1;
+        if (get_buffer(PyList_GET_ITEM(lengths, b), &v_len, "lengths", 8, "qlLQ", 0) < 0) {
+            PyBuffer_Release(&v_ids);
+            return -1;
+        }
+        const int32_t *ids = v_ids.buf;
+        const int64_t *per_chunk = v_len.buf;
+        Py_ssize_t n_ids = v_ids.len / 4, n_chunks = v_len.len / 8, at = 0;
+        const char *error = NULL;
+        for (Py_ssize_t c = 0; c < n_chunks && !error; c++, row++) {
+            if (per_chunk[c] < 0 || per_chunk[c] > n_ids - at) {
+                error = "chunk lengths do not match the ids";
+                break;
+            }
+            if (row > INT32_MAX) {
+                error = "more than 2**31 chunks";
+                break;
+            }
+            for (Py_ssize_t end = at + per_chunk[c]; at < end; at++) {
+                int32_t id = ids[at];
+                if (id < 0 || id >= n_terms) {
+                    error = "a term id is out of range";
+                    break;
+                }
+                int32_t t = remap[id];
+                if (t < 0 || t >= n_terms) {
+                    error = "remap names a term out of range";
+                    break;
+                }
+                if (last[t] != (int32_t)row) {
+                    last[t] = (int32_t)row;
+                    if (!fill) {
+                        df[t]++;
+                    } else {
+                        int64_t p = next[t]++;
+                        if (p < 0 || p >= n_postings) {
+                            error = "more postings than counted";
+                            break;
+                        }
+                        slot[t] = p;
+                        indices[p] = (int32_t)row;
+                        tf[p] = 1.0f;
+                    }
+                } else if (fill) {
+                    tf[slot[t]] += 1.0f;
+                }
+            }
+        }
+        if (!error && at != n_ids) error = "chunk lengths do not match the ids";
+        PyBuffer_Release(&v_ids);
+        PyBuffer_Release(&v_len);
+        if (error) {
+            PyErr_Format(PyExc_ValueError, "postings: block %zd: %s", b, error);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *postings(PyObject *self, PyObject *args) {
+    PyObject *blocks, *lengths, *o_remap, *o_df, *o_next, *o_indices, *o_tf;
+    int fill;
+    if (!PyArg_ParseTuple(args, "O!O!OpOOOO", &PyList_Type, &blocks, &PyList_Type, &lengths,
+                          &o_remap, &fill, &o_df, &o_next, &o_indices, &o_tf))
+        return NULL;
+    if (PyList_GET_SIZE(blocks) != PyList_GET_SIZE(lengths)) {
+        PyErr_SetString(PyExc_ValueError, "postings: as many blocks of ids as of lengths");
+        return NULL;
+    }
+    Py_buffer views[5];
+    int got = 0;
+    PyObject *result = NULL;
+    int32_t *last = NULL;
+    int64_t *slot = NULL;
+    if (get_buffer(o_remap, &views[got], "remap", 4, "iI", 0) < 0) goto done;
+    got++;
+    if (get_buffer(o_df, &views[got], "df", 8, "qlLQ", 1) < 0) goto done;
+    got++;
+    if (get_buffer(o_next, &views[got], "next", 8, "qlLQ", 1) < 0) goto done;
+    got++;
+    if (get_buffer(o_indices, &views[got], "indices", 4, "iI", 1) < 0) goto done;
+    got++;
+    if (get_buffer(o_tf, &views[got], "tf", 4, "f", 1) < 0) goto done;
+    got++;
+    Py_ssize_t n_terms = views[0].len / 4, n_postings = views[3].len / 4;
+    if (views[1].len / 8 != n_terms || views[2].len / 8 != n_terms || views[4].len / 4 != n_postings) {
+        PyErr_SetString(PyExc_ValueError, "postings: array sizes do not match");
+        goto done;
+    }
+    last = PyMem_Malloc((size_t)(n_terms ? n_terms : 1) * sizeof(int32_t));
+    slot = PyMem_Malloc((size_t)(n_terms ? n_terms : 1) * sizeof(int64_t));
+    if (last == NULL || slot == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t t = 0; t < n_terms; t++) last[t] = -1;
+    if (postings_pass(blocks, lengths, views[0].buf, n_terms, fill, views[1].buf, views[2].buf,
+                      views[3].buf, views[4].buf, n_postings, last, slot) < 0)
+        goto done;
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(last);
+    PyMem_Free(slot);
+    for (int i = 0; i < got; i++) PyBuffer_Release(&views[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"top_k", top_k, METH_VARARGS,
      "top_k(indptr, indices, weights, terms, qtfs, k, scores, touched) -> (rows, scores)"},
     {"top_k_many", top_k_many, METH_VARARGS,
      "top_k_many(indptr, indices, weights, terms, bounds, k, threads, n_rows, rows, scores, "
      "counts) -> None"},
+    {"raw_token_ids", raw_token_ids, METH_VARARGS,
+     "raw_token_ids(items, table, new) -> (ids, counts)"},
+    {"postings", postings, METH_VARARGS,
+     "postings(blocks, lengths, remap, fill, df, next, indices, tf) -> None"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernel",
                                     "BM25 top-k of one query or a batch (see _kernel.c).", -1, methods};
 
-PyMODINIT_FUNC PyInit__kernel(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__kernel(void) {
+    init_ascii_class();
+    return PyModule_Create(&module);
+}

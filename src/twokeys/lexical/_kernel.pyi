@@ -27,3 +27,16 @@ def top_k_many(
     scores: npt.NDArray[np.float32],
     counts: npt.NDArray[np.int64],
 ) -> None: ...
+def raw_token_ids(
+    items: list[str | list[str]], table: dict[str, int], new: list[str]
+) -> tuple[bytes, bytes]: ...
+def postings(
+    blocks: list[npt.NDArray[np.int32]],
+    lengths: list[npt.NDArray[np.int64]],
+    remap: npt.NDArray[np.int32],
+    fill: bool,
+    df: npt.NDArray[np.int64],
+    next: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int32],
+    tf: npt.NDArray[np.float32],
+) -> None: ...
