@@ -136,8 +136,7 @@ def build_term_matrix_from_batches(batches: Iterable[TermBatch]) -> TermMatrix:
     """:func:`build_term_matrix` of the chunks of ``batches``, in order.
 
     The result does not depend on how the chunks are grouped into batches (nor on
-    where the batches were made: :mod:`twokeys.lexical.batches` analyses them in worker
-    processes on large builds).
+    where the batches were made).
     """
     term_ids = TermIds()
 

@@ -283,10 +283,8 @@ class LocalWriter(IndexWriter):
             writer.write_embeddings(embeddings)
 
         advance = self._stage("Lexical index", len(rows_chunks))
-        # streamed in compact batches (on every core for a large build): the terms of all
-        # chunks are never held as strings
-        size = sum(len(chunk.text) for _, chunk in rows_chunks)  # about the texts' length
-        matrix = analysed_matrix(texts, self.spec.analyzer, advance, total_chars=size)
+        # streamed in batches of term ids: the terms of all chunks are never held as strings
+        matrix = analysed_matrix(texts, self.spec.analyzer, advance)
         writer.write_lexical(matrix, bm25_weights(matrix, self.spec.bm25))
         writer.add_documents(docs)
         writer.add_chunks(rows_chunks)
