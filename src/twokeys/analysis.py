@@ -34,12 +34,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from functools import lru_cache, partial
 from itertools import chain
+from typing import TypeVar
 
 import Stemmer
 
 from twokeys.errors import ConfigError
 
 ANALYZER_VERSION = 1
+V = TypeVar("V")
 
 # Lucene's EnglishAnalyzer stop set (as used by Anserini's default BM25 runs).
 LUCENE_STOPWORDS = frozenset(
@@ -180,21 +182,21 @@ class Token:
     is_identifier: bool
 
 
-class _TermCache(dict[str, tuple[str, ...]]):
-    """Raw token -> its terms: a missing token is computed, and kept while under ``limit``."""
+class _Memo(dict[str, V]):
+    """Key -> value: a missing key is computed, and kept while under ``limit`` entries."""
 
     __slots__ = ("_compute", "_limit")
 
-    def __init__(self, compute: Callable[[str], tuple[str, ...]], limit: int) -> None:
+    def __init__(self, compute: Callable[[str], V], limit: int) -> None:
         super().__init__()
         self._compute = compute
         self._limit = limit
 
-    def __missing__(self, raw: str) -> tuple[str, ...]:
-        terms = self._compute(raw)
+    def __missing__(self, key: str) -> V:
+        value = self._compute(key)
         if len(self) < self._limit:
-            self[raw] = terms
-        return terms
+            self[key] = value
+        return value
 
 
 class Analyzer:
@@ -217,8 +219,10 @@ class Analyzer:
         # the term caches below already keep every stem, and its bookkeeping made a new
         # word several times slower to stem.
         self._stemmers = threading.local()
-        self._index_cache = _TermCache(partial(self._raw_terms, for_query=False), TERM_CACHE_SIZE)
-        self._query_cache = _TermCache(partial(self._raw_terms, for_query=True), TERM_CACHE_SIZE)
+        self._index_cache = _Memo(partial(self._raw_terms, for_query=False), TERM_CACHE_SIZE)
+        self._query_cache = _Memo(partial(self._raw_terms, for_query=True), TERM_CACHE_SIZE)
+        # a word's term (None: a stopword), for the words inside identifiers, which repeat
+        self._words = _Memo(self._stem_word, TERM_CACHE_SIZE)
 
     # -- public -------------------------------------------------------------------
 
@@ -258,7 +262,11 @@ class Analyzer:
         stop = self._stopwords
         lowercase = self.spec.lowercase
         for raw in raws:
-            if raw.isalpha() and (raw.islower() or raw[1:].islower()):  # as in _raw_terms
+            # a word: no camelCase hump (or all capitals), as _raw_terms and _is_identifier
+            # tell them apart
+            if raw.isalpha() and (
+                raw.islower() or raw[1:].islower() or raw.isupper() or not _CAMEL.search(raw)
+            ):
                 word = raw.lower() if lowercase else raw
                 if word in stop:
                     out.append(())
@@ -284,7 +292,7 @@ class Analyzer:
 
     # -- pipeline -----------------------------------------------------------------
 
-    def _analyze(self, text: str, cache: _TermCache) -> list[str]:
+    def _analyze(self, text: str, cache: _Memo[tuple[str, ...]]) -> list[str]:
         text = _normalize(text)
         raws: Iterable[str]
         if self.spec.cjk_bigrams and _CJK.search(text):
@@ -348,6 +356,9 @@ class Analyzer:
 
     def _word(self, word: str) -> str | None:
         """Lowercase, drop possessive 's, stopword filter and stem a plain word."""
+        return self._words[word]
+
+    def _stem_word(self, word: str) -> str | None:
         w = word.lower() if self.spec.lowercase else word
         if w.endswith("'s"):
             w = w[:-2]

@@ -156,3 +156,13 @@ def test_compiled_postings_refuse_inconsistent_blocks() -> None:
         kernel.postings(ids, [np.array([3], np.int64)], remap, False, df, df, out_i, out_f)
     with pytest.raises(ValueError, match="more postings than counted"):
         kernel.postings(ids, [np.array([2], np.int64)], remap, True, df, df, out_i, out_f)
+
+
+def test_a_coder_that_forgot_its_raw_tokens_gives_the_same_ids() -> None:
+    coder = TermCoder(Analyzer())
+    first = coder.encode(HARD)
+    terms = list(coder.terms)
+    coder.forget_raw_tokens()
+    again = coder.encode(HARD)
+    assert coder.terms == terms
+    assert np.array_equal(first[0], again[0]) and np.array_equal(first[1], again[1])

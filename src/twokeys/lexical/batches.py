@@ -40,5 +40,6 @@ def analysed_matrix(
             yield coder.encode(group)
             if progress is not None:
                 progress(len(group))
+        coder.forget_raw_tokens()  # before the postings are laid out: a lower peak
 
     return build_term_matrix_from_ids(encoded(), coder.terms)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import chain
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -29,22 +30,22 @@ except ImportError:  # pragma: no cover - depends on the build
 
 
 class _Growing:
-    """An int64 array appended to in place (capacity doubling)."""
+    """An integer array appended to in place (capacity doubling)."""
 
-    def __init__(self) -> None:
-        self._data = np.empty(1024, np.int64)
+    def __init__(self, dtype: type[np.integer[Any]]) -> None:
+        self._data: npt.NDArray[np.integer[Any]] = np.empty(1024, dtype)
         self.size = 0
 
-    def extend(self, values: npt.NDArray[np.int64]) -> None:
+    def extend(self, values: npt.NDArray[np.integer[Any]]) -> None:
         end = self.size + values.size
         if end > self._data.size:
-            grown = np.empty(max(end, 2 * self._data.size), np.int64)
+            grown = np.empty(max(end, 2 * self._data.size), self._data.dtype)
             grown[: self.size] = self._data[: self.size]
             self._data = grown
         self._data[self.size : end] = values
         self.size = end
 
-    def view(self) -> npt.NDArray[np.int64]:
+    def view(self) -> npt.NDArray[np.integer[Any]]:
         return self._data[: self.size]
 
 
@@ -57,11 +58,17 @@ class TermCoder:
         self.compiled = compiled and _kernel is not None
         self._term_ids = TermIds()
         self.terms = self._term_ids.terms
+        self.forget_raw_tokens()
+
+    def forget_raw_tokens(self) -> None:
+        """Drop the distinct raw tokens met so far (most of the coder's memory) once no
+        more texts are to come; the terms and their ids stay (a raw token met again is
+        analysed again, into the same ids)."""
         self._raw_ids: dict[str, int] = {}  # raw token -> its id
         # raw token id -> its term ids: raw_terms[raw_starts[r] : raw_starts[r] + raw_lengths[r]]
-        self._raw_starts = _Growing()
-        self._raw_lengths = _Growing()
-        self._raw_terms = _Growing()
+        self._raw_starts = _Growing(np.int64)
+        self._raw_lengths = _Growing(np.int32)
+        self._raw_terms = _Growing(np.int32)
 
     def encode(self, texts: Sequence[str]) -> IdBatch:
         """The term ids of ``texts`` (see :data:`~twokeys.lexical.bm25.IdBatch`)."""
@@ -76,11 +83,11 @@ class TermCoder:
         if new:
             self._learn(new)
         lengths = self._raw_lengths.view()[raws]
-        ends = np.cumsum(lengths)
+        ends = np.cumsum(lengths, dtype=np.int64)
         total = int(ends[-1]) if ends.size else 0
         # occurrence i's terms are raw_terms[starts[i] : starts[i] + lengths[i]]
         offsets = np.repeat(self._raw_starts.view()[raws] - (ends - lengths), lengths)
-        ids = self._raw_terms.view()[offsets + np.arange(total)].astype(np.int32)
+        ids = self._raw_terms.view()[offsets + np.arange(total)].astype(np.int32, copy=False)
         bounds = np.zeros(raw_counts.size + 1, np.int64)
         np.cumsum(raw_counts, out=bounds[1:])
         terms_before = np.zeros(raws.size + 1, np.int64)
@@ -92,7 +99,7 @@ class TermCoder:
         raw_terms = self.analyzer.index_terms_of_raws(raws)
         counts = np.fromiter(map(len, raw_terms), np.int64, len(raw_terms))
         flat = list(chain.from_iterable(raw_terms))
-        ids = np.fromiter(map(self._term_ids.__getitem__, flat), np.int64, len(flat))
+        ids = np.fromiter(map(self._term_ids.__getitem__, flat), np.int32, len(flat))
         self._raw_starts.extend(np.cumsum(counts) - counts + self._raw_terms.size)
         self._raw_lengths.extend(counts)
         self._raw_terms.extend(ids)
