@@ -221,8 +221,6 @@ class Analyzer:
         self._stemmers = threading.local()
         self._index_cache = _Memo(partial(self._raw_terms, for_query=False), TERM_CACHE_SIZE)
         self._query_cache = _Memo(partial(self._raw_terms, for_query=True), TERM_CACHE_SIZE)
-        # a word's term (None: a stopword), for the words inside identifiers, which repeat
-        self._words = _Memo(self._stem_word, TERM_CACHE_SIZE)
 
     # -- public -------------------------------------------------------------------
 
@@ -356,9 +354,6 @@ class Analyzer:
 
     def _word(self, word: str) -> str | None:
         """Lowercase, drop possessive 's, stopword filter and stem a plain word."""
-        return self._words[word]
-
-    def _stem_word(self, word: str) -> str | None:
         w = word.lower() if self.spec.lowercase else word
         if w.endswith("'s"):
             w = w[:-2]
