@@ -79,32 +79,54 @@ def test_coder_gives_index_terms_on_the_shared_collections(name: str) -> None:
         assert _coded_terms(TermCoder(Analyzer(), compiled=compiled), texts, 97) == expected
 
 
+class _Tokens:
+    """A ``learn`` for ``RawTable.encode`` that makes every raw token its own term."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def __call__(self, raws: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        first = len(self.seen)
+        self.seen += raws
+        return np.arange(first, len(self.seen), dtype=np.int32), np.ones(len(raws), np.int32)
+
+
 @pytest.mark.skipif(coding._kernel is None, reason="kernel not built")
 def test_compiled_scan_finds_the_patterns_tokens() -> None:
     """Random strings over the pattern's characters (connectors, leads, trails, non-ASCII
-    letters and digits, CJK, marks): the scan's tokens are ``findall``'s."""
+    letters and digits, CJK, marks): the scan's tokens are ``findall``'s, each distinct
+    one learnt once (across calls too)."""
     kernel = coding._kernel
     assert kernel is not None
     rng = random.Random(11)
-    alphabet = "aZ9_-.:/@+#'= \n\u00e9\u00b2\u00bd\u4e00\u0301\u2460\u0394\u01c5x"
+    alphabet = "aZ9_-.:/@+#'= \n\u00e9\u00b2\u00bd\u4e00\u0301\u2460\u0394\u01c5x\U0001d400"
+    table, tokens = kernel.RawTable(), _Tokens()
     for _ in range(20_000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
-        table: dict[str, int] = {}
-        new: list[str] = []
-        ids, counts = kernel.raw_token_ids([text], table, new)
-        found = [new[i] for i in np.frombuffer(ids, np.int32).tolist()]
-        assert found == _RAW_TOKEN.findall(text), repr(text)
-        assert np.frombuffer(counts, np.int64).tolist() == [len(found)]
+        ids, counts = table.encode([text, [text]], tokens)
+        found = [tokens.seen[i] for i in np.frombuffer(ids, np.int32).tolist()]
+        expected = _RAW_TOKEN.findall(text)
+        assert found == [*expected, text], repr(text)
+        assert np.frombuffer(counts, np.int64).tolist() == [len(expected), 1]
+    assert len(tokens.seen) == len(set(tokens.seen)) == table.size()
 
 
 @pytest.mark.skipif(coding._kernel is None, reason="kernel not built")
-def test_compiled_scan_refuses_what_is_not_text() -> None:
+def test_compiled_table_refuses_what_is_not_text_and_a_bad_learn() -> None:
     kernel = coding._kernel
     assert kernel is not None
     with pytest.raises(TypeError, match="neither str nor list"):
-        kernel.raw_token_ids([b"bytes"], {}, [])  # type: ignore[list-item]
+        kernel.RawTable().encode([b"bytes"], _Tokens())  # type: ignore[list-item]
     with pytest.raises(TypeError, match="not a str"):
-        kernel.raw_token_ids([["ok", 3]], {}, [])  # type: ignore[list-item]
+        kernel.RawTable().encode([["ok", 3]], _Tokens())  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="counts for other tokens"):
+        kernel.RawTable().encode(
+            ["a b"], lambda raws: (np.zeros(1, np.int32), np.ones(1, np.int32))
+        )
+    with pytest.raises(ValueError, match="do not add up"):
+        kernel.RawTable().encode(["a"], lambda raws: (np.zeros(2, np.int32), np.ones(1, np.int32)))
+    with pytest.raises(ZeroDivisionError):
+        kernel.RawTable().encode(["a"], lambda raws: 1 / 0)
 
 
 def test_matrix_from_coded_ids_equals_the_matrix_of_index_terms() -> None:

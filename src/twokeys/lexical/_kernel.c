@@ -1,4 +1,14 @@
-/* BM25 top-k of one query, or of a batch, over term-major postings: twokeys.lexical._kernel.
+/* The compiled parts of twokeys.lexical (twokeys.lexical._kernel), each with a Python
+ * path that gives identical results (tests compare them):
+ *
+ *   top_k, top_k_many   BM25 top-k of one query, or of a batch (below)
+ *   RawTable            a build's raw tokens: the analyzer's raw-token pattern
+ *                       (twokeys.analysis._RAW_TOKEN) as a scan, each distinct token's
+ *                       term ids kept by its characters (twokeys.lexical.coding)
+ *   postings            term occurrences, chunk by chunk, to term-major postings
+ *                       (twokeys.lexical.bm25.build_term_matrix_from_ids)
+ *
+ * BM25 top-k of one query, or of a batch, over term-major postings:
  *
  * The compiled form of twokeys.lexical.bm25.score followed by
  * twokeys.topk.top_k(..., only_positive=True): the same float32 sums, added in the same
@@ -484,58 +494,234 @@ static Py_ssize_t token_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t
 #undef AT
 }
 
+/* A growable array of int32 (PyMem: the GIL is held). */
 typedef struct {
     int32_t *data;
     Py_ssize_t size, capacity;
-} Ids;
+} Ints;
 
-static int ids_push(Ids *ids, int32_t value) {
-    if (ids->size == ids->capacity) {
-        Py_ssize_t capacity = ids->capacity ? 2 * ids->capacity : 1024;
-        int32_t *grown = PyMem_Realloc(ids->data, (size_t)capacity * sizeof(int32_t));
-        if (grown == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        ids->data = grown;
-        ids->capacity = capacity;
+static int ints_reserve(Ints *a, Py_ssize_t more) {
+    if (a->size + more <= a->capacity) return 0;
+    Py_ssize_t capacity = a->capacity ? a->capacity : 1024;
+    while (capacity < a->size + more) capacity *= 2;
+    int32_t *grown = PyMem_Realloc(a->data, (size_t)capacity * sizeof(int32_t));
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
     }
-    ids->data[ids->size++] = value;
+    a->data = grown;
+    a->capacity = capacity;
     return 0;
 }
 
-/* The id of raw token `token` in `table` (a new one, len(table), appended to `new` when
- * it is not there yet); steals nothing. */
-static int32_t token_id(PyObject *table, PyObject *new, PyObject *token) {
-    PyObject *found = PyDict_GetItemWithError(table, token);
-    if (found != NULL) return (int32_t)PyLong_AsLong(found);
-    if (PyErr_Occurred()) return -1;
-    Py_ssize_t size = PyDict_GET_SIZE(table);
-    if (size >= INT32_MAX) {
-        PyErr_SetString(PyExc_OverflowError, "raw_token_ids: more than 2**31 distinct tokens");
-        return -1;
-    }
-    PyObject *id = PyLong_FromSsize_t(size);
-    if (id == NULL) return -1;
-    int failed = PyDict_SetItem(table, token, id) < 0 || PyList_Append(new, token) < 0;
-    Py_DECREF(id);
-    return failed ? -1 : (int32_t)size;
+static inline int ints_push(Ints *a, int32_t value) {
+    if (a->size == a->capacity && ints_reserve(a, 1) < 0) return -1;
+    a->data[a->size++] = value;
+    return 0;
 }
 
-static PyObject *raw_token_ids(PyObject *self, PyObject *args) {
-    PyObject *items, *table, *new;
-    if (!PyArg_ParseTuple(args, "O!O!O!", &PyList_Type, &items, &PyDict_Type, &table,
-                          &PyList_Type, &new))
-        return NULL;
+/* RawTable: the distinct raw tokens a build has met, each with its term ids.
+ *
+ * A raw token is looked up by its characters where the scan finds it (an FNV-1a hash
+ * of its code points, open addressing), so a token met before costs no str object and
+ * no dict lookup: its term ids are copied out directly. Tokens met for the first time
+ * in a call are handed, in order of first appearance, to the caller's `learn(raws)`,
+ * which returns their term ids (int32, all of them one after another) and how many
+ * each has (int32); then every occurrence is written out. */
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t n_raws, n_learned;
+    /* per raw token: hash, where its code points and its term ids start, how many */
+    uint64_t *hashes;
+    int64_t *key_start, *term_start;
+    int32_t *key_len, *term_len;
+    Py_ssize_t raws_capacity;
+    Py_UCS4 *keys;
+    Py_ssize_t keys_size, keys_capacity;
+    Ints terms;
+    int32_t *slots; /* raw id + 1, 0: empty */
+    Py_ssize_t n_slots;
+} RawTable;
+
+static void raw_table_dealloc(RawTable *t) {
+    PyMem_Free(t->hashes);
+    PyMem_Free(t->key_start);
+    PyMem_Free(t->term_start);
+    PyMem_Free(t->key_len);
+    PyMem_Free(t->term_len);
+    PyMem_Free(t->keys);
+    PyMem_Free(t->terms.data);
+    PyMem_Free(t->slots);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+static PyObject *raw_table_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    if (!PyArg_ParseTuple(args, ":RawTable")) return NULL;
+    RawTable *t = (RawTable *)type->tp_alloc(type, 0);
+    if (t == NULL) return NULL;
+    t->n_slots = 1 << 12;
+    t->slots = PyMem_Calloc((size_t)t->n_slots, sizeof(int32_t));
+    if (t->slots == NULL) {
+        Py_DECREF(t);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)t;
+}
+
+static inline uint64_t span_hash(int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
+    uint64_t h = 14695981039346656037ULL;
+    for (Py_ssize_t i = start; i < end; i++) {
+        h ^= (uint64_t)PyUnicode_READ(kind, data, i);
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static inline int span_equals(RawTable *t, Py_ssize_t raw, int kind, const void *data,
+                              Py_ssize_t start, Py_ssize_t end) {
+    if (t->key_len[raw] != end - start) return 0;
+    const Py_UCS4 *key = t->keys + t->key_start[raw];
+    for (Py_ssize_t i = start; i < end; i++)
+        if (*key++ != PyUnicode_READ(kind, data, i)) return 0;
+    return 1;
+}
+
+static int raw_table_grow_slots(RawTable *t) {
+    Py_ssize_t n_slots = t->n_slots * 2;
+    int32_t *slots = PyMem_Calloc((size_t)n_slots, sizeof(int32_t));
+    if (slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t r = 0; r < t->n_raws; r++) {
+        Py_ssize_t s = (Py_ssize_t)(t->hashes[r] & (uint64_t)(n_slots - 1));
+        while (slots[s]) s = (s + 1) & (n_slots - 1);
+        slots[s] = (int32_t)(r + 1);
+    }
+    PyMem_Free(t->slots);
+    t->slots = slots;
+    t->n_slots = n_slots;
+    return 0;
+}
+
+#define GROW(field, type)                                                                \
+    do {                                                                                 \
+        type *grown = PyMem_Realloc(t->field, (size_t)capacity * sizeof(type));          \
+        if (grown == NULL) {                                                             \
+            PyErr_NoMemory();                                                            \
+            return -1;                                                                   \
+        }                                                                                \
+        t->field = grown;                                                                \
+    } while (0)
+
+/* The id of the raw token text[start:end], added (and its str appended to `new`) if it
+ * is not in the table; -1 on error. */
+static Py_ssize_t raw_table_id(RawTable *t, PyObject *text, int kind, const void *data,
+                               Py_ssize_t start, Py_ssize_t end, PyObject *new) {
+    uint64_t h = span_hash(kind, data, start, end);
+    Py_ssize_t s = (Py_ssize_t)(h & (uint64_t)(t->n_slots - 1));
+    for (; t->slots[s]; s = (s + 1) & (t->n_slots - 1)) {
+        Py_ssize_t raw = t->slots[s] - 1;
+        if (t->hashes[raw] == h && span_equals(t, raw, kind, data, start, end)) return raw;
+    }
+    if (t->n_raws >= INT32_MAX - 1) {
+        PyErr_SetString(PyExc_OverflowError, "RawTable: more than 2**31 distinct tokens");
+        return -1;
+    }
+    if (t->n_raws == t->raws_capacity) {
+        Py_ssize_t capacity = t->raws_capacity ? 2 * t->raws_capacity : 4096;
+        GROW(hashes, uint64_t);
+        GROW(key_start, int64_t);
+        GROW(term_start, int64_t);
+        GROW(key_len, int32_t);
+        GROW(term_len, int32_t);
+        t->raws_capacity = capacity;
+    }
+    Py_ssize_t length = end - start;
+    if (t->keys_size + length > t->keys_capacity) {
+        Py_ssize_t capacity = t->keys_capacity ? 2 * t->keys_capacity : 1 << 15;
+        while (capacity < t->keys_size + length) capacity *= 2;
+        GROW(keys, Py_UCS4);
+        t->keys_capacity = capacity;
+    }
+    PyObject *token = PyUnicode_Substring(text, start, end);
+    if (token == NULL) return -1;
+    int failed = PyList_Append(new, token);
+    Py_DECREF(token);
+    if (failed) return -1;
+    Py_ssize_t raw = t->n_raws++;
+    t->hashes[raw] = h;
+    t->key_start[raw] = t->keys_size;
+    t->key_len[raw] = (int32_t)length;
+    t->term_start[raw] = -1;
+    t->term_len[raw] = 0;
+    for (Py_ssize_t i = start; i < end; i++) t->keys[t->keys_size++] = PyUnicode_READ(kind, data, i);
+    t->slots[s] = (int32_t)(raw + 1);
+    if (2 * t->n_raws > t->n_slots && raw_table_grow_slots(t) < 0) return -1;
+    return raw;
+}
+#undef GROW
+
+/* Hands the raw tokens met for the first time to learn(raws) and records their terms. */
+static int raw_table_learn(RawTable *t, PyObject *learn, PyObject *new) {
+    Py_ssize_t n_new = PyList_GET_SIZE(new);
+    if (n_new == 0) return 0;
+    PyObject *got = PyObject_CallOneArg(learn, new);
+    if (got == NULL) return -1;
+    Py_buffer v_terms, v_counts;
+    int ok = -1;
+    if (!PyTuple_Check(got) || PyTuple_GET_SIZE(got) != 2) {
+        PyErr_SetString(PyExc_TypeError, "RawTable: learn must return (term ids, counts)");
+        goto done;
+    }
+    if (get_buffer(PyTuple_GET_ITEM(got, 0), &v_terms, "term ids", 4, "iI", 0) < 0) goto done;
+    if (get_buffer(PyTuple_GET_ITEM(got, 1), &v_counts, "counts", 4, "iI", 0) < 0) {
+        PyBuffer_Release(&v_terms);
+        goto done;
+    }
+    const int32_t *terms = v_terms.buf, *counts = v_counts.buf;
+    Py_ssize_t n_terms = v_terms.len / 4, at = 0;
+    if (v_counts.len / 4 != n_new || t->n_learned + n_new != t->n_raws) {
+        PyErr_SetString(PyExc_ValueError, "RawTable: learn gave counts for other tokens");
+    } else if (ints_reserve(&t->terms, n_terms) == 0) {
+        for (Py_ssize_t i = 0; i < n_new; i++) {
+            if (counts[i] < 0 || counts[i] > n_terms - at) break;
+            Py_ssize_t raw = t->n_learned + i;
+            t->term_start[raw] = t->terms.size;
+            t->term_len[raw] = counts[i];
+            memcpy(t->terms.data + t->terms.size, terms + at, (size_t)counts[i] * sizeof(int32_t));
+            t->terms.size += counts[i];
+            at += counts[i];
+        }
+        if (at != n_terms)
+            PyErr_SetString(PyExc_ValueError, "RawTable: learn's counts do not add up");
+        else {
+            t->n_learned += n_new;
+            ok = 0;
+        }
+    }
+    PyBuffer_Release(&v_terms);
+    PyBuffer_Release(&v_counts);
+done:
+    Py_DECREF(got);
+    return ok;
+}
+
+static PyObject *raw_table_encode(RawTable *t, PyObject *args) {
+    PyObject *items, *learn;
+    if (!PyArg_ParseTuple(args, "O!O:encode", &PyList_Type, &items, &learn)) return NULL;
     Py_ssize_t n_items = PyList_GET_SIZE(items);
-    Ids ids = {NULL, 0, 0};
-    PyObject *result = NULL, *o_counts = NULL;
-    o_counts = PyBytes_FromStringAndSize(NULL, n_items * (Py_ssize_t)sizeof(int64_t));
-    if (o_counts == NULL) goto done;
-    int64_t *counts = (int64_t *)PyBytes_AS_STRING(o_counts);
+    Ints raws = {NULL, 0, 0}, ids = {NULL, 0, 0};
+    int64_t *bounds = PyMem_Malloc((size_t)(n_items + 1) * sizeof(int64_t));
+    PyObject *new = PyList_New(0), *result = NULL, *o_ids = NULL, *o_counts = NULL;
+    if (bounds == NULL || new == NULL) {
+        if (bounds == NULL) PyErr_NoMemory();
+        goto done;
+    }
+    /* 1: every item's raw token ids */
+    bounds[0] = 0;
     for (Py_ssize_t i = 0; i < n_items; i++) {
         PyObject *item = PyList_GET_ITEM(items, i);
-        Py_ssize_t before = ids.size;
         if (PyUnicode_Check(item)) {
             int kind = PyUnicode_KIND(item);
             const void *data = PyUnicode_DATA(item);
@@ -546,39 +732,77 @@ static PyObject *raw_token_ids(PyObject *self, PyObject *args) {
                     p++;
                     continue;
                 }
-                PyObject *token = PyUnicode_Substring(item, p, e);
-                if (token == NULL) goto done;
-                int32_t id = token_id(table, new, token);
-                Py_DECREF(token);
-                if (id < 0 || ids_push(&ids, id) < 0) goto done;
+                Py_ssize_t raw = raw_table_id(t, item, kind, data, p, e, new);
+                if (raw < 0 || ints_push(&raws, (int32_t)raw) < 0) goto done;
                 p = e;
             }
         } else if (PyList_Check(item)) { /* raw tokens already found */
             for (Py_ssize_t j = 0; j < PyList_GET_SIZE(item); j++) {
                 PyObject *token = PyList_GET_ITEM(item, j);
                 if (!PyUnicode_Check(token)) {
-                    PyErr_SetString(PyExc_TypeError, "raw_token_ids: a token is not a str");
+                    PyErr_SetString(PyExc_TypeError, "RawTable.encode: a token is not a str");
                     goto done;
                 }
-                int32_t id = token_id(table, new, token);
-                if (id < 0 || ids_push(&ids, id) < 0) goto done;
+                Py_ssize_t raw = raw_table_id(t, token, PyUnicode_KIND(token),
+                                              PyUnicode_DATA(token), 0,
+                                              PyUnicode_GET_LENGTH(token), new);
+                if (raw < 0 || ints_push(&raws, (int32_t)raw) < 0) goto done;
             }
         } else {
-            PyErr_SetString(PyExc_TypeError, "raw_token_ids: an item is neither str nor list");
+            PyErr_SetString(PyExc_TypeError, "RawTable.encode: an item is neither str nor list");
             goto done;
+        }
+        bounds[i + 1] = raws.size;
+    }
+    /* 2: the new ones' terms */
+    if (raw_table_learn(t, learn, new) < 0) goto done;
+    /* 3: every occurrence's term ids, and each item's count */
+    o_counts = PyBytes_FromStringAndSize(NULL, n_items * (Py_ssize_t)sizeof(int64_t));
+    if (o_counts == NULL) goto done;
+    int64_t *counts = (int64_t *)PyBytes_AS_STRING(o_counts);
+    for (Py_ssize_t i = 0; i < n_items; i++) {
+        Py_ssize_t before = ids.size;
+        for (int64_t k = bounds[i]; k < bounds[i + 1]; k++) {
+            int32_t raw = raws.data[k], n = t->term_len[raw];
+            if (ints_reserve(&ids, n) < 0) goto done;
+            memcpy(ids.data + ids.size, t->terms.data + t->term_start[raw], (size_t)n * sizeof(int32_t));
+            ids.size += n;
         }
         counts[i] = ids.size - before;
     }
-    PyObject *o_ids = PyBytes_FromStringAndSize((const char *)ids.data,
-                                                ids.size * (Py_ssize_t)sizeof(int32_t));
+    o_ids = PyBytes_FromStringAndSize((const char *)ids.data, ids.size * (Py_ssize_t)sizeof(int32_t));
     if (o_ids == NULL) goto done;
     result = PyTuple_Pack(2, o_ids, o_counts);
-    Py_DECREF(o_ids);
 done:
+    Py_XDECREF(o_ids);
     Py_XDECREF(o_counts);
+    Py_XDECREF(new);
+    PyMem_Free(bounds);
+    PyMem_Free(raws.data);
     PyMem_Free(ids.data);
     return result;
 }
+
+static PyObject *raw_table_len(RawTable *t, PyObject *Py_UNUSED(ignored)) {
+    return PyLong_FromSsize_t(t->n_raws);
+}
+
+static PyMethodDef raw_table_methods[] = {
+    {"encode", (PyCFunction)raw_table_encode, METH_VARARGS,
+     "encode(items, learn) -> (term ids, counts): see RawTable"},
+    {"size", (PyCFunction)raw_table_len, METH_NOARGS, "size() -> distinct raw tokens held"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject RawTableType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "twokeys.lexical._kernel.RawTable",
+    .tp_basicsize = sizeof(RawTable),
+    .tp_dealloc = (destructor)raw_table_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The distinct raw tokens of a build and their term ids (see _kernel.c).",
+    .tp_methods = raw_table_methods,
+    .tp_new = raw_table_new,
+};
 
 /* ---- postings: term occurrences, chunk by chunk, to term-major postings ---------------- */
 
@@ -708,8 +932,6 @@ static PyMethodDef methods[] = {
     {"top_k_many", top_k_many, METH_VARARGS,
      "top_k_many(indptr, indices, weights, terms, bounds, k, threads, n_rows, rows, scores, "
      "counts) -> None"},
-    {"raw_token_ids", raw_token_ids, METH_VARARGS,
-     "raw_token_ids(items, table, new) -> (ids, counts)"},
     {"postings", postings, METH_VARARGS,
      "postings(blocks, lengths, remap, fill, df, next, indices, tf) -> None"},
     {NULL, NULL, 0, NULL},
@@ -720,5 +942,12 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernel",
 
 PyMODINIT_FUNC PyInit__kernel(void) {
     init_ascii_class();
-    return PyModule_Create(&module);
+    if (PyType_Ready(&RawTableType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "RawTable", (PyObject *)&RawTableType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -1,5 +1,5 @@
 # Types of the compiled BM25 top-k, one query and a batch (_kernel.c).
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -27,9 +27,16 @@ def top_k_many(
     scores: npt.NDArray[np.float32],
     counts: npt.NDArray[np.int64],
 ) -> None: ...
-def raw_token_ids(
-    items: list[str | list[str]], table: dict[str, int], new: list[str]
-) -> tuple[bytes, bytes]: ...
+
+class RawTable:
+    def __init__(self) -> None: ...
+    def encode(
+        self,
+        items: list[str | list[str]],
+        learn: Callable[[list[str]], tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]],
+    ) -> tuple[bytes, bytes]: ...
+    def size(self) -> int: ...
+
 def postings(
     blocks: list[npt.NDArray[np.int32]],
     lengths: list[npt.NDArray[np.int64]],

@@ -1,12 +1,17 @@
 """Texts to term ids for a build: each distinct raw token analysed once.
 
 A build's texts hold about twenty times as many raw tokens as distinct ones (SciFact:
-1.2 million and 61 thousand). :class:`TermCoder` finds each text's raw tokens and gives
-each distinct one an id (the compiled scan of ``_kernel.c``, or the analyzer's pattern),
-analyses only the raw tokens it has not met before (:meth:`Analyzer.index_terms_of_raws`,
-their plain words stemmed in one call), and turns the raw token ids into term ids with
-array operations. The terms are :meth:`Analyzer.index_terms`' for every text, in order
-(tests compare the two); no term string is made per occurrence.
+1.2 million and 61 thousand). :class:`TermCoder` finds each text's raw tokens, analyses
+only those it has not met before (:meth:`Analyzer.index_terms_of_raws`, their plain
+words stemmed in one call) and writes out every occurrence's term ids. The terms are
+:meth:`Analyzer.index_terms`' for every text, in order (tests compare the two); no term
+string is made per occurrence.
+
+With the compiled kernel (``_kernel.c``) one call per batch does it: ``RawTable`` scans
+the texts with the analyzer's raw-token pattern written in C, looks each token up by its
+characters (no str object for a token met before), asks for the new ones' terms and
+copies out the term ids. Without it the pattern finds the tokens, a dict numbers them
+and numpy expands them to term ids: the same ids, more slowly.
 """
 
 from __future__ import annotations
@@ -29,6 +34,85 @@ except ImportError:  # pragma: no cover - depends on the build
     _kernel = None
 
 
+class TermCoder:
+    """Term ids of texts (:meth:`encode`), numbered in order of first appearance; the
+    term of id ``i`` is ``terms[i]``. One per build: it keeps every distinct raw token."""
+
+    def __init__(self, analyzer: Analyzer, *, compiled: bool = True) -> None:
+        self.analyzer = analyzer
+        self.compiled = compiled and _kernel is not None
+        self._term_ids = TermIds()
+        self.terms = self._term_ids.terms
+        self.forget_raw_tokens()
+
+    def forget_raw_tokens(self) -> None:
+        """Drop the distinct raw tokens met so far (most of the coder's memory) once no
+        more texts are to come; the terms and their ids stay (a raw token met again is
+        analysed again, into the same ids)."""
+        self._table: Any = _kernel.RawTable() if self.compiled and _kernel is not None else None
+        self._plain = _PlainTable()
+
+    def encode(self, texts: Sequence[str]) -> IdBatch:
+        """The term ids of ``texts`` (see :data:`~twokeys.lexical.bm25.IdBatch`)."""
+        items = [self.analyzer.scan_form(text) for text in texts]
+        if self._table is not None:
+            ids, counts = self._table.encode(items, self._learn)
+            return np.frombuffer(ids, np.int32), np.frombuffer(counts, np.int64)
+        return self._plain.encode(items, self._learn)
+
+    def _learn(self, raws: list[str]) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+        """The term ids of raw tokens met for the first time: all of them one after
+        another, and how many each has."""
+        raw_terms = self.analyzer.index_terms_of_raws(raws)
+        counts = np.fromiter(map(len, raw_terms), np.int32, len(raw_terms))
+        flat = list(chain.from_iterable(raw_terms))
+        return np.fromiter(map(self._term_ids.__getitem__, flat), np.int32, len(flat)), counts
+
+
+class _PlainTable:
+    """``_kernel.RawTable`` without the kernel: raw tokens by the analyzer's pattern, a
+    dict of their ids, their term ids in growing arrays, expanded with numpy."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+        # raw token id -> its term ids: terms[starts[r] : starts[r] + lengths[r]]
+        self._starts = _Growing(np.int64)
+        self._lengths = _Growing(np.int32)
+        self._terms = _Growing(np.int32)
+
+    def encode(self, items: Sequence[str | list[str]], learn: Any) -> IdBatch:
+        raws: list[int] = []
+        raw_counts: list[int] = []
+        new: list[str] = []
+        table = self._ids
+        for item in items:
+            found = raw_tokens_of(item)
+            for raw in found:
+                raw_id = table.get(raw)
+                if raw_id is None:
+                    raw_id = table[raw] = len(table)
+                    new.append(raw)
+                raws.append(raw_id)
+            raw_counts.append(len(found))
+        if new:
+            ids, counts = learn(new)
+            self._starts.extend(np.cumsum(counts, dtype=np.int64) - counts + self._terms.size)
+            self._lengths.extend(counts)
+            self._terms.extend(ids)
+        occurrences = np.asarray(raws, np.int64)
+        lengths = self._lengths.view()[occurrences]
+        ends = np.cumsum(lengths, dtype=np.int64)
+        total = int(ends[-1]) if ends.size else 0
+        # occurrence i's terms are terms[starts[i] : starts[i] + lengths[i]]
+        offsets = np.repeat(self._starts.view()[occurrences] - (ends - lengths), lengths)
+        term_ids = self._terms.view()[offsets + np.arange(total)].astype(np.int32, copy=False)
+        bounds = np.zeros(len(raw_counts) + 1, np.int64)
+        np.cumsum(raw_counts, out=bounds[1:])
+        terms_before = np.zeros(len(raws) + 1, np.int64)
+        terms_before[1:] = ends
+        return term_ids, np.diff(terms_before[bounds])
+
+
 class _Growing:
     """An integer array appended to in place (capacity doubling)."""
 
@@ -47,78 +131,3 @@ class _Growing:
 
     def view(self) -> npt.NDArray[np.integer[Any]]:
         return self._data[: self.size]
-
-
-class TermCoder:
-    """Term ids of texts (:meth:`encode`), numbered in order of first appearance; the
-    term of id ``i`` is ``terms[i]``. One per build: it keeps every distinct raw token."""
-
-    def __init__(self, analyzer: Analyzer, *, compiled: bool = True) -> None:
-        self.analyzer = analyzer
-        self.compiled = compiled and _kernel is not None
-        self._term_ids = TermIds()
-        self.terms = self._term_ids.terms
-        self.forget_raw_tokens()
-
-    def forget_raw_tokens(self) -> None:
-        """Drop the distinct raw tokens met so far (most of the coder's memory) once no
-        more texts are to come; the terms and their ids stay (a raw token met again is
-        analysed again, into the same ids)."""
-        self._raw_ids: dict[str, int] = {}  # raw token -> its id
-        # raw token id -> its term ids: raw_terms[raw_starts[r] : raw_starts[r] + raw_lengths[r]]
-        self._raw_starts = _Growing(np.int64)
-        self._raw_lengths = _Growing(np.int32)
-        self._raw_terms = _Growing(np.int32)
-
-    def encode(self, texts: Sequence[str]) -> IdBatch:
-        """The term ids of ``texts`` (see :data:`~twokeys.lexical.bm25.IdBatch`)."""
-        items = [self.analyzer.scan_form(text) for text in texts]
-        new: list[str] = []
-        if self.compiled and _kernel is not None:
-            raw_bytes, counts_bytes = _kernel.raw_token_ids(items, self._raw_ids, new)
-            raws = np.frombuffer(raw_bytes, np.int32)
-            raw_counts = np.frombuffer(counts_bytes, np.int64)
-        else:
-            raws, raw_counts = _raw_token_ids(items, self._raw_ids, new)
-        if new:
-            self._learn(new)
-        lengths = self._raw_lengths.view()[raws]
-        ends = np.cumsum(lengths, dtype=np.int64)
-        total = int(ends[-1]) if ends.size else 0
-        # occurrence i's terms are raw_terms[starts[i] : starts[i] + lengths[i]]
-        offsets = np.repeat(self._raw_starts.view()[raws] - (ends - lengths), lengths)
-        ids = self._raw_terms.view()[offsets + np.arange(total)].astype(np.int32, copy=False)
-        bounds = np.zeros(raw_counts.size + 1, np.int64)
-        np.cumsum(raw_counts, out=bounds[1:])
-        terms_before = np.zeros(raws.size + 1, np.int64)
-        terms_before[1:] = ends
-        return ids, np.diff(terms_before[bounds])
-
-    def _learn(self, raws: list[str]) -> None:
-        """Analyse raw tokens met for the first time (numbered in order, after the others)."""
-        raw_terms = self.analyzer.index_terms_of_raws(raws)
-        counts = np.fromiter(map(len, raw_terms), np.int64, len(raw_terms))
-        flat = list(chain.from_iterable(raw_terms))
-        ids = np.fromiter(map(self._term_ids.__getitem__, flat), np.int32, len(flat))
-        self._raw_starts.extend(np.cumsum(counts) - counts + self._raw_terms.size)
-        self._raw_lengths.extend(counts)
-        self._raw_terms.extend(ids)
-
-
-def _raw_token_ids(
-    items: Sequence[str | list[str]], table: dict[str, int], new: list[str]
-) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
-    """``_kernel.raw_token_ids`` without the kernel: each raw token's id in ``table`` (a
-    new token gets the next id and is appended to ``new``), and each item's count."""
-    ids: list[int] = []
-    counts: list[int] = []
-    for item in items:
-        raws = raw_tokens_of(item)
-        for raw in raws:
-            raw_id = table.get(raw)
-            if raw_id is None:
-                raw_id = table[raw] = len(table)
-                new.append(raw)
-            ids.append(raw_id)
-        counts.append(len(raws))
-    return np.asarray(ids, np.int32), np.asarray(counts, np.int64)
