@@ -42,6 +42,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -671,11 +672,15 @@ class GenerationWriter:
         """
         self._db.commit()
         self._db.close()
-        for file in sorted(self.tmp_dir.iterdir()):
-            self._files[file.name] = file.stat().st_size
-            if self._files[file.name] <= HASHED_UP_TO:
-                self._hashes[file.name] = file_sha256(file)
-            fsync_path(file)
+        files = sorted(self.tmp_dir.iterdir())
+        # on a few threads: the files' fsyncs wait on the disk together (about half the
+        # time of one after another here), and hashing releases the GIL
+        with ThreadPoolExecutor(max(1, min(8, len(files)))) as pool:
+            sealed = list(pool.map(_seal, files))
+        for file, (size, digest) in zip(files, sealed, strict=True):
+            self._files[file.name] = size
+            if digest is not None:
+                self._hashes[file.name] = digest
         final_dir = self.index_path / self.generation
         os.replace(self.tmp_dir, final_dir)
         fsync_path(self.index_path)
@@ -733,6 +738,14 @@ def _try_remove(folder: Path) -> bool:
         return remove_unleased(folder)
     except OSError:  # cleaning up is best effort: a read-only folder keeps it
         return False
+
+
+def _seal(file: Path) -> tuple[int, str | None]:
+    """A written file's size and (up to :data:`HASHED_UP_TO`) sha256, once it is on disk."""
+    size = file.stat().st_size
+    digest = file_sha256(file) if size <= HASHED_UP_TO else None
+    fsync_path(file)
+    return size, digest
 
 
 def file_sha256(path: Path) -> str:
