@@ -466,7 +466,14 @@ static inline int is_word(Py_UCS4 c) { return c == '_' || is_alnum(c); }
 /* The end of the raw token that starts at `p` (as _RAW_TOKEN matches there: an optional
  * lead "-", "--", "." or "/" before an alnum; alnum runs joined by connector runs; an
  * optional trail "++" or "#" not before a word character), or -1 if none starts there. */
-static Py_ssize_t token_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t p) {
+#if defined(__GNUC__) || defined(__clang__)
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE static inline
+#endif
+
+/* (Inlined where `kind` is a constant, so each kind of string gets a scan of its own.) */
+ALWAYS_INLINE Py_ssize_t token_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t p) {
 #define AT(i) PyUnicode_READ(kind, data, (i))
     Py_UCS4 c = AT(p);
     Py_ssize_t q;
@@ -568,7 +575,7 @@ static PyObject *raw_table_new(PyTypeObject *type, PyObject *args, PyObject *kwd
     return (PyObject *)t;
 }
 
-static inline uint64_t span_hash(int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
+ALWAYS_INLINE uint64_t span_hash(int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
     uint64_t h = 14695981039346656037ULL;
     for (Py_ssize_t i = start; i < end; i++) {
         h ^= (uint64_t)PyUnicode_READ(kind, data, i);
@@ -577,7 +584,7 @@ static inline uint64_t span_hash(int kind, const void *data, Py_ssize_t start, P
     return h;
 }
 
-static inline int span_equals(RawTable *t, Py_ssize_t raw, int kind, const void *data,
+ALWAYS_INLINE int span_equals(RawTable *t, Py_ssize_t raw, int kind, const void *data,
                               Py_ssize_t start, Py_ssize_t end) {
     if (t->key_len[raw] != end - start) return 0;
     const Py_UCS4 *key = t->keys + t->key_start[raw];
@@ -614,16 +621,11 @@ static int raw_table_grow_slots(RawTable *t) {
         t->field = grown;                                                                \
     } while (0)
 
-/* The id of the raw token text[start:end], added (and its str appended to `new`) if it
- * is not in the table; -1 on error. */
-static Py_ssize_t raw_table_id(RawTable *t, PyObject *text, int kind, const void *data,
-                               Py_ssize_t start, Py_ssize_t end, PyObject *new) {
-    uint64_t h = span_hash(kind, data, start, end);
-    Py_ssize_t s = (Py_ssize_t)(h & (uint64_t)(t->n_slots - 1));
-    for (; t->slots[s]; s = (s + 1) & (t->n_slots - 1)) {
-        Py_ssize_t raw = t->slots[s] - 1;
-        if (t->hashes[raw] == h && span_equals(t, raw, kind, data, start, end)) return raw;
-    }
+/* Adds the raw token text[start:end] (hash h, not in the table; slot s is free for it)
+ * and appends its str to `new`: its id, or -1 on error. */
+static Py_ssize_t raw_table_add(RawTable *t, PyObject *text, int kind, const void *data,
+                                Py_ssize_t start, Py_ssize_t end, uint64_t h, Py_ssize_t s,
+                                PyObject *new) {
     if (t->n_raws >= INT32_MAX - 1) {
         PyErr_SetString(PyExc_OverflowError, "RawTable: more than 2**31 distinct tokens");
         return -1;
@@ -659,6 +661,45 @@ static Py_ssize_t raw_table_id(RawTable *t, PyObject *text, int kind, const void
     t->slots[s] = (int32_t)(raw + 1);
     if (2 * t->n_raws > t->n_slots && raw_table_grow_slots(t) < 0) return -1;
     return raw;
+}
+
+/* The id of the raw token text[start:end], added if it is not in the table; -1 on error. */
+ALWAYS_INLINE Py_ssize_t raw_table_id(RawTable *t, PyObject *text, int kind, const void *data,
+                                      Py_ssize_t start, Py_ssize_t end, PyObject *new) {
+    uint64_t h = span_hash(kind, data, start, end);
+    Py_ssize_t s = (Py_ssize_t)(h & (uint64_t)(t->n_slots - 1));
+    for (; t->slots[s]; s = (s + 1) & (t->n_slots - 1)) {
+        Py_ssize_t raw = t->slots[s] - 1;
+        if (t->hashes[raw] == h && span_equals(t, raw, kind, data, start, end)) return raw;
+    }
+    return raw_table_add(t, text, kind, data, start, end, h, s, new);
+}
+
+/* Appends the ids of the raw tokens of `text` to `raws`; -1 on error. */
+ALWAYS_INLINE int scan_text(RawTable *t, PyObject *text, int kind, Ints *raws, PyObject *new) {
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    for (Py_ssize_t p = 0; p < n;) {
+        Py_ssize_t e = token_end(kind, data, n, p);
+        if (e < 0) {
+            p++;
+            continue;
+        }
+        Py_ssize_t raw = raw_table_id(t, text, kind, data, p, e, new);
+        if (raw < 0 || ints_push(raws, (int32_t)raw) < 0) return -1;
+        p = e;
+    }
+    return 0;
+}
+
+static int scan_ucs1(RawTable *t, PyObject *text, Ints *raws, PyObject *new) {
+    return scan_text(t, text, PyUnicode_1BYTE_KIND, raws, new);
+}
+static int scan_ucs2(RawTable *t, PyObject *text, Ints *raws, PyObject *new) {
+    return scan_text(t, text, PyUnicode_2BYTE_KIND, raws, new);
+}
+static int scan_ucs4(RawTable *t, PyObject *text, Ints *raws, PyObject *new) {
+    return scan_text(t, text, PyUnicode_4BYTE_KIND, raws, new);
 }
 #undef GROW
 
@@ -723,19 +764,14 @@ static PyObject *raw_table_encode(RawTable *t, PyObject *args) {
     for (Py_ssize_t i = 0; i < n_items; i++) {
         PyObject *item = PyList_GET_ITEM(items, i);
         if (PyUnicode_Check(item)) {
-            int kind = PyUnicode_KIND(item);
-            const void *data = PyUnicode_DATA(item);
-            Py_ssize_t n = PyUnicode_GET_LENGTH(item);
-            for (Py_ssize_t p = 0; p < n;) {
-                Py_ssize_t e = token_end(kind, data, n, p);
-                if (e < 0) {
-                    p++;
-                    continue;
-                }
-                Py_ssize_t raw = raw_table_id(t, item, kind, data, p, e, new);
-                if (raw < 0 || ints_push(&raws, (int32_t)raw) < 0) goto done;
-                p = e;
-            }
+            int kind = PyUnicode_KIND(item), failed;
+            if (kind == PyUnicode_1BYTE_KIND)
+                failed = scan_ucs1(t, item, &raws, new);
+            else if (kind == PyUnicode_2BYTE_KIND)
+                failed = scan_ucs2(t, item, &raws, new);
+            else
+                failed = scan_ucs4(t, item, &raws, new);
+            if (failed) goto done;
         } else if (PyList_Check(item)) { /* raw tokens already found */
             for (Py_ssize_t j = 0; j < PyList_GET_SIZE(item); j++) {
                 PyObject *token = PyList_GET_ITEM(item, j);
@@ -760,15 +796,18 @@ static PyObject *raw_table_encode(RawTable *t, PyObject *args) {
     o_counts = PyBytes_FromStringAndSize(NULL, n_items * (Py_ssize_t)sizeof(int64_t));
     if (o_counts == NULL) goto done;
     int64_t *counts = (int64_t *)PyBytes_AS_STRING(o_counts);
+    Py_ssize_t total = 0;
+    for (Py_ssize_t k = 0; k < raws.size; k++) total += t->term_len[raws.data[k]];
+    if (ints_reserve(&ids, total) < 0) goto done;
     for (Py_ssize_t i = 0; i < n_items; i++) {
-        Py_ssize_t before = ids.size;
+        int32_t *out = ids.data + ids.size;
         for (int64_t k = bounds[i]; k < bounds[i + 1]; k++) {
             int32_t raw = raws.data[k], n = t->term_len[raw];
-            if (ints_reserve(&ids, n) < 0) goto done;
-            memcpy(ids.data + ids.size, t->terms.data + t->term_start[raw], (size_t)n * sizeof(int32_t));
-            ids.size += n;
+            const int32_t *terms = t->terms.data + t->term_start[raw];
+            for (int32_t j = 0; j < n; j++) *out++ = terms[j];
         }
-        counts[i] = ids.size - before;
+        counts[i] = out - (ids.data + ids.size);
+        ids.size += counts[i];
     }
     o_ids = PyBytes_FromStringAndSize((const char *)ids.data, ids.size * (Py_ssize_t)sizeof(int32_t));
     if (o_ids == NULL) goto done;
