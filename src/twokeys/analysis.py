@@ -273,7 +273,8 @@ class Analyzer:
                     words.append(word)
                     out.append(())
             else:
-                out.append(self._raw_terms(raw, for_query=False))
+                token = _strip_possessive(raw)  # as _raw_terms does, less its plain-word test
+                out.append(self._terms(token, _is_identifier(token), False))
         if words and self.spec.stemmer != "none":
             words = self._stemmer().stemWords(words)
         for i, word in zip(at, words, strict=True):
@@ -337,13 +338,14 @@ class Analyzer:
                     if term not in seen:
                         seen.add(term)
                         parts.append(term)
+        word, lowercase = self._word, self.spec.lowercase
         for piece in _ALL_SPLIT.split(body):
             # no camelCase hump without both cases: most pieces need no split
             flat = piece.islower() or piece.isupper() or piece.isdigit()
             for atom in (piece,) if flat else _CAMEL.split(piece):
                 if not atom:
                     continue
-                part = self._word(atom) if atom.isalpha() else self._case(atom)
+                part = word(atom) if atom.isalpha() else (atom.lower() if lowercase else atom)
                 if part is not None and part not in seen:
                     seen.add(part)
                     parts.append(part)
@@ -354,14 +356,16 @@ class Analyzer:
 
     def _word(self, word: str) -> str | None:
         """Lowercase, drop possessive 's, stopword filter and stem a plain word."""
-        w = word.lower() if self.spec.lowercase else word
+        spec = self.spec
+        w = word.lower() if spec.lowercase else word
         if w.endswith("'s"):
             w = w[:-2]
         if not w or w in self._stopwords:
             return None
-        if self.spec.stemmer == "none":
+        if spec.stemmer == "none":
             return w
-        result: str = self._stemmer().stemWord(w)
+        stemmer = getattr(self._stemmers, "stemmer", None) or self._stemmer()
+        result: str = stemmer.stemWord(w)
         return result
 
     def _stemmer(self) -> Stemmer.Stemmer:
