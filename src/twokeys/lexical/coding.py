@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from twokeys.analysis import Analyzer, raw_tokens_of
-from twokeys.lexical.bm25 import IdBatch, TermIds
+from twokeys.lexical.bm25 import IdBatch
 
 _kernel: ModuleType | None
 try:  # the compiled scan (``_kernel.c``); the pattern gives the same tokens without it
@@ -41,8 +41,8 @@ class TermCoder:
     def __init__(self, analyzer: Analyzer, *, compiled: bool = True) -> None:
         self.analyzer = analyzer
         self.compiled = compiled and _kernel is not None
-        self._term_ids = TermIds()
-        self.terms = self._term_ids.terms
+        self.terms: list[str] = []
+        self._term_ids: dict[str, int] = {}  # term -> its index in terms
         self.forget_raw_tokens()
 
     def forget_raw_tokens(self) -> None:
@@ -66,7 +66,13 @@ class TermCoder:
         raw_terms = self.analyzer.index_terms_of_raws(raws)
         counts = np.fromiter(map(len, raw_terms), np.int32, len(raw_terms))
         flat = list(chain.from_iterable(raw_terms))
-        return np.fromiter(map(self._term_ids.__getitem__, flat), np.int32, len(flat)), counts
+        term_ids = self._term_ids
+        # the terms not seen before get the next ids in order of first appearance (dict
+        # and list operations over the batch instead of a call per new term)
+        unseen = [t for t in dict.fromkeys(flat) if t not in term_ids]
+        term_ids.update(zip(unseen, range(len(term_ids), len(term_ids) + len(unseen)), strict=True))
+        self.terms += unseen
+        return np.fromiter(map(term_ids.__getitem__, flat), np.int32, len(flat)), counts
 
 
 class _PlainTable:
