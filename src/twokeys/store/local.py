@@ -41,7 +41,7 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -611,7 +611,7 @@ class GenerationWriter:
                     d.sha256,
                     d.first_row,
                     d.n_chunks,
-                    json.dumps(dict(d.metadata), sort_keys=True, default=str),
+                    _metadata_json(d.metadata),
                 )
                 for d in docs
             ),
@@ -738,6 +738,11 @@ def _try_remove(folder: Path) -> bool:
         return remove_unleased(folder)
     except OSError:  # cleaning up is best effort: a read-only folder keeps it
         return False
+
+
+def _metadata_json(metadata: Mapping[str, Any]) -> str:
+    """A document's metadata as stored (most have none: no encoder call for those)."""
+    return json.dumps(dict(metadata), sort_keys=True, default=str) if metadata else "{}"
 
 
 def _seal(file: Path) -> tuple[int, str | None]:
