@@ -509,12 +509,12 @@ _HELD_LOCKS: set[int] = set()
 
 
 def _close_held_locks() -> None:
-    """In a forked child (a build's analysis worker): close the inherited lock files.
+    """In a forked child (of a process building an index): close the inherited lock files.
 
-    An flock belongs to the open file, which a fork shares: a worker left running after
-    its build was killed would keep the index locked. Closing the child's copy leaves the
+    An flock belongs to the open file, which a fork shares: a child left running after
+    the build was killed would keep the index locked. Closing the child's copy leaves the
     parent's lock as it is (only unlocking would release it). A forked child must not
-    return through :func:`write_lock` (the workers exit without unwinding).
+    return through :func:`write_lock` (it must exit without unwinding).
     """
     for fd in _HELD_LOCKS:
         with contextlib.suppress(OSError):
