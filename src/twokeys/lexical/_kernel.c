@@ -692,6 +692,16 @@ ALWAYS_INLINE int scan_text(RawTable *t, PyObject *text, int kind, Ints *raws, P
     return 0;
 }
 
+/* A str's kind and data are valid once it is "ready" (always, from Python 3.12). */
+static inline int ready(PyObject *text) {
+#if PY_VERSION_HEX < 0x030C0000
+    return PyUnicode_READY(text);
+#else
+    (void)text;
+    return 0;
+#endif
+}
+
 static int scan_ucs1(RawTable *t, PyObject *text, Ints *raws, PyObject *new) {
     return scan_text(t, text, PyUnicode_1BYTE_KIND, raws, new);
 }
@@ -764,6 +774,7 @@ static PyObject *raw_table_encode(RawTable *t, PyObject *args) {
     for (Py_ssize_t i = 0; i < n_items; i++) {
         PyObject *item = PyList_GET_ITEM(items, i);
         if (PyUnicode_Check(item)) {
+            if (ready(item) < 0) goto done;
             int kind = PyUnicode_KIND(item), failed;
             if (kind == PyUnicode_1BYTE_KIND)
                 failed = scan_ucs1(t, item, &raws, new);
@@ -779,6 +790,7 @@ static PyObject *raw_table_encode(RawTable *t, PyObject *args) {
                     PyErr_SetString(PyExc_TypeError, "RawTable.encode: a token is not a str");
                     goto done;
                 }
+                if (ready(token) < 0) goto done;
                 Py_ssize_t raw = raw_table_id(t, token, PyUnicode_KIND(token),
                                               PyUnicode_DATA(token), 0,
                                               PyUnicode_GET_LENGTH(token), new);
