@@ -34,14 +34,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from functools import lru_cache, partial
 from itertools import chain
-from typing import TypeVar
 
 import Stemmer
 
 from twokeys.errors import ConfigError
 
 ANALYZER_VERSION = 1
-V = TypeVar("V")
 
 # Lucene's EnglishAnalyzer stop set (as used by Anserini's default BM25 runs).
 LUCENE_STOPWORDS = frozenset(
@@ -182,21 +180,21 @@ class Token:
     is_identifier: bool
 
 
-class _Memo(dict[str, V]):
-    """Key -> value: a missing key is computed, and kept while under ``limit`` entries."""
+class _TermCache(dict[str, tuple[str, ...]]):
+    """Raw token -> its terms: a missing token is computed, and kept while under ``limit``."""
 
     __slots__ = ("_compute", "_limit")
 
-    def __init__(self, compute: Callable[[str], V], limit: int) -> None:
+    def __init__(self, compute: Callable[[str], tuple[str, ...]], limit: int) -> None:
         super().__init__()
         self._compute = compute
         self._limit = limit
 
-    def __missing__(self, key: str) -> V:
-        value = self._compute(key)
+    def __missing__(self, raw: str) -> tuple[str, ...]:
+        terms = self._compute(raw)
         if len(self) < self._limit:
-            self[key] = value
-        return value
+            self[raw] = terms
+        return terms
 
 
 class Analyzer:
@@ -219,8 +217,8 @@ class Analyzer:
         # the term caches below already keep every stem, and its bookkeeping made a new
         # word several times slower to stem.
         self._stemmers = threading.local()
-        self._index_cache = _Memo(partial(self._raw_terms, for_query=False), TERM_CACHE_SIZE)
-        self._query_cache = _Memo(partial(self._raw_terms, for_query=True), TERM_CACHE_SIZE)
+        self._index_cache = _TermCache(partial(self._raw_terms, for_query=False), TERM_CACHE_SIZE)
+        self._query_cache = _TermCache(partial(self._raw_terms, for_query=True), TERM_CACHE_SIZE)
 
     # -- public -------------------------------------------------------------------
 
@@ -291,7 +289,7 @@ class Analyzer:
 
     # -- pipeline -----------------------------------------------------------------
 
-    def _analyze(self, text: str, cache: _Memo[tuple[str, ...]]) -> list[str]:
+    def _analyze(self, text: str, cache: _TermCache) -> list[str]:
         text = _normalize(text)
         raws: Iterable[str]
         if self.spec.cjk_bigrams and _CJK.search(text):

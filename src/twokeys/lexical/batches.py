@@ -7,10 +7,10 @@ each distinct raw token once) and kept as 4 bytes a term occurrence until
 texts is never held whole, and no term string is made per occurrence.
 
 Analysis runs in this process. Forked worker processes analysed large builds before the
-coder existed; with it, analysis runs at about 40 million characters a second on one
-core, and workers (each a cold coder, its batches sent back as term lists and mapped to
-the parent's ids) took longer than this process alone even at 51 million characters
-(``benchmarks/RESULTS.md``, index build), and held memory of their own.
+coder existed; with it, one core analyses some tens of millions of characters a second,
+and workers (each a cold coder, its batches sent back as term lists and mapped to the
+parent's ids) took longer than this process alone even at 51 million characters
+(``benchmarks/NOTES.md``, build time), and held memory of their own.
 """
 
 from __future__ import annotations
