@@ -1,8 +1,9 @@
-"""The one compiled part: BM25 top-k of one query in C (``twokeys.lexical._kernel``).
+"""The one compiled module, ``twokeys.lexical._kernel``: BM25 top-k of a query or a batch,
+and the build's raw-token scan and postings layout (see ``_kernel.c``).
 
 Optional: where it can't be compiled (no C compiler or Python headers) the install goes
-on without it and ``twokeys.lexical.index`` uses its numpy path, which gives identical
-results, more slowly. Everything else is configured in ``pyproject.toml``.
+on without it and twokeys uses its Python and numpy paths, which give identical results,
+more slowly. Everything else is configured in ``pyproject.toml``.
 """
 
 from setuptools import Extension, setup

@@ -7,19 +7,18 @@ in one process:
 
 * ``twokeys-index``: ``build_index(corpus.jsonl, IndexOptions(encoder=None))``, what
   ``twokeys index --no-dense`` runs: read, chunk, analyse, lexical arrays, SQLite and hit
-  files, commit. Analysis uses worker processes when it pays (``twokeys.lexical.batches``).
-* ``twokeys-index, 1 process``: the same with the worker processes off.
-* ``twokeys-docs``: twokeys' analyzer + ``build_term_matrix`` + ``bm25_weights`` on whole
-  documents (in memory, one process): like for like with bm25s.
+  files, commit, in one process.
+* ``twokeys-docs``: twokeys' build analysis (``analysed_matrix``: its term coder and
+  term matrix) + ``bm25_weights`` on whole documents in memory: like for like with bm25s.
 * ``bm25s``: ``bm25s.tokenize(corpus, stopwords="en", stemmer=stemmer)`` +
   ``BM25().index(...)``, as its README does it (``benchmarks/peer_calls.py``; numpy
   backend, its default). ``bm25s-numba``: the same with ``BM25(backend="numba")``.
 
 Per build: wall-clock seconds and CPU seconds of this process and its finished children
-(twokeys' analysis workers), and for ``twokeys-index`` the seconds per stage. Memory:
-each system built once more in a fresh subprocess: the peak RSS over the RSS before the
-build, tracemalloc's peak of Python + numpy allocations in that process, and the
-largest worker's peak RSS (it shares the parent's pages until it writes them).
+(none: every system builds in one process), and for ``twokeys-index`` the seconds per
+stage. Memory: each system built once more in a fresh subprocess: the peak RSS over the
+RSS before the build, and tracemalloc's peak of Python + numpy allocations in that
+process.
 
 Run: ``python -m benchmarks bm25-build`` (``--rounds N``, default 5).
 """
@@ -29,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -51,7 +49,7 @@ from benchmarks.common import (
 )
 
 K1, B = 0.9, 0.4
-SYSTEMS = ("twokeys-index", "twokeys-index, 1 process", "twokeys-docs", "bm25s", "bm25s-numba")
+SYSTEMS = ("twokeys-index", "twokeys-docs", "bm25s", "bm25s-numba")
 #: per build stage of the last twokeys-index build: seconds from its start to its last step
 STAGES: dict[str, float] = {}
 
@@ -72,32 +70,23 @@ def _cold_analyzer() -> None:
     analyzer_for.cache_clear()
 
 
-def build_twokeys_index(collection: Path, *, workers: bool = True) -> None:
+def build_twokeys_index(collection: Path) -> None:
     from twokeys.indexer import IndexOptions, build_index
-    from twokeys.lexical import batches
 
     path = WORK / "scifact-build.twokeys"
     shutil.rmtree(path, ignore_errors=True)
     _cold_analyzer()
-    saved = batches.PARALLEL_MIN_CHARS
-    if not workers:
-        batches.PARALLEL_MIN_CHARS = 1 << 62
-    try:
-        build_index(
-            collection / "corpus.jsonl", path, IndexOptions(encoder=None), progress=_progress
-        )
-    finally:
-        batches.PARALLEL_MIN_CHARS = saved
+    build_index(collection / "corpus.jsonl", path, IndexOptions(encoder=None), progress=_progress)
 
 
 def build_twokeys_docs(collection: Path) -> None:
-    from twokeys.analysis import AnalyzerSpec, analyzer_for
-    from twokeys.lexical.bm25 import BM25Params, bm25_weights, build_term_matrix
+    from twokeys.analysis import AnalyzerSpec
+    from twokeys.lexical.batches import analysed_matrix
+    from twokeys.lexical.bm25 import BM25Params, bm25_weights
 
     _cold_analyzer()
-    analyzer = analyzer_for(AnalyzerSpec())
     texts = load_corpus(collection / "corpus.jsonl").texts
-    matrix = build_term_matrix(analyzer.index_terms(t) for t in texts)
+    matrix = analysed_matrix(texts, AnalyzerSpec())
     bm25_weights(matrix, BM25Params(k1=K1, b=B))
 
 
@@ -114,7 +103,6 @@ def build_bm25s(collection: Path, backend: str = "numpy") -> None:
 
 BUILDERS: dict[str, Callable[[Path], None]] = {
     "twokeys-index": build_twokeys_index,
-    "twokeys-index, 1 process": lambda c: build_twokeys_index(c, workers=False),
     "twokeys-docs": build_twokeys_docs,
     "bm25s": build_bm25s,
     "bm25s-numba": lambda c: build_bm25s(c, backend="numba"),
@@ -145,12 +133,7 @@ def memory_child(system: str, collection: Path) -> dict[str, float]:
     BUILDERS[system](collection)
     _, traced = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
-    return {
-        "build_delta_mb": peak - before,
-        "traced_build_peak_mb": traced / 2**20,
-        "largest_worker_peak_rss_mb": children,
-    }
+    return {"build_delta_mb": peak - before, "traced_build_peak_mb": traced / 2**20}
 
 
 def run(collection: Path, rounds: int) -> dict[str, Any]:
@@ -175,7 +158,8 @@ def run(collection: Path, rounds: int) -> dict[str, Any]:
         for name in SYSTEMS
     }
     from twokeys.indexer import CHUNK_BATCH
-    from twokeys.lexical.batches import PARALLEL_MIN_CHARS, default_workers
+    from twokeys.lexical.batches import BATCH_CHARS
+    from twokeys.lexical.coding import _kernel
 
     texts = load_corpus(collection / "corpus.jsonl").texts
     return {
@@ -190,8 +174,8 @@ def run(collection: Path, rounds: int) -> dict[str, Any]:
         "memory": memory,
         "settings": {
             "chunk_batch": CHUNK_BATCH,
-            "parallel_min_chars": PARALLEL_MIN_CHARS,
-            "workers_here": default_workers(1 << 62),
+            "analysis_batch_chars": BATCH_CHARS,
+            "compiled_kernel": _kernel is not None,
         },
         "load_average": os.getloadavg(),
         "versions": {p: version(p) for p in ("twokeys", "bm25s", "numba", "numpy")},

@@ -238,6 +238,47 @@ class Analyzer:
             out.append(Token(raw, _is_identifier(raw)))
         return out
 
+    def scan_form(self, text: str) -> str | list[str]:
+        """``text`` as the raw-token scan reads it: normalised, or already split into its
+        raw tokens where CJK bigrams are made (see :func:`raw_tokens_of`)."""
+        if text.isascii():  # no normalising to do, no CJK
+            return text
+        text = _normalize(text)
+        if self.spec.cjk_bigrams and _CJK.search(text):
+            return list(_raw_tokens(text, cjk_bigrams=True))
+        return text
+
+    def index_terms_of_raws(self, raws: Iterable[str]) -> list[tuple[str, ...]]:
+        """The index terms of each raw token, as :meth:`index_terms` gives them for it
+        (uncached: for a caller that analyses each distinct raw token once). The plain
+        words, most of them, are stemmed in one call."""
+        out: list[tuple[str, ...]] = []
+        words: list[str] = []  # the plain words to stem
+        at: list[int] = []  # their places in ``out``
+        stop = self._stopwords
+        lowercase = self.spec.lowercase
+        for raw in raws:
+            # a word: no camelCase hump (or all capitals), as _raw_terms and _is_identifier
+            # tell them apart
+            if raw.isalpha() and (
+                raw.islower() or raw[1:].islower() or raw.isupper() or not _CAMEL.search(raw)
+            ):
+                word = raw.lower() if lowercase else raw
+                if word in stop:
+                    out.append(())
+                else:
+                    at.append(len(out))
+                    words.append(word)
+                    out.append(())
+            else:
+                token = _strip_possessive(raw)  # as _raw_terms does, less its plain-word test
+                out.append(self._terms(token, _is_identifier(token), False))
+        if words and self.spec.stemmer != "none":
+            words = self._stemmer().stemWords(words)
+        for i, word in zip(at, words, strict=True):
+            out[i] = (word,)
+        return out
+
     def terms_of(self, token: Token, *, for_query: bool) -> tuple[str, ...]:
         """The terms one raw token contributes (uncached).
 
@@ -295,13 +336,14 @@ class Analyzer:
                     if term not in seen:
                         seen.add(term)
                         parts.append(term)
+        word, lowercase = self._word, self.spec.lowercase
         for piece in _ALL_SPLIT.split(body):
             # no camelCase hump without both cases: most pieces need no split
             flat = piece.islower() or piece.isupper() or piece.isdigit()
             for atom in (piece,) if flat else _CAMEL.split(piece):
                 if not atom:
                     continue
-                part = self._word(atom) if atom.isalpha() else self._case(atom)
+                part = word(atom) if atom.isalpha() else (atom.lower() if lowercase else atom)
                 if part is not None and part not in seen:
                     seen.add(part)
                     parts.append(part)
@@ -312,18 +354,24 @@ class Analyzer:
 
     def _word(self, word: str) -> str | None:
         """Lowercase, drop possessive 's, stopword filter and stem a plain word."""
-        w = word.lower() if self.spec.lowercase else word
+        spec = self.spec
+        w = word.lower() if spec.lowercase else word
         if w.endswith("'s"):
             w = w[:-2]
         if not w or w in self._stopwords:
             return None
-        if self.spec.stemmer == "none":
+        if spec.stemmer == "none":
             return w
-        stemmer = getattr(self._stemmers, "stemmer", None)
-        if stemmer is None:
-            stemmer = self._stemmers.stemmer = Stemmer.Stemmer(self.spec.stemmer, 0)
+        stemmer = getattr(self._stemmers, "stemmer", None) or self._stemmer()
         result: str = stemmer.stemWord(w)
         return result
+
+    def _stemmer(self) -> Stemmer.Stemmer:
+        """This thread's stemmer."""
+        stemmer: Stemmer.Stemmer | None = getattr(self._stemmers, "stemmer", None)
+        if stemmer is None:
+            stemmer = self._stemmers.stemmer = Stemmer.Stemmer(self.spec.stemmer, 0)
+        return stemmer
 
 
 def _normalize(text: str) -> str:
@@ -370,6 +418,11 @@ def _split_cjk(raw: str) -> Iterable[str]:
 
 def _plain(fragment: str) -> Iterable[str]:
     yield from _RAW_TOKEN.findall(fragment)
+
+
+def raw_tokens_of(scanned: str | list[str]) -> list[str]:
+    """The raw tokens of a text in its :meth:`Analyzer.scan_form`."""
+    return scanned if isinstance(scanned, list) else _RAW_TOKEN.findall(scanned)
 
 
 def _is_identifier(raw: str) -> bool:

@@ -22,7 +22,8 @@ _BREAK = re.compile("[\t\n\r\u2028\u2029]")
 
 
 def has_surrogates(text: str) -> bool:
-    return _SURROGATE.search(text) is not None
+    # ASCII holds none (``isascii`` reads a flag; the search reads every character)
+    return not text.isascii() and _SURROGATE.search(text) is not None
 
 
 def replace_surrogates(text: str) -> str:

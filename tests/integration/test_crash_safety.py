@@ -71,8 +71,8 @@ def test_sigkill_during_index_keeps_previous_index(tmp_path: Path, fraction: flo
 
 
 def test_forked_child_closes_its_copy_of_the_write_lock(tmp_path: Path) -> None:
-    """A build's analysis workers are forked while it holds the lock: a worker left
-    running after its build is killed must not keep the index locked."""
+    """A process forked while a build holds the lock (a caller's own worker, say) and
+    left running after the build is killed must not keep the index locked."""
     from twokeys.store import local
 
     with local.write_lock(tmp_path / "kb.twokeys"):

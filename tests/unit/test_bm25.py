@@ -189,9 +189,7 @@ def test_matrix_is_the_same_however_the_chunks_are_batched() -> None:
     assert per_chunk.tolist() == [len(docs[0]), len(docs[1])]
 
 
-def test_analysed_batches_in_worker_processes_give_the_same_matrix(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_analysed_matrix_is_the_matrix_of_index_terms(monkeypatch: pytest.MonkeyPatch) -> None:
     from twokeys.analysis import AnalyzerSpec, analyzer_for
     from twokeys.lexical import batches
 
@@ -202,31 +200,8 @@ def test_analysed_batches_in_worker_processes_give_the_same_matrix(
     analyzer = analyzer_for(AnalyzerSpec())
     expected = build_term_matrix([analyzer.index_terms(t) for t in texts])
     seen: list[int] = []
-    for workers in (1, 2):
-        got = bm25.build_term_matrix_from_batches(
-            batches.analysed_batches(texts, AnalyzerSpec(), seen.append, workers=workers)
-        )
-        assert same_matrix(got, expected), workers
-        assert sum(seen) == len(texts) and len(seen) > 10
-        seen.clear()
-    assert list(batches.analysed_batches([], AnalyzerSpec(), workers=2)) == []
-    # a generator is read batch by batch; its length hint decides the workers
-    monkeypatch.setattr(batches, "PARALLEL_MIN_CHARS", 1000)
-    streamed = batches.analysed_batches(iter(texts), AnalyzerSpec(), total_chars=10**6)
-    assert same_matrix(bm25.build_term_matrix_from_batches(streamed), expected)
-
-
-def test_workers_only_for_long_texts_and_no_other_thread() -> None:
-    import threading
-
-    from twokeys.lexical import batches
-
-    assert batches.default_workers(batches.PARALLEL_MIN_CHARS - 1) == 1
-    stop = threading.Event()
-    other = threading.Thread(target=stop.wait)
-    other.start()
-    try:
-        assert batches.default_workers(10 * batches.PARALLEL_MIN_CHARS) == 1  # not forked
-    finally:
-        stop.set()
-        other.join()
+    got = batches.analysed_matrix(iter(texts), AnalyzerSpec(), seen.append)
+    assert same_matrix(got, expected)
+    assert sum(seen) == len(texts) and len(seen) > 10
+    empty = batches.analysed_matrix([], AnalyzerSpec())
+    assert empty.vocabulary == [] and empty.n_docs == 0 and empty.indptr.tolist() == [0]

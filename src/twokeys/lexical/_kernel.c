@@ -1,4 +1,14 @@
-/* BM25 top-k of one query, or of a batch, over term-major postings: twokeys.lexical._kernel.
+/* The compiled parts of twokeys.lexical (twokeys.lexical._kernel), each with a Python
+ * path that gives identical results (tests compare them):
+ *
+ *   top_k, top_k_many   BM25 top-k of one query, or of a batch (below)
+ *   RawTable            a build's raw tokens: the analyzer's raw-token pattern
+ *                       (twokeys.analysis._RAW_TOKEN) as a scan, each distinct token's
+ *                       term ids kept by its characters (twokeys.lexical.coding)
+ *   postings            term occurrences, chunk by chunk, to term-major postings
+ *                       (twokeys.lexical.bm25.build_term_matrix_from_ids)
+ *
+ * BM25 top-k of one query, or of a batch, over term-major postings:
  *
  * The compiled form of twokeys.lexical.bm25.score followed by
  * twokeys.topk.top_k(..., only_positive=True): the same float32 sums, added in the same
@@ -432,16 +442,563 @@ done:
     return result;
 }
 
+/* ---- raw tokens: twokeys.analysis' _RAW_TOKEN.findall, as distinct-token ids ---------- */
+
+/* Character classes of the raw-token pattern (twokeys.analysis._RAW_TOKEN):
+ *   alnum      [^\W_]  what re calls a word character, less "_": Py_UNICODE_ISALNUM
+ *   connector  [-_.:/@+#'=]
+ *   word       \w      alnum or "_" */
+#define C_ALNUM 1
+#define C_CONNECTOR 2
+static unsigned char ascii_class[128];
+
+static void init_ascii_class(void) {
+    for (int c = 0; c < 128; c++) ascii_class[c] = Py_UNICODE_ISALNUM((Py_UCS4)c) ? C_ALNUM : 0;
+    for (const char *c = "-_.:/@+#'="; *c; c++) ascii_class[(unsigned char)*c] = C_CONNECTOR;
+}
+
+static inline int is_alnum(Py_UCS4 c) {
+    return c < 128 ? ascii_class[c] == C_ALNUM : Py_UNICODE_ISALNUM(c);
+}
+static inline int is_connector(Py_UCS4 c) { return c < 128 && ascii_class[c] == C_CONNECTOR; }
+static inline int is_word(Py_UCS4 c) { return c == '_' || is_alnum(c); }
+
+/* The end of the raw token that starts at `p` (as _RAW_TOKEN matches there: an optional
+ * lead "-", "--", "." or "/" before an alnum; alnum runs joined by connector runs; an
+ * optional trail "++" or "#" not before a word character), or -1 if none starts there. */
+#if defined(__GNUC__) || defined(__clang__)
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE static inline
+#endif
+
+/* (Inlined where `kind` is a constant, so each kind of string gets a scan of its own.) */
+ALWAYS_INLINE Py_ssize_t token_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t p) {
+#define AT(i) PyUnicode_READ(kind, data, (i))
+    Py_UCS4 c = AT(p);
+    Py_ssize_t q;
+    if (is_alnum(c))
+        q = p;
+    else if (c == '-' && p + 2 < n && AT(p + 1) == '-' && is_alnum(AT(p + 2)))
+        q = p + 2;
+    else if ((c == '-' || c == '.' || c == '/') && p + 1 < n && is_alnum(AT(p + 1)))
+        q = p + 1;
+    else
+        return -1;
+    Py_ssize_t e = q + 1;
+    for (;;) {
+        while (e < n && is_alnum(AT(e))) e++;
+        Py_ssize_t f = e;
+        while (f < n && is_connector(AT(f))) f++;
+        if (f == e || f == n || !is_alnum(AT(f))) break;
+        e = f;
+    }
+    if (e + 1 < n && AT(e) == '+' && AT(e + 1) == '+')
+        e += 2;
+    else if (e < n && AT(e) == '#' && !(e + 1 < n && is_word(AT(e + 1))))
+        e += 1;
+    return e;
+#undef AT
+}
+
+/* A growable array of int32 (PyMem: the GIL is held). */
+typedef struct {
+    int32_t *data;
+    Py_ssize_t size, capacity;
+} Ints;
+
+static int ints_reserve(Ints *a, Py_ssize_t more) {
+    if (a->size + more <= a->capacity) return 0;
+    Py_ssize_t capacity = a->capacity ? a->capacity : 1024;
+    while (capacity < a->size + more) capacity *= 2;
+    int32_t *grown = PyMem_Realloc(a->data, (size_t)capacity * sizeof(int32_t));
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    a->data = grown;
+    a->capacity = capacity;
+    return 0;
+}
+
+static inline int ints_push(Ints *a, int32_t value) {
+    if (a->size == a->capacity && ints_reserve(a, 1) < 0) return -1;
+    a->data[a->size++] = value;
+    return 0;
+}
+
+/* RawTable: the distinct raw tokens a build has met, each with its term ids.
+ *
+ * A raw token is looked up by its characters where the scan finds it (an FNV-1a hash
+ * of its code points, open addressing), so a token met before costs no str object and
+ * no dict lookup: its term ids are copied out directly. Tokens met for the first time
+ * in a call are handed, in order of first appearance, to the caller's `learn(raws)`,
+ * which returns their term ids (int32, all of them one after another) and how many
+ * each has (int32); then every occurrence is written out. */
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t n_raws, n_learned;
+    /* per raw token: hash, where its code points and its term ids start, how many */
+    uint64_t *hashes;
+    int64_t *key_start, *term_start;
+    int32_t *key_len, *term_len;
+    Py_ssize_t raws_capacity;
+    Py_UCS4 *keys;
+    Py_ssize_t keys_size, keys_capacity;
+    Ints terms;
+    int32_t *slots; /* raw id + 1, 0: empty */
+    Py_ssize_t n_slots;
+} RawTable;
+
+static void raw_table_dealloc(RawTable *t) {
+    PyMem_Free(t->hashes);
+    PyMem_Free(t->key_start);
+    PyMem_Free(t->term_start);
+    PyMem_Free(t->key_len);
+    PyMem_Free(t->term_len);
+    PyMem_Free(t->keys);
+    PyMem_Free(t->terms.data);
+    PyMem_Free(t->slots);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+static PyObject *raw_table_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    if (!PyArg_ParseTuple(args, ":RawTable")) return NULL;
+    RawTable *t = (RawTable *)type->tp_alloc(type, 0);
+    if (t == NULL) return NULL;
+    t->n_slots = 1 << 12;
+    t->slots = PyMem_Calloc((size_t)t->n_slots, sizeof(int32_t));
+    if (t->slots == NULL) {
+        Py_DECREF(t);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)t;
+}
+
+ALWAYS_INLINE uint64_t span_hash(int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
+    uint64_t h = 14695981039346656037ULL;
+    for (Py_ssize_t i = start; i < end; i++) {
+        h ^= (uint64_t)PyUnicode_READ(kind, data, i);
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+ALWAYS_INLINE int span_equals(RawTable *t, Py_ssize_t raw, int kind, const void *data,
+                              Py_ssize_t start, Py_ssize_t end) {
+    if (t->key_len[raw] != end - start) return 0;
+    const Py_UCS4 *key = t->keys + t->key_start[raw];
+    for (Py_ssize_t i = start; i < end; i++)
+        if (*key++ != PyUnicode_READ(kind, data, i)) return 0;
+    return 1;
+}
+
+static int raw_table_grow_slots(RawTable *t) {
+    Py_ssize_t n_slots = t->n_slots * 2;
+    int32_t *slots = PyMem_Calloc((size_t)n_slots, sizeof(int32_t));
+    if (slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t r = 0; r < t->n_raws; r++) {
+        Py_ssize_t s = (Py_ssize_t)(t->hashes[r] & (uint64_t)(n_slots - 1));
+        while (slots[s]) s = (s + 1) & (n_slots - 1);
+        slots[s] = (int32_t)(r + 1);
+    }
+    PyMem_Free(t->slots);
+    t->slots = slots;
+    t->n_slots = n_slots;
+    return 0;
+}
+
+#define GROW(field, type)                                                                \
+    do {                                                                                 \
+        type *grown = PyMem_Realloc(t->field, (size_t)capacity * sizeof(type));          \
+        if (grown == NULL) {                                                             \
+            PyErr_NoMemory();                                                            \
+            return -1;                                                                   \
+        }                                                                                \
+        t->field = grown;                                                                \
+    } while (0)
+
+/* Adds the raw token text[start:end] (hash h, not in the table; slot s is free for it)
+ * and appends its str to `new`: its id, or -1 on error. */
+static Py_ssize_t raw_table_add(RawTable *t, PyObject *text, int kind, const void *data,
+                                Py_ssize_t start, Py_ssize_t end, uint64_t h, Py_ssize_t s,
+                                PyObject *new) {
+    if (t->n_raws >= INT32_MAX - 1) {
+        PyErr_SetString(PyExc_OverflowError, "RawTable: more than 2**31 distinct tokens");
+        return -1;
+    }
+    if (t->n_raws == t->raws_capacity) {
+        Py_ssize_t capacity = t->raws_capacity ? 2 * t->raws_capacity : 4096;
+        GROW(hashes, uint64_t);
+        GROW(key_start, int64_t);
+        GROW(term_start, int64_t);
+        GROW(key_len, int32_t);
+        GROW(term_len, int32_t);
+        t->raws_capacity = capacity;
+    }
+    Py_ssize_t length = end - start;
+    if (t->keys_size + length > t->keys_capacity) {
+        Py_ssize_t capacity = t->keys_capacity ? 2 * t->keys_capacity : 1 << 15;
+        while (capacity < t->keys_size + length) capacity *= 2;
+        GROW(keys, Py_UCS4);
+        t->keys_capacity = capacity;
+    }
+    PyObject *token = PyUnicode_Substring(text, start, end);
+    if (token == NULL) return -1;
+    int failed = PyList_Append(new, token);
+    Py_DECREF(token);
+    if (failed) return -1;
+    Py_ssize_t raw = t->n_raws++;
+    t->hashes[raw] = h;
+    t->key_start[raw] = t->keys_size;
+    t->key_len[raw] = (int32_t)length;
+    t->term_start[raw] = -1;
+    t->term_len[raw] = 0;
+    for (Py_ssize_t i = start; i < end; i++) t->keys[t->keys_size++] = PyUnicode_READ(kind, data, i);
+    t->slots[s] = (int32_t)(raw + 1);
+    if (2 * t->n_raws > t->n_slots && raw_table_grow_slots(t) < 0) return -1;
+    return raw;
+}
+
+/* The id of the raw token text[start:end], added if it is not in the table; -1 on error. */
+ALWAYS_INLINE Py_ssize_t raw_table_id(RawTable *t, PyObject *text, int kind, const void *data,
+                                      Py_ssize_t start, Py_ssize_t end, PyObject *new) {
+    uint64_t h = span_hash(kind, data, start, end);
+    Py_ssize_t s = (Py_ssize_t)(h & (uint64_t)(t->n_slots - 1));
+    for (; t->slots[s]; s = (s + 1) & (t->n_slots - 1)) {
+        Py_ssize_t raw = t->slots[s] - 1;
+        if (t->hashes[raw] == h && span_equals(t, raw, kind, data, start, end)) return raw;
+    }
+    return raw_table_add(t, text, kind, data, start, end, h, s, new);
+}
+
+/* Appends the ids of the raw tokens of `text` to `raws`; -1 on error. */
+ALWAYS_INLINE int scan_text(RawTable *t, PyObject *text, int kind, Ints *raws, PyObject *new) {
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    for (Py_ssize_t p = 0; p < n;) {
+        Py_ssize_t e = token_end(kind, data, n, p);
+        if (e < 0) {
+            p++;
+            continue;
+        }
+        Py_ssize_t raw = raw_table_id(t, text, kind, data, p, e, new);
+        if (raw < 0 || ints_push(raws, (int32_t)raw) < 0) return -1;
+        p = e;
+    }
+    return 0;
+}
+
+/* A str's kind and data are valid once it is "ready" (always, from Python 3.12). */
+static inline int ready(PyObject *text) {
+#if PY_VERSION_HEX < 0x030C0000
+    return PyUnicode_READY(text);
+#else
+    (void)text;
+    return 0;
+#endif
+}
+
+static int scan_ucs1(RawTable *t, PyObject *text, Ints *raws, PyObject *new) {
+    return scan_text(t, text, PyUnicode_1BYTE_KIND, raws, new);
+}
+static int scan_ucs2(RawTable *t, PyObject *text, Ints *raws, PyObject *new) {
+    return scan_text(t, text, PyUnicode_2BYTE_KIND, raws, new);
+}
+static int scan_ucs4(RawTable *t, PyObject *text, Ints *raws, PyObject *new) {
+    return scan_text(t, text, PyUnicode_4BYTE_KIND, raws, new);
+}
+#undef GROW
+
+/* Hands the raw tokens met for the first time to learn(raws) and records their terms. */
+static int raw_table_learn(RawTable *t, PyObject *learn, PyObject *new) {
+    Py_ssize_t n_new = PyList_GET_SIZE(new);
+    if (n_new == 0) return 0;
+    PyObject *got = PyObject_CallOneArg(learn, new);
+    if (got == NULL) return -1;
+    Py_buffer v_terms, v_counts;
+    int ok = -1;
+    if (!PyTuple_Check(got) || PyTuple_GET_SIZE(got) != 2) {
+        PyErr_SetString(PyExc_TypeError, "RawTable: learn must return (term ids, counts)");
+        goto done;
+    }
+    if (get_buffer(PyTuple_GET_ITEM(got, 0), &v_terms, "term ids", 4, "iI", 0) < 0) goto done;
+    if (get_buffer(PyTuple_GET_ITEM(got, 1), &v_counts, "counts", 4, "iI", 0) < 0) {
+        PyBuffer_Release(&v_terms);
+        goto done;
+    }
+    const int32_t *terms = v_terms.buf, *counts = v_counts.buf;
+    Py_ssize_t n_terms = v_terms.len / 4, at = 0;
+    if (v_counts.len / 4 != n_new || t->n_learned + n_new != t->n_raws) {
+        PyErr_SetString(PyExc_ValueError, "RawTable: learn gave counts for other tokens");
+    } else if (ints_reserve(&t->terms, n_terms) == 0) {
+        for (Py_ssize_t i = 0; i < n_new; i++) {
+            if (counts[i] < 0 || counts[i] > n_terms - at) break;
+            Py_ssize_t raw = t->n_learned + i;
+            t->term_start[raw] = t->terms.size;
+            t->term_len[raw] = counts[i];
+            memcpy(t->terms.data + t->terms.size, terms + at, (size_t)counts[i] * sizeof(int32_t));
+            t->terms.size += counts[i];
+            at += counts[i];
+        }
+        if (at != n_terms)
+            PyErr_SetString(PyExc_ValueError, "RawTable: learn's counts do not add up");
+        else {
+            t->n_learned += n_new;
+            ok = 0;
+        }
+    }
+    PyBuffer_Release(&v_terms);
+    PyBuffer_Release(&v_counts);
+done:
+    Py_DECREF(got);
+    return ok;
+}
+
+static PyObject *raw_table_encode(RawTable *t, PyObject *args) {
+    PyObject *items, *learn;
+    if (!PyArg_ParseTuple(args, "O!O:encode", &PyList_Type, &items, &learn)) return NULL;
+    Py_ssize_t n_items = PyList_GET_SIZE(items);
+    Ints raws = {NULL, 0, 0}, ids = {NULL, 0, 0};
+    int64_t *bounds = PyMem_Malloc((size_t)(n_items + 1) * sizeof(int64_t));
+    PyObject *new = PyList_New(0), *result = NULL, *o_ids = NULL, *o_counts = NULL;
+    if (bounds == NULL || new == NULL) {
+        if (bounds == NULL) PyErr_NoMemory();
+        goto done;
+    }
+    /* 1: every item's raw token ids */
+    bounds[0] = 0;
+    for (Py_ssize_t i = 0; i < n_items; i++) {
+        PyObject *item = PyList_GET_ITEM(items, i);
+        if (PyUnicode_Check(item)) {
+            if (ready(item) < 0) goto done;
+            int kind = PyUnicode_KIND(item), failed;
+            if (kind == PyUnicode_1BYTE_KIND)
+                failed = scan_ucs1(t, item, &raws, new);
+            else if (kind == PyUnicode_2BYTE_KIND)
+                failed = scan_ucs2(t, item, &raws, new);
+            else
+                failed = scan_ucs4(t, item, &raws, new);
+            if (failed) goto done;
+        } else if (PyList_Check(item)) { /* raw tokens already found */
+            for (Py_ssize_t j = 0; j < PyList_GET_SIZE(item); j++) {
+                PyObject *token = PyList_GET_ITEM(item, j);
+                if (!PyUnicode_Check(token)) {
+                    PyErr_SetString(PyExc_TypeError, "RawTable.encode: a token is not a str");
+                    goto done;
+                }
+                if (ready(token) < 0) goto done;
+                Py_ssize_t raw = raw_table_id(t, token, PyUnicode_KIND(token),
+                                              PyUnicode_DATA(token), 0,
+                                              PyUnicode_GET_LENGTH(token), new);
+                if (raw < 0 || ints_push(&raws, (int32_t)raw) < 0) goto done;
+            }
+        } else {
+            PyErr_SetString(PyExc_TypeError, "RawTable.encode: an item is neither str nor list");
+            goto done;
+        }
+        bounds[i + 1] = raws.size;
+    }
+    /* 2: the new ones' terms */
+    if (raw_table_learn(t, learn, new) < 0) goto done;
+    /* 3: every occurrence's term ids, and each item's count */
+    o_counts = PyBytes_FromStringAndSize(NULL, n_items * (Py_ssize_t)sizeof(int64_t));
+    if (o_counts == NULL) goto done;
+    int64_t *counts = (int64_t *)PyBytes_AS_STRING(o_counts);
+    Py_ssize_t total = 0;
+    for (Py_ssize_t k = 0; k < raws.size; k++) total += t->term_len[raws.data[k]];
+    if (ints_reserve(&ids, total) < 0) goto done;
+    for (Py_ssize_t i = 0; i < n_items; i++) {
+        int32_t *out = ids.data + ids.size;
+        for (int64_t k = bounds[i]; k < bounds[i + 1]; k++) {
+            int32_t raw = raws.data[k], n = t->term_len[raw];
+            const int32_t *terms = t->terms.data + t->term_start[raw];
+            for (int32_t j = 0; j < n; j++) *out++ = terms[j];
+        }
+        counts[i] = out - (ids.data + ids.size);
+        ids.size += counts[i];
+    }
+    o_ids = PyBytes_FromStringAndSize((const char *)ids.data, ids.size * (Py_ssize_t)sizeof(int32_t));
+    if (o_ids == NULL) goto done;
+    result = PyTuple_Pack(2, o_ids, o_counts);
+done:
+    Py_XDECREF(o_ids);
+    Py_XDECREF(o_counts);
+    Py_XDECREF(new);
+    PyMem_Free(bounds);
+    PyMem_Free(raws.data);
+    PyMem_Free(ids.data);
+    return result;
+}
+
+static PyObject *raw_table_len(RawTable *t, PyObject *Py_UNUSED(ignored)) {
+    return PyLong_FromSsize_t(t->n_raws);
+}
+
+static PyMethodDef raw_table_methods[] = {
+    {"encode", (PyCFunction)raw_table_encode, METH_VARARGS,
+     "encode(items, learn) -> (term ids, counts): see RawTable"},
+    {"size", (PyCFunction)raw_table_len, METH_NOARGS, "size() -> distinct raw tokens held"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject RawTableType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "twokeys.lexical._kernel.RawTable",
+    .tp_basicsize = sizeof(RawTable),
+    .tp_dealloc = (destructor)raw_table_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The distinct raw tokens of a build and their term ids (see _kernel.c).",
+    .tp_methods = raw_table_methods,
+    .tp_new = raw_table_new,
+};
+
+/* ---- postings: term occurrences, chunk by chunk, to term-major postings ---------------- */
+
+/* One pass over every block's occurrences, chunk row by chunk row. fill == 0: counts
+ * each term's chunks into df (int64[n_terms], zero on entry). fill == 1: writes each
+ * (term, chunk) posting at next[t]++ (int64[n_terms], the terms' first slots on entry)
+ * with its count: rows increase within a term since chunks are visited in order.
+ * `last` (int32[n_terms], all -1 on entry) and `slot` (int64[n_terms]) are scratch. */
+static int postings_pass(PyObject *blocks, PyObject *lengths, const int32_t *remap,
+                         Py_ssize_t n_terms, int fill, int64_t *df, int64_t *next,
+                         int32_t *indices, float *tf, Py_ssize_t n_postings, int32_t *last,
+                         int64_t *slot) {
+    Py_ssize_t n_blocks = PyList_GET_SIZE(blocks);
+    int64_t row = 0;
+    for (Py_ssize_t b = 0; b < n_blocks; b++) {
+        Py_buffer v_ids, v_len;
+        if (get_buffer(PyList_GET_ITEM(blocks, b), &v_ids, "ids", 4, "iI", 0) < 0) return -1;
+        if (get_buffer(PyList_GET_ITEM(lengths, b), &v_len, "lengths", 8, "qlLQ", 0) < 0) {
+            PyBuffer_Release(&v_ids);
+            return -1;
+        }
+        const int32_t *ids = v_ids.buf;
+        const int64_t *per_chunk = v_len.buf;
+        Py_ssize_t n_ids = v_ids.len / 4, n_chunks = v_len.len / 8, at = 0;
+        const char *error = NULL;
+        for (Py_ssize_t c = 0; c < n_chunks && !error; c++, row++) {
+            if (per_chunk[c] < 0 || per_chunk[c] > n_ids - at) {
+                error = "chunk lengths do not match the ids";
+                break;
+            }
+            if (row > INT32_MAX) {
+                error = "more than 2**31 chunks";
+                break;
+            }
+            for (Py_ssize_t end = at + per_chunk[c]; at < end; at++) {
+                int32_t id = ids[at];
+                if (id < 0 || id >= n_terms) {
+                    error = "a term id is out of range";
+                    break;
+                }
+                int32_t t = remap[id];
+                if (t < 0 || t >= n_terms) {
+                    error = "remap names a term out of range";
+                    break;
+                }
+                if (last[t] != (int32_t)row) {
+                    last[t] = (int32_t)row;
+                    if (!fill) {
+                        df[t]++;
+                    } else {
+                        int64_t p = next[t]++;
+                        if (p < 0 || p >= n_postings) {
+                            error = "more postings than counted";
+                            break;
+                        }
+                        slot[t] = p;
+                        indices[p] = (int32_t)row;
+                        tf[p] = 1.0f;
+                    }
+                } else if (fill) {
+                    tf[slot[t]] += 1.0f;
+                }
+            }
+        }
+        if (!error && at != n_ids) error = "chunk lengths do not match the ids";
+        PyBuffer_Release(&v_ids);
+        PyBuffer_Release(&v_len);
+        if (error) {
+            PyErr_Format(PyExc_ValueError, "postings: block %zd: %s", b, error);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *postings(PyObject *self, PyObject *args) {
+    PyObject *blocks, *lengths, *o_remap, *o_df, *o_next, *o_indices, *o_tf;
+    int fill;
+    if (!PyArg_ParseTuple(args, "O!O!OpOOOO", &PyList_Type, &blocks, &PyList_Type, &lengths,
+                          &o_remap, &fill, &o_df, &o_next, &o_indices, &o_tf))
+        return NULL;
+    if (PyList_GET_SIZE(blocks) != PyList_GET_SIZE(lengths)) {
+        PyErr_SetString(PyExc_ValueError, "postings: as many blocks of ids as of lengths");
+        return NULL;
+    }
+    Py_buffer views[5];
+    int got = 0;
+    PyObject *result = NULL;
+    int32_t *last = NULL;
+    int64_t *slot = NULL;
+    if (get_buffer(o_remap, &views[got], "remap", 4, "iI", 0) < 0) goto done;
+    got++;
+    if (get_buffer(o_df, &views[got], "df", 8, "qlLQ", 1) < 0) goto done;
+    got++;
+    if (get_buffer(o_next, &views[got], "next", 8, "qlLQ", 1) < 0) goto done;
+    got++;
+    if (get_buffer(o_indices, &views[got], "indices", 4, "iI", 1) < 0) goto done;
+    got++;
+    if (get_buffer(o_tf, &views[got], "tf", 4, "f", 1) < 0) goto done;
+    got++;
+    Py_ssize_t n_terms = views[0].len / 4, n_postings = views[3].len / 4;
+    if (views[1].len / 8 != n_terms || views[2].len / 8 != n_terms || views[4].len / 4 != n_postings) {
+        PyErr_SetString(PyExc_ValueError, "postings: array sizes do not match");
+        goto done;
+    }
+    last = PyMem_Malloc((size_t)(n_terms ? n_terms : 1) * sizeof(int32_t));
+    slot = PyMem_Malloc((size_t)(n_terms ? n_terms : 1) * sizeof(int64_t));
+    if (last == NULL || slot == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t t = 0; t < n_terms; t++) last[t] = -1;
+    if (postings_pass(blocks, lengths, views[0].buf, n_terms, fill, views[1].buf, views[2].buf,
+                      views[3].buf, views[4].buf, n_postings, last, slot) < 0)
+        goto done;
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(last);
+    PyMem_Free(slot);
+    for (int i = 0; i < got; i++) PyBuffer_Release(&views[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"top_k", top_k, METH_VARARGS,
      "top_k(indptr, indices, weights, terms, qtfs, k, scores, touched) -> (rows, scores)"},
     {"top_k_many", top_k_many, METH_VARARGS,
      "top_k_many(indptr, indices, weights, terms, bounds, k, threads, n_rows, rows, scores, "
      "counts) -> None"},
+    {"postings", postings, METH_VARARGS,
+     "postings(blocks, lengths, remap, fill, df, next, indices, tf) -> None"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernel",
                                     "BM25 top-k of one query or a batch (see _kernel.c).", -1, methods};
 
-PyMODINIT_FUNC PyInit__kernel(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__kernel(void) {
+    init_ascii_class();
+    if (PyType_Ready(&RawTableType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "RawTable", (PyObject *)&RawTableType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

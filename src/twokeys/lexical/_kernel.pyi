@@ -1,5 +1,5 @@
 # Types of the compiled BM25 top-k, one query and a batch (_kernel.c).
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -26,4 +26,24 @@ def top_k_many(
     rows: npt.NDArray[np.int32],
     scores: npt.NDArray[np.float32],
     counts: npt.NDArray[np.int64],
+) -> None: ...
+
+class RawTable:
+    def __init__(self) -> None: ...
+    def encode(
+        self,
+        items: list[str | list[str]],
+        learn: Callable[[list[str]], tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]],
+    ) -> tuple[bytes, bytes]: ...
+    def size(self) -> int: ...
+
+def postings(
+    blocks: list[npt.NDArray[np.int32]],
+    lengths: list[npt.NDArray[np.int64]],
+    remap: npt.NDArray[np.int32],
+    fill: bool,
+    df: npt.NDArray[np.int64],
+    next: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int32],
+    tf: npt.NDArray[np.float32],
 ) -> None: ...

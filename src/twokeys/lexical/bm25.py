@@ -15,14 +15,21 @@ one byte.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from types import ModuleType
 
 import numpy as np
 import numpy.typing as npt
 
 from twokeys.errors import ConfigError
 from twokeys.grouping import groups_by_size
+
+_kernel: ModuleType | None
+try:  # the compiled postings (``_kernel.c``); numpy gives the same matrix without it
+    from twokeys.lexical import _kernel
+except ImportError:  # pragma: no cover - depends on the build
+    _kernel = None
 
 
 @dataclass(frozen=True)
@@ -71,11 +78,17 @@ class TermMatrix:
         return np.diff(self.indptr)
 
 
-class _TermIds(dict[str, int]):
-    """Term -> id in order of first appearance; a new term gets the next id."""
+class TermIds(dict[str, int]):
+    """Term -> id in order of first appearance; a new term gets the next id (and is
+    appended to ``terms``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.terms: list[str] = []
 
     def __missing__(self, term: str) -> int:
         self[term] = new_id = len(self)
+        self.terms.append(term)
         return new_id
 
 
@@ -91,17 +104,21 @@ TermBatch = tuple[list[str], npt.NDArray[np.int32], npt.NDArray[np.int64]]
 first appearance), every term occurrence as an index into them, and each chunk's
 number of terms. Made by :func:`term_batch` (in any process: it pickles small)."""
 
+IdBatch = tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]
+"""Consecutive chunks' terms as ids into a vocabulary shared by all batches: every term
+occurrence in order, and each chunk's number of terms."""
+
 
 def term_batch(docs_terms: Iterable[Sequence[str]]) -> TermBatch:
     """Pack the terms of some consecutive chunks as a :data:`TermBatch`."""
-    local = _TermIds()
+    local = TermIds()
     flat: list[str] = []
     counts: list[int] = []
     for terms in docs_terms:
         flat += terms
         counts.append(len(terms))
     ids = np.fromiter(map(local.__getitem__, flat), np.int32, len(flat))
-    return list(local), ids, np.asarray(counts, np.int64)
+    return local.terms, ids, np.asarray(counts, np.int64)
 
 
 def build_term_matrix(docs_terms: Iterable[Sequence[str]]) -> TermMatrix:
@@ -119,28 +136,58 @@ def build_term_matrix_from_batches(batches: Iterable[TermBatch]) -> TermMatrix:
     """:func:`build_term_matrix` of the chunks of ``batches``, in order.
 
     The result does not depend on how the chunks are grouped into batches (nor on
-    where the batches were made: :mod:`twokeys.indexer` analyses them in worker
-    processes on large builds).
+    where the batches were made).
     """
-    term_ids = _TermIds()
+    term_ids = TermIds()
+
+    def global_ids() -> Iterator[IdBatch]:
+        for vocabulary_of_batch, local_ids, per_chunk in batches:
+            to_global = np.fromiter(
+                map(term_ids.__getitem__, vocabulary_of_batch), np.int32, len(vocabulary_of_batch)
+            )
+            yield to_global[local_ids], per_chunk
+
+    return build_term_matrix_from_ids(global_ids(), term_ids.terms)
+
+
+def build_term_matrix_from_ids(
+    batches: Iterable[IdBatch], terms: Sequence[str], *, compiled: bool = True
+) -> TermMatrix:
+    """:func:`build_term_matrix` of the chunks of ``batches`` (in order), whose ids name
+    ``terms``; ``terms`` is read once the batches are exhausted (it may grow meanwhile).
+
+    With the compiled kernel (``compiled``, and ``_kernel.c`` built) the batches' ids
+    are kept as they come (4 bytes a term occurrence) and laid out term-major in two
+    passes in C (count each term's chunks, then place each posting); otherwise each
+    batch is counted into chunk-major postings in numpy, then placed a block at a time.
+    Both give the same matrix.
+    """
+    kernel = _kernel if compiled else None
+    id_blocks: list[npt.NDArray[np.int32]] = []
+    per_chunks: list[npt.NDArray[np.int64]] = []
     blocks: list[_Block] = []
     lengths = array("f")
-    for vocabulary_of_batch, local_ids, per_chunk in batches:
-        to_global = np.fromiter(
-            map(term_ids.__getitem__, vocabulary_of_batch), np.int64, len(vocabulary_of_batch)
-        )
-        blocks.append(_count_block(to_global[local_ids], per_chunk, len(lengths)))
+    for ids, per_chunk in batches:
+        if kernel is not None:
+            id_blocks.append(np.ascontiguousarray(ids, np.int32))
+            per_chunks.append(np.ascontiguousarray(per_chunk, np.int64))
+        else:
+            blocks.append(_count_block(ids, per_chunk, len(lengths)))
         lengths.frombytes(per_chunk.astype(np.float32).tobytes())
 
-    vocabulary = sorted(term_ids)
-    n_terms = len(vocabulary)
+    n_terms = len(terms)
+    by_text = sorted(range(n_terms), key=terms.__getitem__)
+    vocabulary = [terms[i] for i in by_text]
     remap = np.empty(n_terms, np.int32)  # first-appearance id -> sorted-vocabulary id
-    first_ids = np.fromiter(map(term_ids.__getitem__, vocabulary), np.int32, n_terms)
-    remap[first_ids] = np.arange(n_terms, dtype=np.int32)
-    del term_ids, first_ids
+    remap[np.asarray(by_text, np.int64)] = np.arange(n_terms, dtype=np.int32)
+    del by_text
     df = np.zeros(n_terms, np.int64)
-    for ids, *_ in blocks:
-        np.add.at(df, remap[ids], 1)
+    if kernel is not None:
+        none_i, none_f = np.empty(0, np.int32), np.empty(0, np.float32)
+        kernel.postings(id_blocks, per_chunks, remap, False, df, df, none_i, none_f)
+    else:
+        for ids, *_ in blocks:
+            np.add.at(df, remap[ids], 1)
     indptr = np.zeros(n_terms + 1, np.int64)
     np.cumsum(df, out=indptr[1:])
     del df
@@ -149,6 +196,8 @@ def build_term_matrix_from_batches(batches: Iterable[TermBatch]) -> TermMatrix:
     indices = np.empty(n_postings, np.int32)
     tf = np.empty(n_postings, np.float32)
     next_free = indptr[:-1].copy()
+    if kernel is not None:
+        kernel.postings(id_blocks, per_chunks, remap, True, next_free, next_free, indices, tf)
     blocks.reverse()
     while blocks:  # in chunk order, each block freed once placed
         ids, counts, first_row, per_chunk = blocks.pop()
@@ -175,12 +224,12 @@ def build_term_matrix_from_batches(batches: Iterable[TermBatch]) -> TermMatrix:
 
 
 def _count_block(
-    ids: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64], first_row: int
+    ids: npt.NDArray[np.int32], lengths: npt.NDArray[np.int64], first_row: int
 ) -> _Block:
     """The distinct terms of each chunk and their counts, chunk-major (see ``_Block``)."""
     n_chunks = len(lengths)
     rows = np.repeat(np.arange(n_chunks, dtype=np.int64), lengths)
-    keys, counts = np.unique((rows << 32) | ids, return_counts=True)
+    keys, counts = np.unique((rows << 32) | ids.astype(np.int64), return_counts=True)
     per_chunk = np.bincount(keys >> 32, minlength=n_chunks)
     return (keys & 0xFFFFFFFF).astype(np.int32), counts.astype(np.float32), first_row, per_chunk
 

@@ -33,8 +33,8 @@ from twokeys import __version__
 from twokeys.chunking import indexed_text
 from twokeys.dense.encoder import Encoder, get_encoder
 from twokeys.errors import ConfigError, IndexFormatError, TwokeysError
-from twokeys.lexical.batches import analysed_batches
-from twokeys.lexical.bm25 import bm25_weights, build_term_matrix_from_batches
+from twokeys.lexical.batches import analysed_matrix
+from twokeys.lexical.bm25 import bm25_weights
 from twokeys.store.base import DocumentInfo, IndexSpec, Manifest
 from twokeys.store.check import Problem, check_generation
 from twokeys.store.contract import (
@@ -283,11 +283,8 @@ class LocalWriter(IndexWriter):
             writer.write_embeddings(embeddings)
 
         advance = self._stage("Lexical index", len(rows_chunks))
-        # streamed in compact batches (on every core for a large build): the terms of all
-        # chunks are never held as strings
-        size = sum(len(chunk.text) for _, chunk in rows_chunks)  # about the texts' length
-        batches = analysed_batches(texts, self.spec.analyzer, advance, total_chars=size)
-        matrix = build_term_matrix_from_batches(batches)
+        # streamed in batches of term ids: the terms of all chunks are never held as strings
+        matrix = analysed_matrix(texts, self.spec.analyzer, advance)
         writer.write_lexical(matrix, bm25_weights(matrix, self.spec.bm25))
         writer.add_documents(docs)
         writer.add_chunks(rows_chunks)
