@@ -11,7 +11,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from twokeys.text.tokens import SpaceSplitCounter, approx_token_counter
+from twokeys.text.tokens import (
+    _APPROX_TOKEN,
+    APPROX_ARRAY_MIN_CHARS,
+    SpaceSplitCounter,
+    _approx_counts,
+    approx_token_counter,
+)
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -51,6 +57,25 @@ class Recording:
     def __call__(self, texts: Sequence[str]) -> list[int]:
         self.calls.append(sorted(texts))
         return approx_token_counter(texts)
+
+
+def by_regex(texts: Sequence[str]) -> list[int]:
+    return [len(_APPROX_TOKEN.findall(t)) for t in texts]
+
+
+@given(st.lists(st.text(), max_size=8))
+def test_approximate_counts_from_character_classes_are_the_regexs(texts: list[str]) -> None:
+    assert _approx_counts(texts) == by_regex(texts)
+
+
+def test_a_large_batch_is_counted_from_character_classes_with_the_same_counts() -> None:
+    rng = random.Random(5)
+    alphabet = [*CHARACTERS, "abcdefghijklmnop", "x_9", "---", "\ud800", "東京"]
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80))) for _ in range(3000)]
+    texts += ["", " ", "a" * 13, "!" * 7, "\n"]
+    assert sum(map(len, texts)) >= APPROX_ARRAY_MIN_CHARS
+    assert approx_token_counter(texts) == by_regex(texts)
+    assert approx_token_counter(["", ""] * 3000) == [0] * 6000
 
 
 @given(st.lists(st.text(), max_size=8))

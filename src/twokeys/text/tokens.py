@@ -13,11 +13,17 @@ import itertools
 import re
 from collections.abc import Callable, Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 TokenCounter = Callable[[Sequence[str]], list[int]]
 """Token counts of each string of a batch (no special tokens)."""
 
 # Up to six word characters (a run of n holds ceil(n / 6) of them) or a punctuation run.
 _APPROX_TOKEN = re.compile(r"\w{1,6}|[^\w\s]+")
+_SPACE, _WORD, _OTHER = 0, 1, 2
+#: from this many characters a batch is counted with numpy (below, the regex is faster)
+APPROX_ARRAY_MIN_CHARS = 4096
 
 
 def approx_token_counter(texts: Sequence[str]) -> list[int]:
@@ -25,8 +31,54 @@ def approx_token_counter(texts: Sequence[str]) -> list[int]:
 
     Each word (run of ``\\w``) of n characters counts ``ceil(n / 6)`` and each run of
     punctuation counts 1; whitespace is free, so counts add up over whitespace joins.
+    A batch of :data:`APPROX_ARRAY_MIN_CHARS` or more characters is counted from an
+    array of character classes (the same counts, in under half the regex's time).
     """
-    return [len(_APPROX_TOKEN.findall(t)) for t in texts]
+    if sum(map(len, texts)) < APPROX_ARRAY_MIN_CHARS:
+        return [len(_APPROX_TOKEN.findall(t)) for t in texts]
+    return _approx_counts(texts)
+
+
+def _char_class(char: str) -> int:
+    """``char``'s class by the very patterns of :data:`_APPROX_TOKEN`."""
+    if re.fullmatch(r"\w", char):
+        return _WORD
+    return _SPACE if re.fullmatch(r"\s", char) else _OTHER
+
+
+_ASCII_CLASSES = np.array([_char_class(chr(code)) for code in range(128)], np.int8)
+
+
+def _classes(codes: npt.NDArray[np.uint32]) -> npt.NDArray[np.int8]:
+    """The class of each code point (the few distinct ones above ASCII looked up)."""
+    classes = _ASCII_CLASSES[np.minimum(codes, 127)]
+    high = codes >= 128
+    if high.any():
+        unique, where = np.unique(codes[high], return_inverse=True)
+        found = [_char_class(chr(code)) for code in unique.tolist()]
+        classes[high] = np.array(found, np.int8)[where]
+    return classes
+
+
+def _approx_counts(texts: Sequence[str]) -> list[int]:
+    """:func:`approx_token_counter` of a batch, from the runs of character classes of
+    the texts joined by newlines (whitespace, so no run crosses two texts)."""
+    joined = "\n".join(texts)
+    if not joined:
+        return [0] * len(texts)
+    classes = _classes(np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), np.uint32))
+    starts = np.flatnonzero(classes[1:] != classes[:-1]) + 1
+    starts = np.concatenate(([0], starts))
+    lengths = np.diff(starts, append=len(classes))
+    run_classes = classes[starts]
+    tokens = np.where(run_classes == _WORD, (lengths + 5) // 6, run_classes == _OTHER)
+    total = np.concatenate(([0], np.cumsum(tokens)))
+    sizes = np.fromiter(map(len, texts), np.int64, len(texts))
+    begin = np.cumsum(sizes + 1) - (sizes + 1)
+    first = np.searchsorted(starts, begin)  # runs starting inside a text are its own
+    last = np.searchsorted(starts, begin + sizes)
+    counts: list[int] = (total[last] - total[first]).tolist()
+    return counts
 
 
 class SpaceSplitCounter:
