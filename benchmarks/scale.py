@@ -759,9 +759,12 @@ def chunking_child(corpus: Path, counter: str) -> dict[str, Any]:
         for c in chunks:
             row = (c.doc_id, c.position, c.start, c.end, c.heading_path, c.text)
             digest.update(repr(row).encode("utf-8") + b"\0")
+    known = getattr(getattr(encoder, "_count", None), "_known", None)  # its word counts
     return {
         "wall_s": wall,
         "cpu_s": cpu,
+        "peak_rss_mb": peak_rss_mb(),
+        "words_remembered": len(known) if known is not None else None,
         "documents": len(changed),
         "chunks": sum(len(chunks) for _, chunks in changed),
         "digest": digest.hexdigest(),
@@ -790,8 +793,9 @@ def run_chunking(sizes: Sequence[int], before: str | None, rounds: int) -> dict[
     code in alternating rounds, side by side."""
     here = RESULTS.parent.parent / "src"
     codes = {"now": here} | ({f"before ({before})": _code_at(before)} if before else {})
+    scifact = DATA / "scifact" / "corpus.jsonl"
     cases = [(f"synthetic {size:,}", make_corpus(size), "encoder") for size in sizes]
-    cases.append(("scifact", DATA / "scifact" / "corpus.jsonl", "approx"))
+    cases += [("scifact, no encoder", scifact, "approx"), ("scifact", scifact, "encoder")]
     rows = []
     for name, corpus, counter in cases:
         runs: dict[str, list[dict[str, Any]]] = {code: [] for code in codes}
@@ -807,6 +811,7 @@ def run_chunking(sizes: Sequence[int], before: str | None, rounds: int) -> dict[
             {
                 "case": name,
                 "counter": counter,
+                "code": _code(),
                 "same_chunks": len(digests) == 1,
                 "runs": runs,
                 "median_wall_s": {
@@ -817,6 +822,12 @@ def run_chunking(sizes: Sequence[int], before: str | None, rounds: int) -> dict[
                 },
             }
         )
+    previous = RESULTS / "scale-chunking.json"
+    if previous.exists():  # keep the rows of corpora not run this time
+        done = {r["case"] for r in rows}
+        kept = json.loads(previous.read_text(encoding="utf-8")).get("rows", [])
+        rows = [r for r in kept if r["case"] not in done] + rows
+    rows.sort(key=lambda r: (r["counter"] == "approx", r["runs"]["now"][0]["documents"]))
     return {"rows": rows, "code": _code(), "versions": {p: version(p) for p in ("tokenizers",)}}
 
 
