@@ -945,8 +945,7 @@ def scale_chunking_section(data: dict[str, Any], goals: list[tuple[str, str, str
             if before
             else ""
         )
-        + "Medians of each code's runs; CPU includes the tokenizer's threads. Code: "
-        f"{', '.join(sorted({r.get('code', data['code']) for r in rows}))}.",
+        + "Medians of each code's runs; CPU includes the tokenizer's threads.",
         "",
     ]
     header = ["corpus", "documents", "chunks", "runs"]
@@ -955,7 +954,7 @@ def scale_chunking_section(data: dict[str, Any], goals: list[tuple[str, str, str
     header += ["now wall s", "now CPU s"]
     if before:
         header += ["wall ÷", "CPU ÷", "same chunks"]
-    header += ["now peak RSS MB", "words remembered", "load avg (1 min)"]
+    header += ["now peak RSS MB", "words remembered", "load avg (1 min)", "code"]
     table = []
     for r in rows:
         now = r["runs"]["now"]
@@ -981,6 +980,7 @@ def scale_chunking_section(data: dict[str, Any], goals: list[tuple[str, str, str
             max(x.get("peak_rss_mb", 0.0) for x in now),
             f"{words:,}" if words else "-",
             f"{loads[0]:.1f}-{loads[-1]:.1f}",
+            r.get("code", data["code"]),
         ]
         table.append(row)
     out += [*_table(header, table), ""]
