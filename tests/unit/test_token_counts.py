@@ -124,6 +124,16 @@ def test_memory_starts_afresh_past_max_words() -> None:
     assert inner.calls[-1] == ["one"]  # forgotten, counted again
 
 
+def test_memory_starts_afresh_past_max_chars() -> None:
+    inner = Recording()
+    counter = SpaceSplitCounter(inner, max_chars=1000)
+    blob = "x" * 2000  # one long unbroken word: remembered, then the budget is spent
+    assert counter([blob, "short"]) == approx_token_counter([blob, "short"])
+    assert counter(["short"]) == [1]
+    assert inner.calls[-1] == ["short"]  # forgotten with the blob, counted again
+    assert counter(["short"]) == [1] and len(inner.calls) == 2
+
+
 def test_a_counter_answering_the_wrong_number_of_counts_is_an_error() -> None:
     counter = SpaceSplitCounter(lambda texts: [1])
     with pytest.raises(ValueError, match="returned 1 counts for 2 texts"):

@@ -96,20 +96,27 @@ class SpaceSplitCounter:
 
     Natural text repeats its words, so after the first few thousand documents nearly
     every word is remembered and a batch costs a ``str.split`` and a lookup a word
-    instead of a tokenizer pass over its characters. At most ``max_words`` counts are
-    kept (about 100 bytes each: 26 MB at the default); past that the memory starts
-    afresh (a new dict: a call running in another thread keeps reading the old one).
+    instead of a tokenizer pass over its characters. At most ``max_words`` counts, of
+    words of at most ``max_chars`` characters in all, are kept (about 100 bytes a word:
+    26 MB at the default; a corpus of long unbroken lines fills the character budget
+    first); past either the memory starts afresh (a new dict: a call running in another
+    thread keeps reading the old one).
     """
 
-    def __init__(self, count: TokenCounter, max_words: int = 1 << 18) -> None:
+    def __init__(
+        self, count: TokenCounter, max_words: int = 1 << 18, max_chars: int = 1 << 23
+    ) -> None:
         self._count = count
         self.max_words = max_words
+        self.max_chars = max_chars
         self._known: dict[str, int] = {"": 0}
+        self._chars = 0
 
     def __call__(self, texts: Sequence[str]) -> list[int]:
         known = self._known
-        if len(known) > self.max_words:
+        if len(known) > self.max_words or self._chars > self.max_chars:
             known = self._known = {"": 0}
+            self._chars = 0
         words = [text.split(" ") for text in texts]
         new = list(set(itertools.chain.from_iterable(words)).difference(known))
         if new:
@@ -119,4 +126,5 @@ class SpaceSplitCounter:
                     f"token counter returned {len(counts)} counts for {len(new)} texts"
                 )
             known.update(zip(new, counts, strict=True))
+            self._chars += sum(map(len, new))
         return [sum(map(known.__getitem__, text_words)) for text_words in words]
