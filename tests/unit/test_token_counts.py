@@ -97,6 +97,13 @@ def test_same_counts_as_the_default_encoders_tokenizer_on_hostile_text(minilm: o
     assert max(expected) > 30  # some word became more tokens than characters were drawn
 
 
+def test_a_token_may_cover_less_than_a_character(minilm: object) -> None:
+    # why "at most one token a non-space character" is no bound for this tokenizer:
+    # its normaliser decomposes a Hangul syllable into three jamo, each a token
+    count = _plain(minilm)
+    assert count(["한", "한국어", "cat"]) == [3, 8, 1]
+
+
 def test_default_encoder_counts_through_the_word_cache(minilm: object) -> None:
     from twokeys.dense.onnx_minilm import OnnxMiniLM
 
