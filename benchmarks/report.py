@@ -1000,7 +1000,8 @@ def scale_chunking_section(data: dict[str, Any], goals: list[tuple[str, str, str
                 f"{wall:,.0f} s wall, {big['median_cpu_s']['now']:,.0f} s CPU at {chunks:,} "
                 f"chunks ({wall / 300:.2f}x the goal)"
                 + (
-                    f"; {before}: {big['median_wall_s'][before]:,.0f} s in the same run"
+                    f"; {before}: {big['median_wall_s'][before]:,.0f} s wall, "
+                    f"{big['median_cpu_s'][before]:,.0f} s CPU in the same run"
                     if before
                     else ""
                 )
