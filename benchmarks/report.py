@@ -21,6 +21,7 @@ benchmarks/.venv/bin/python -m benchmarks vectors --doc-words 32   # as in the t
 benchmarks/.venv/bin/python -m benchmarks scale --sizes 10000 100000 1000000
 benchmarks/.venv/bin/python -m benchmarks scale --sizes 10000 100000 1000000 --query-only
 benchmarks/.venv/bin/python -m benchmarks scale lexical --sizes 10000 100000   # BM25 only
+benchmarks/.venv/bin/python -m benchmarks scale chunking --sizes 100000 1000000 --before dda168a
 benchmarks/.venv/bin/python -m benchmarks report      # rewrite this file from results/
 """
 
@@ -920,6 +921,91 @@ def scale_bm25_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) 
     return out
 
 
+def scale_chunking_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> list[str]:
+    rows = data["rows"]
+    codes = list(rows[0]["median_wall_s"])
+    before = next((c for c in codes if c != "now"), None)
+    out = [
+        "## Chunking stage: the build's reading and chunking alone",
+        "",
+        '`scale chunking`: the build\'s "Reading and chunking" stage alone (`_collect` as '
+        "`build_index` calls it for a new index, GC paused), each run in a fresh process: the "
+        "synthetic corpora with the default encoder's token counter (as the scale builds), "
+        "SciFact with it (real text, the counter's word memory empty at the start) and "
+        "without an encoder (as its lexical-only build: the approximate counter). "
+        + (
+            f"`{before}` is that commit's code, run in alternating rounds with this one, side "
+            "by side; `same chunks`: every chunk's offsets, heading path and text hashed, one "
+            "digest for all runs. "
+            if before
+            else ""
+        )
+        + "Medians of each code's runs; CPU includes the tokenizer's threads.",
+        "",
+    ]
+    header = ["corpus", "documents", "chunks", "runs"]
+    if before:
+        header += ["before wall s", "before CPU s"]
+    header += ["now wall s", "now CPU s"]
+    if before:
+        header += ["wall ÷", "CPU ÷", "same chunks"]
+    header += ["now peak RSS MB", "words remembered", "load avg (1 min)", "code"]
+    table = []
+    for r in rows:
+        now = r["runs"]["now"]
+        row: list[object] = [
+            r["case"],
+            f"{now[0]['documents']:,}",
+            f"{now[0]['chunks']:,}",
+            len(now),
+        ]
+        wall, cpu = r["median_wall_s"], r["median_cpu_s"]
+        if before:
+            row += [wall[before], cpu[before]]
+        row += [wall["now"], cpu["now"]]
+        if before:
+            row += [
+                f"{wall[before] / wall['now']:.2f}x",
+                f"{cpu[before] / cpu['now']:.2f}x",
+                "yes" if r["same_chunks"] else "**no**",
+            ]
+        words = max((x.get("words_remembered") or 0) for x in now)
+        loads = sorted(x["load_average"][0] for runs in r["runs"].values() for x in runs)
+        row += [
+            max(x.get("peak_rss_mb", 0.0) for x in now),
+            f"{words:,}" if words else "-",
+            f"{loads[0]:.1f}-{loads[-1]:.1f}",
+            r.get("code", data["code"]),
+        ]
+        table.append(row)
+    out += [*_table(header, table), ""]
+    big = max(
+        (r for r in rows if r["counter"] == "encoder"),
+        key=lambda r: r["runs"]["now"][0]["chunks"],
+        default=None,
+    )
+    if big is not None:
+        chunks = big["runs"]["now"][0]["chunks"]
+        wall = big["median_wall_s"]["now"]
+        at_1m = chunks >= 1_000_000
+        goals.append(
+            _goal(
+                "1M-chunk build: the chunking stage under 300 s",
+                wall < 300 if at_1m else None,
+                f"{wall:,.0f} s wall, {big['median_cpu_s']['now']:,.0f} s CPU at {chunks:,} "
+                f"chunks ({wall / 300:.2f}x the goal)"
+                + (
+                    f"; {before}: {big['median_wall_s'][before]:,.0f} s wall, "
+                    f"{big['median_cpu_s'][before]:,.0f} s CPU in the same run"
+                    if before
+                    else ""
+                )
+                + ("" if at_1m else " (1M not run)"),
+            )
+        )
+    return out
+
+
 def write_report(path: Path | None = None) -> Path:
     path = path or BENCH_DIR / "RESULTS.md"
     goals: list[tuple[str, str, str]] = []
@@ -932,6 +1018,7 @@ def write_report(path: Path | None = None) -> Path:
         ("vectors", vectors_section),
         ("scale", scale_section),
         ("scale-bm25", scale_bm25_section),
+        ("scale-chunking", scale_chunking_section),
     ):
         data = _load(name)
         if data is None:

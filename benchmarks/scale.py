@@ -29,6 +29,12 @@ for a per-stage breakdown.
 indexes built without embeddings (minutes, not hours, at 1M): ``Index.search(mode=
 "bm25")`` against bm25s' default and numba backends (``results/scale-bm25.json``).
 
+``python -m benchmarks scale chunking --sizes 100000 1000000 --before dda168a``: the
+build's "Reading and chunking" stage alone (``_collect`` as ``build_index`` calls it, the
+default encoder's token counter; SciFact with none, as its lexical-only build), in fresh
+processes, and with ``--before`` an older commit's code in alternating rounds, side by
+side, its chunks compared by digest (``results/scale-chunking.json``).
+
 Run: ``python -m benchmarks scale`` (10k and 100k; ``--sizes 1000000`` adds 1M, about
 two hours on this machine, mostly chunking and the HNSW graph; rows of earlier runs are
 kept). ``--query-only`` re-queries indexes built earlier. The pool's real vectors are
@@ -46,6 +52,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -702,6 +709,128 @@ def run_lexical(sizes: Sequence[int]) -> dict[str, Any]:
     }
 
 
+# -- the chunking stage alone --------------------------------------------------------------
+
+
+class _NoWriter:
+    """What ``_collect`` asks of a writer when building a new index: nothing kept."""
+
+    excluded: tuple[Path, ...] = ()
+
+    def keep(self, info: object) -> None:
+        del info
+
+    def delete(self, ids: object) -> None:
+        del ids
+
+
+def chunking_child(corpus: Path, counter: str) -> dict[str, Any]:
+    """The build's "Reading and chunking" stage alone, in this process: ``_collect`` as
+    ``build_index`` calls it for a new index (GC paused), with the default encoder's
+    token counter (``counter="encoder"``) or none (``"approx"``: a lexical-only build's
+    approximate counter). Wall and CPU seconds (the tokenizer's threads included) and a
+    digest of every chunk, so that two versions of the code can be compared."""
+    import gc
+
+    from twokeys.indexer import IndexOptions, IndexReport, _collect
+
+    encoder = None
+    if counter == "encoder":
+        from twokeys.dense.onnx_minilm import OnnxMiniLM
+
+        encoder = OnnxMiniLM()  # loading the model is not chunking
+    gc.collect()
+    gc.disable()  # as build_index does around the stage
+    start, cpu = time.perf_counter(), time.process_time()
+    changed = _collect(
+        corpus,
+        _NoWriter(),  # type: ignore[arg-type]
+        {},
+        IndexOptions(),
+        encoder,
+        lambda _name, _total: lambda _n: None,
+        lambda _skipped: None,
+        IndexReport(),
+    )
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    gc.enable()
+    digest = hashlib.sha256()
+    for _, chunks in changed:
+        for c in chunks:
+            row = (c.doc_id, c.position, c.start, c.end, c.heading_path, c.text)
+            digest.update(repr(row).encode("utf-8") + b"\0")
+    known = getattr(getattr(encoder, "_count", None), "_known", None)  # its word counts
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "peak_rss_mb": peak_rss_mb(),
+        "words_remembered": len(known) if known is not None else None,
+        "documents": len(changed),
+        "chunks": sum(len(chunks) for _, chunks in changed),
+        "digest": digest.hexdigest(),
+        "load_average": os.getloadavg(),
+    }
+
+
+def _code_at(rev: str) -> Path:
+    """``src/`` of commit ``rev``, unpacked once under the scratch folder."""
+    target = WORK / f"code-{rev}"
+    if not (target / "src").is_dir():
+        target.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "archive", rev, "src"], cwd=RESULTS.parent.parent, capture_output=True
+        )
+        if archive.returncode != 0:
+            raise RuntimeError(f"git archive {rev}: {archive.stderr.decode().strip()}")
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
+    return target / "src"
+
+
+def run_chunking(sizes: Sequence[int], before: str | None, rounds: int) -> dict[str, Any]:
+    """The chunking stage on synthetic corpora of ``sizes`` documents (the default
+    encoder's counter, as the scale builds) and on SciFact (no encoder, as its
+    lexical-only build), each run in a fresh subprocess; with ``before``, that commit's
+    code in alternating rounds, side by side."""
+    here = RESULTS.parent.parent / "src"
+    codes = {"now": here} | ({f"before ({before})": _code_at(before)} if before else {})
+    scifact = DATA / "scifact" / "corpus.jsonl"
+    cases = [(f"synthetic {size:,}", make_corpus(size), "encoder") for size in sizes]
+    cases += [("scifact, no encoder", scifact, "approx"), ("scifact", scifact, "encoder")]
+    rows = []
+    for name, corpus, counter in cases:
+        runs: dict[str, list[dict[str, Any]]] = {code: [] for code in codes}
+        for r in range(rounds):
+            order = list(codes) if r % 2 == 0 else list(reversed(codes))
+            for code in order:
+                log(f"chunking {name}, {code}, round {r + 1}")
+                env = {"PYTHONPATH": str(codes[code])}
+                args = ["chunking-child", "--corpus", str(corpus), "--counter", counter]
+                runs[code].append(run_child("scale", args, env))
+        digests = {run["digest"] for code_runs in runs.values() for run in code_runs}
+        rows.append(
+            {
+                "case": name,
+                "counter": counter,
+                "code": _code(),
+                "same_chunks": len(digests) == 1,
+                "runs": runs,
+                "median_wall_s": {
+                    c: statistics.median(x["wall_s"] for x in v) for c, v in runs.items()
+                },
+                "median_cpu_s": {
+                    c: statistics.median(x["cpu_s"] for x in v) for c, v in runs.items()
+                },
+            }
+        )
+    previous = RESULTS / "scale-chunking.json"
+    if previous.exists():  # keep the rows of corpora not run this time
+        done = {r["case"] for r in rows}
+        kept = json.loads(previous.read_text(encoding="utf-8")).get("rows", [])
+        rows = [r for r in kept if r["case"] not in done] + rows
+    rows.sort(key=lambda r: (r["counter"] == "approx", r["runs"]["now"][0]["documents"]))
+    return {"rows": rows, "code": _code(), "versions": {p: version(p) for p in ("tokenizers",)}}
+
+
 # -- run, plot ----------------------------------------------------------------------------
 
 
@@ -844,7 +973,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         "action",
         nargs="?",
         default="all",
-        choices=("all", "make", "embed-pool", "build", "query", "cold", "lexical", "lexical-child"),
+        choices=(
+            "all",
+            "make",
+            "embed-pool",
+            "build",
+            "query",
+            "cold",
+            "lexical",
+            "lexical-child",
+            "chunking",
+            "chunking-child",
+        ),
     )
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -853,6 +993,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--query-only", action="store_true", help="re-query the indexes of an earlier run"
     )
     parser.add_argument("--workers", type=int, default=1, help="embed-pool: processes")
+    parser.add_argument(
+        "--before", help="chunking: also time this commit's code, side by side (e.g. dda168a)"
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="chunking: runs of each code")
+    parser.add_argument("--corpus", type=Path, help="chunking-child: the corpus")
+    parser.add_argument("--counter", choices=("encoder", "approx"), default="encoder")
     args = parser.parse_args(argv)
     if args.action == "make":
         print(make_corpus(args.size))
@@ -870,6 +1016,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(json.dumps(cold_child(args.size)))
     elif args.action == "lexical-child":
         print(json.dumps(lexical_child(args.size)))
+    elif args.action == "chunking-child":
+        print(json.dumps(chunking_child(args.corpus, args.counter)))
+    elif args.action == "chunking":
+        result = run_chunking(args.sizes, args.before, args.rounds)
+        log(f"wrote {save_result('scale-chunking', result)}")
     elif args.action == "lexical":
         log(f"wrote {save_result('scale-bm25', run_lexical(args.sizes))}")
     else:

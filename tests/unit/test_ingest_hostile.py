@@ -132,6 +132,27 @@ def test_lone_surrogates_in_jsonl_records_are_replaced_and_named(tmp_path: Path)
     assert not any(has_surrogates(d.text + d.title + d.id) for d in docs)
 
 
+def test_every_lone_surrogate_escape_is_found_in_any_field_and_hex_case(tmp_path: Path) -> None:
+    # a line is searched field by field only when it holds an escape of D800-DFFF; every
+    # such escape, in lower or upper case hex, in any field, must still be repaired
+    lines = []
+    codes = [*range(0xD800, 0xE000, 0x7F), 0xDBFF, 0xDC00, 0xDFFF]
+    fields = ["_id", "title", "text", "metadata"]
+    for n, code in enumerate(codes):
+        escape = f"\\u{code:04x}" if n % 2 else f"\\u{code:04X}"
+        field = fields[n % 4]
+        record = {"_id": f"r{n}", "title": "t", "text": "body", "metadata": {"k": "v"}}
+        raw = json.dumps(record)
+        old = {"_id": f'"r{n}"', "title": '"t"', "text": '"body"', "metadata": '"v"'}[field]
+        lines.append(raw.replace(old, old[:-1] + escape + '"', 1))
+    corpus = _write(tmp_path / "corpus.jsonl", "\n".join(lines) + "\n")
+    docs, notes = _load(corpus)
+    assert len(docs) == len(codes) and len(notes) == len(codes)
+    for doc in docs:
+        assert not has_surrogates(doc.text + doc.title + doc.id + json.dumps(doc.metadata))
+        assert "\ufffd" in doc.text + doc.title + doc.id + str(doc.metadata)
+
+
 def test_records_without_text_or_title_are_skipped_by_name(tmp_path: Path) -> None:
     lines = [
         {"_id": "1", "text": "", "title": ""},
