@@ -45,3 +45,15 @@ def test_answers_on_the_support_kb(kb_path: Path) -> None:
     assert test.context_recall is not None and test.context_recall >= 0.94
     assert test.false_abstention is not None and test.false_abstention <= 0.05
     assert "qualifies for a full refund" in refund.text
+
+
+def test_table_rows_and_code_comments_are_quoted(kb_path: Path) -> None:
+    # facts the pages give only in a table row, a code comment, or a list item whose
+    # heading names the release
+    with open_index(kb_path) as kb:
+        view = ask(kb, "What is the horizontal field of view of the Lumatek Cam Exterior?")
+        verify = ask(kb, "What does lmtk-sign verify check?")
+        quiet = ask(kb, "Which Studio release added the --quiet option to the command-line tool?")
+    assert "Model: Lumatek Cam Exterior; Horizontal field of view: 130 degrees" in view.text
+    assert "Verify a downloaded manifest against the public release key" in verify.text
+    assert "1.2.9 \u2014 Added the `--quiet` option" in quiet.text
