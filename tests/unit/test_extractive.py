@@ -227,3 +227,31 @@ def test_a_list_item_is_shown_under_its_heading_and_prose_alone() -> None:
     assert "- 1.2.9 \u2014 Added the `--quiet` option to the command-line tool. [1]" in answer
     answer = _answer(_context(RELEASES), "which certificates were updated?")
     assert "- The release also updated the bundled certificates. [1]" in answer
+
+
+def test_a_word_of_the_page_heading_counts_for_each_of_its_sentences() -> None:
+    # both sections are "Coverage"; only the page heading says which product
+    blocks = tuple(
+        Block(
+            number=n,
+            path=f"{product.lower()}.md",
+            title=product,
+            heading_path=(product, "Coverage"),
+            text=text,
+            chunk_ids=(f"c{n}",),
+            queries=(0,),
+            tokens=len(text.split()),
+            trimmed=False,
+        )
+        for n, (product, text) in enumerate(
+            [
+                ("Hubs", "The warranty lasts three years."),
+                ("Cameras", "The warranty lasts two years."),
+            ],
+            1,
+        )
+    )
+    quotes = _quoted(
+        PackedContext(blocks, (), ()), "how long is the warranty of cameras", per_query=1
+    )
+    assert quotes == ["The warranty lasts two years."]

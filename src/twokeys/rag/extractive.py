@@ -15,8 +15,9 @@ Each candidate is scored by both sensors:
 
 * *lexical*: the query terms it contains, each weighted by its rarity among the
   context's units (``ln(1 + N / df)``), as a share of the whole query's weight; the
-  words of the heading right above it (and a row's header) count at
-  :data:`HEADING_SHARE`, and a comment carries the terms of the code it describes;
+  words of its headings (the heading right above it, and its chunk's heading path,
+  which names what the whole page and section are about) and of a row's header count
+  at :data:`HEADING_SHARE`, and a comment carries the terms of the code it describes;
 * *dense* (when the index has an encoder): the cosine between the sub-query and the
   unit (a row with its header, a comment without its code), so a paraphrase ("money
   back if it arrived broken") finds the sentence that answers it ("delivered in a
@@ -68,7 +69,7 @@ RELATIVE_FLOOR = 0.5  # a further quote scores at least half the best one (lexic
 DENSE_FLOOR = 0.8  # with the dense model: at least this share of the best score (dev)
 LEXICAL_SHARE = 0.6  # what the lexical share adds to the cosine (set on the dev split)
 NEIGHBOUR_FLOOR = 0.6  # a sentence next to a quote, in its paragraph, joins at this share
-HEADING_SHARE = 0.5  # a query word in the sentence's own heading counts half (set on dev)
+HEADING_SHARE = 0.5  # a query word in the sentence's headings counts half (set on dev)
 _LIST_MARKER = re.compile(r"^(?:[-*+]|\d{1,9}[.)])\s+")
 _RULE_CELL = re.compile(r":?-{3,}:?")
 _COMMENT = re.compile(r"^\s*(?:#(?!!)|//)\s*(\S.*?)\s*$")
@@ -273,9 +274,10 @@ def extract(
         raise ConfigError(f"per_query: must be >= 1, got {per_query}")
     sentences = _sentences(context)
     terms = [set(text_terms(s.words)) | set(text_terms(s.introduces)) for s in sentences]
-    # the words of a sentence's own (innermost) heading count too, at HEADING_SHARE
+    # the words of its headings (and a row's header) count too, at HEADING_SHARE: a page
+    # about lumatek-cli is about it in every sentence, whether or not the sentence says so
     above = [
-        set(text_terms(f"{s.section}\n{s.header}")) - ts
+        set(text_terms(f"{s.section}\n{s.header}\n{s.heading}")) - ts
         for s, ts in zip(sentences, terms, strict=True)
     ]
     df = Counter(t for ts in terms for t in ts)
