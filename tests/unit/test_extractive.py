@@ -152,3 +152,106 @@ def test_each_part_quotes_its_own_blocks() -> None:
         text_terms=_terms,
     )
     assert [(q.query, q.number) for q in result.quotes] == [(0, 1), (1, 2)]
+
+
+def _answer(context: PackedContext, *queries: str, **kwargs: object) -> str:
+    result = extract(context, queries, query_terms=_terms, text_terms=_terms, **kwargs)  # type: ignore[arg-type]
+    return result.text
+
+
+CLI_GUIDE = """## Exit codes
+
+| Code | Meaning |
+| --- | --- |
+| 0 | Success |
+| 3 | Not signed in |
+| 4 | Hub unreachable |
+
+## Signing
+
+```sh
+# Verify a downloaded manifest against the public release key
+lmtk-sign verify --manifest hub-fw.manifest
+#!/bin/sh
+```
+"""
+
+
+def test_a_table_row_is_quoted_with_its_header_and_heading() -> None:
+    quotes = _quoted(_context(CLI_GUIDE), "Which exit code means not signed in?")
+    assert quotes == ["Code: 3; Meaning: Not signed in"]
+    assert "- Exit codes \u2014 Code: 3; Meaning: Not signed in [1]" in _answer(
+        _context(CLI_GUIDE), "Which exit code means not signed in?"
+    )
+
+
+def test_a_table_gives_one_row_per_part() -> None:
+    # every row holds the header's words; only the best row of the table is quoted
+    similarity = _cosine_by_phrase({"Hub unreachable": 0.9, "Success": 0.85, "signed": 0.85})
+    quotes = _quoted(_context(CLI_GUIDE), "what does code 4 mean?", similarity=similarity)
+    assert quotes == ["Code: 4; Meaning: Hub unreachable"]
+
+
+def test_a_code_comment_is_found_by_its_command_and_quoted_with_it() -> None:
+    quotes = _quoted(_context(CLI_GUIDE), "What does lmtk-sign verify check?")
+    assert quotes == [
+        "Verify a downloaded manifest against the public release key: "
+        "`lmtk-sign verify --manifest hub-fw.manifest`"
+    ]
+
+
+def test_the_dense_model_reads_a_comment_without_its_code() -> None:
+    read: list[str] = []
+
+    def similarity(query: str, sentences: Sequence[str]) -> list[float]:
+        read.extend(sentences)
+        return [0.5] * len(sentences)
+
+    _quoted(_context(CLI_GUIDE), "What does lmtk-sign verify check?", similarity=similarity)
+    assert "Verify a downloaded manifest against the public release key" in read
+    assert "Code: 4; Meaning: Hub unreachable" in read  # a row with its header
+    assert not any("#!/bin/sh" in s or "lmtk-sign" in s for s in read)
+
+
+RELEASES = """### 1.2.9
+
+- Added the `--quiet` option to the command-line tool.
+- Fixed a crash on start-up.
+
+The release also updated the bundled certificates.
+"""
+
+
+def test_a_list_item_is_shown_under_its_heading_and_prose_alone() -> None:
+    answer = _answer(_context(RELEASES), "which release added the quiet option?")
+    assert "- 1.2.9 \u2014 Added the `--quiet` option to the command-line tool. [1]" in answer
+    answer = _answer(_context(RELEASES), "which certificates were updated?")
+    assert "- The release also updated the bundled certificates. [1]" in answer
+
+
+def test_a_word_of_the_page_heading_counts_for_each_of_its_sentences() -> None:
+    # both sections are "Coverage"; only the page heading says which product
+    blocks = tuple(
+        Block(
+            number=n,
+            path=f"{product.lower()}.md",
+            title=product,
+            heading_path=(product, "Coverage"),
+            text=text,
+            chunk_ids=(f"c{n}",),
+            queries=(0,),
+            tokens=len(text.split()),
+            trimmed=False,
+        )
+        for n, (product, text) in enumerate(
+            [
+                ("Hubs", "The warranty lasts three years."),
+                ("Cameras", "The warranty lasts two years."),
+            ],
+            1,
+        )
+    )
+    quotes = _quoted(
+        PackedContext(blocks, (), ()), "how long is the warranty of cameras", per_query=1
+    )
+    assert quotes == ["The warranty lasts two years."]

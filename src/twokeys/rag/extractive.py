@@ -1,24 +1,37 @@
 """The answer without a language model: the best sentences of each part's own evidence,
 cited.
 
-For each sub-query, the candidates are the sentences of the blocks that sub-query
+For each sub-query, the candidates are the quotable units of the blocks that sub-query
 brought into the context (so a part never quotes another part's evidence; when its own
-blocks hold no matching sentence, every block is searched). Each candidate is scored by
-both sensors:
+blocks hold no matching unit, every block is searched):
+
+* prose sentences and list items;
+* table rows, each cell after its column's header (``Code: 4; Meaning: Hub
+  unreachable``): the header says what the cells mean;
+* whole-line comments of a fenced code block (``# Verify a downloaded manifest ...``),
+  quoted with the code line after them.
+
+Each candidate is scored by both sensors:
 
 * *lexical*: the query terms it contains, each weighted by its rarity among the
-  context's sentences (``ln(1 + N / df)``), as a share of the whole query's weight;
+  context's units (``ln(1 + N / df)``), as a share of the whole query's weight; the
+  words of its headings (the heading right above it, and its chunk's heading path,
+  which names what the whole page and section are about) and of a row's header count
+  at :data:`HEADING_SHARE`, and a comment carries the terms of the code it describes;
 * *dense* (when the index has an encoder): the cosine between the sub-query and the
-  sentence, so a paraphrase ("money back if it arrived broken") finds the sentence that
-  answers it ("delivered in a defective condition ... full refund") with no word in
-  common.
+  unit (a row with its header, a comment without its code), so a paraphrase ("money
+  back if it arrived broken") finds the sentence that answers it ("delivered in a
+  defective condition ... full refund") with no word in common.
 
 The score is ``cosine + LEXICAL_SHARE * lexical`` (``lexical`` alone without an
-encoder); ties go to the earlier block and sentence. The best ``per_query`` sentences
+encoder); ties go to the earlier block and sentence. The best ``per_query`` units
 (that score at least :data:`DENSE_FLOOR`, or :data:`RELATIVE_FLOOR` without an encoder,
-of the best) are quoted as written, each followed by its block's citation ``[n]``; each
-quote remembers the heading of the chunk it comes from, so a block merged from several
-sections cites the right one. Headings, table rows and code are not quoted. Terms come
+of the best; one row per table, as a row answers one lookup and every row holds its
+table's header words) are quoted as written, each followed by its block's citation
+``[n]``; a row, a list item or a comment, a fragment of a larger structure, is shown
+after the heading right above it (``1.2.9 — Added the --quiet option``), prose
+stands alone. Each quote remembers the heading of the chunk it comes from, so a block
+merged from several sections cites the right one. Headings are not quoted. Terms come
 from the index's own analyzer, so ``ZX-4821`` matches only ``ZX-4821``.
 
 A fact often spans two sentences, and the dense model often ranks the sentence that
@@ -30,7 +43,8 @@ blank line ("choose one that:", then the items) brings the items that score at l
 :data:`NEIGHBOUR_FLOOR` of the best, or else its best item: the lead-in alone says
 nothing. A lead-in to a code block or table ("Remove old
 bundles from the Hub shell:") carries that block's terms, so a question about
-``hubctl diag purge`` finds the sentence that says what the command is for.
+``hubctl diag purge`` finds the sentence that says what the command is for. Rows and
+comments are read alone.
 """
 
 from __future__ import annotations
@@ -40,10 +54,12 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from twokeys.errors import ConfigError
-from twokeys.rag.packing import PackedContext
+from twokeys.rag.packing import Block, PackedContext
 from twokeys.text.sentences import split_sentences
+from twokeys.types import HEADING_SEPARATOR
 
 Terms = Callable[[str], list[str]]
 Similarity = Callable[[str, Sequence[str]], list[float]]
@@ -53,8 +69,11 @@ RELATIVE_FLOOR = 0.5  # a further quote scores at least half the best one (lexic
 DENSE_FLOOR = 0.8  # with the dense model: at least this share of the best score (dev)
 LEXICAL_SHARE = 0.6  # what the lexical share adds to the cosine (set on the dev split)
 NEIGHBOUR_FLOOR = 0.6  # a sentence next to a quote, in its paragraph, joins at this share
-HEADING_SHARE = 0.5  # a query word in the sentence's own heading counts half (set on dev)
+HEADING_SHARE = 0.5  # a query word in the sentence's headings counts half (set on dev)
 _LIST_MARKER = re.compile(r"^(?:[-*+]|\d{1,9}[.)])\s+")
+_RULE_CELL = re.compile(r":?-{3,}:?")
+_COMMENT = re.compile(r"^\s*(?:#(?!!)|//)\s*(\S.*?)\s*$")
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
 
 EXTRACTIVE_NOTE = (
     "Extractive answer (no language model configured): the most relevant sentences from "
@@ -71,6 +90,7 @@ class Quote:
     number: int
     query: int  # the sub-query it answers
     heading: str = ""
+    label: str = ""  # the heading shown before a row, item or comment: what it is about
 
 
 @dataclass(frozen=True)
@@ -83,55 +103,156 @@ class Extract:
         return tuple(sorted({q.number for q in self.quotes}))
 
 
+Kind = Literal["sentence", "item", "row", "comment"]
+
+
 @dataclass(frozen=True, slots=True)
 class _Sentence:
+    """A quotable unit: a prose sentence, a list item, a table row, a code comment."""
+
     number: int  # block
-    text: str
-    heading: str
     queries: frozenset[int]  # sub-queries whose blocks hold it
+    section: str  # the heading right above it: what a row, item or comment is about
+    text: str  # as quoted: a row as "Header: cell; ...", a comment with its code line
+    heading: str  # the heading path of the chunk it comes from
     paragraph: int  # sentences with the same number are read together (no blank line, heading)
-    introduces: str = ""  # a lead-in's code block or table, whose terms it carries
-    item: bool = False  # written as a list item
+    introduces: str = ""  # a lead-in's code or table, a comment's code: terms it carries
+    kind: Kind = "sentence"
+    table: int = 0  # a row's table (numbered from 1 across the context)
+    own: str = ""  # when not ``text``, the words that are its own: a row's cells, a comment
+    header: str = ""  # a row's header cells: they name its cells, weighed like a heading
+
+    @property
+    def words(self) -> str:
+        return self.own or self.text
+
+    @property
+    def read(self) -> str:
+        """What the dense model reads: a row with its header, a comment without its code."""
+        return self.text if self.kind == "row" else self.words
+
+    @property
+    def item(self) -> bool:
+        return self.kind == "item"
 
 
 def _sentences(context: PackedContext) -> list[_Sentence]:
-    """The quotable sentences of the context's blocks, in reading order."""
+    """The quotable units of the context's blocks, in reading order (module docstring)."""
     out: list[_Sentence] = []
-    paragraph = 0
+    paragraph = tables = 0
     for block in context.blocks:
         paragraph += 1
         spans = split_sentences(block.text)
+        pieces = [block.text[a:b] for a, b in spans]
         previous_end = 0
-        for k, (a, b) in enumerate(spans):
-            piece = block.text[a:b]
+        heading_line: tuple[int, str] | None = None  # the last heading line read, and where
+        header: list[str] | None = None  # the header cells of the table being read
+        in_table = False
+        for k, ((a, b), piece) in enumerate(zip(spans, pieces, strict=True)):
             if "\n\n" in block.text[previous_end:a].replace(" ", ""):
                 paragraph += 1
             previous_end = b
+            lead = piece.lstrip()
+            where = (block.number, frozenset(block.queries), _section(block, a, heading_line))
+            if lead.startswith("|"):
+                if not in_table:
+                    in_table, tables = True, tables + 1
+                cells = _cells(lead)
+                following = pieces[k + 1].lstrip() if k + 1 < len(pieces) else ""
+                if following.startswith("|") and _is_rule(_cells(following)):
+                    header = cells  # the header row: it names the cells of the rows below
+                elif not _is_rule(cells) and len((row := _row(cells, header)).split()) >= 3:
+                    paragraph += 1  # a row is read alone
+                    at = block.heading_at(a)
+                    plain, named = _row(cells, None), " ".join(header or ())
+                    out.append(
+                        _Sentence(*where, row, at, paragraph, "", "row", tables, plain, named)
+                    )
+                    paragraph += 1
+                continue
+            header, in_table = None, False
+            if lead.startswith(("```", "~~~")):
+                for offset, comment, code in _comments(piece):
+                    paragraph += 1  # a comment is read alone
+                    at = block.heading_at(a + offset)
+                    quoted = f"{comment}: `{code.partition(chr(10))[0]}`" if code else comment
+                    out.append(
+                        _Sentence(*where, quoted, at, paragraph, code, "comment", own=comment)
+                    )
+                    paragraph += 1
+                continue
             if not _quotable(piece):
-                if piece.lstrip().startswith("#"):
+                if lead.startswith("#"):
                     paragraph += 1  # a heading closes the paragraph before it
+                    heading_line = (a, lead.lstrip("#").strip())
                 continue
             introduces = ""
             if piece.rstrip().endswith(":"):
                 # the unquotable pieces it leads into: a code block, table rows
                 shown = []
-                for c, d in spans[k + 1 :]:
-                    following = block.text[c:d]
+                for following in pieces[k + 1 :]:
                     if _quotable(following) or following.lstrip().startswith("#"):
                         break
                     shown.append(following)
                 introduces = "\n".join(shown)
-            out.append(
-                _Sentence(
-                    block.number,
-                    _LIST_MARKER.sub("", " ".join(piece.split())),
-                    block.heading_at(a),
-                    frozenset(block.queries),
-                    paragraph,
-                    introduces,
-                    bool(_LIST_MARKER.match(piece.lstrip())),
-                )
-            )
+            kind: Kind = "item" if _LIST_MARKER.match(lead) else "sentence"
+            text = _LIST_MARKER.sub("", " ".join(piece.split()))
+            out.append(_Sentence(*where, text, block.heading_at(a), paragraph, introduces, kind))
+    return out
+
+
+def _section(block: Block, offset: int, heading_line: tuple[int, str] | None) -> str:
+    """The innermost heading above character ``offset`` of the block: a heading line of
+    its text, unless a chunk (whose heading is in its path, not its text) starts after it."""
+    start = max((s for s, _ in block.parts if s <= offset), default=0)
+    if heading_line is not None and heading_line[0] >= start:
+        return heading_line[1]
+    return block.heading_at(offset).rpartition(HEADING_SEPARATOR)[2]
+
+
+def _cells(row: str) -> list[str]:
+    """The cells of a Markdown table row, ``| a | b |``, stripped."""
+    body = row.strip()
+    body = body[1:] if body.startswith("|") else body
+    body = body[:-1] if body.endswith("|") else body
+    return [" ".join(cell.split()) for cell in body.split("|")]
+
+
+def _is_rule(cells: Sequence[str]) -> bool:
+    """Whether a row is the ``| --- | :-: |`` line under a table's header."""
+    return all(_RULE_CELL.fullmatch(c) for c in cells)
+
+
+def _row(cells: Sequence[str], header: Sequence[str] | None) -> str:
+    """A table row as a sentence: each cell after its column's header, ``Code: 4;
+    Meaning: Hub unreachable`` (the cells alone when the block holds no header)."""
+    if header is None or len(header) != len(cells):
+        return "; ".join(c for c in cells if c)
+    return "; ".join(f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=True) if c)
+
+
+def _comments(fence: str) -> list[tuple[int, str, str]]:
+    """The whole-line comments of a fenced code block (``# ...``, ``// ...``; not ``#!``),
+    each with its offset in ``fence``, its text, and the code lines after it up to the
+    next comment or blank line (what it describes)."""
+    out: list[tuple[int, str, str]] = []
+    lines = fence.split("\n")
+    offset = len(lines[0]) + 1
+    starts = []
+    for line in lines[1:]:
+        starts.append(offset)
+        offset += len(line) + 1
+    body = list(zip(starts, lines[1:], strict=True))
+    for i, (at, line) in enumerate(body):
+        m = _COMMENT.match(line)
+        if m is None or len(m.group(1).split()) < 3:
+            continue
+        code = []
+        for _, after in body[i + 1 :]:
+            if not after.strip() or _COMMENT.match(after) or _FENCE.match(after):
+                break
+            code.append(after.strip())
+        out.append((at, m.group(1).rstrip(":"), "\n".join(code)))
     return out
 
 
@@ -152,10 +273,11 @@ def extract(
     if per_query < 1:
         raise ConfigError(f"per_query: must be >= 1, got {per_query}")
     sentences = _sentences(context)
-    terms = [set(text_terms(s.text)) | set(text_terms(s.introduces)) for s in sentences]
-    # the words of a sentence's own (innermost) heading count too, at HEADING_SHARE
+    terms = [set(text_terms(s.words)) | set(text_terms(s.introduces)) for s in sentences]
+    # the words of its headings (and a row's header) count too, at HEADING_SHARE: a page
+    # about lumatek-cli is about it in every sentence, whether or not the sentence says so
     above = [
-        set(text_terms(s.heading.rpartition(" > ")[2])) - ts
+        set(text_terms(f"{s.section}\n{s.header}\n{s.heading}")) - ts
         for s, ts in zip(sentences, terms, strict=True)
     ]
     df = Counter(t for ts in terms for t in ts)
@@ -179,7 +301,7 @@ def extract(
         own = [i for i, s in enumerate(sentences) if qi in s.queries and i not in seen]
         if not any(lexical[i] > 0 for i in own) and similarity is None:
             own = [i for i in range(n) if i not in seen]  # fall back to the whole context
-        ranked = _rank(query, own, sentences, lexical, similarity)
+        ranked = _one_row_per_table(_rank(query, own, sentences, lexical, similarity), sentences)
         if not ranked:
             continue
         best = ranked[0][0]
@@ -206,8 +328,26 @@ def extract(
         for si in chosen:
             seen.add(si)
             s = sentences[si]
-            quotes.append(Quote(s.text, s.number, qi, s.heading))
+            quotes.append(Quote(s.text, s.number, qi, s.heading, _label(s)))
     return Extract(tuple(quotes), _render(quotes, queries, unanswered))
+
+
+def _one_row_per_table(
+    ranked: Sequence[tuple[float, int]], sentences: Sequence[_Sentence]
+) -> list[tuple[float, int]]:
+    """``ranked`` without the rows of a table after its best one: a row answers one
+    lookup, and the rows of a table share its header, so without this the rows of a
+    table whose header echoes the question fill every quote."""
+    tables: set[int] = set()
+    out = []
+    for score, i in ranked:
+        table = sentences[i].table
+        if table:
+            if table in tables:
+                continue
+            tables.add(table)
+        out.append((score, i))
+    return out
 
 
 def _neighbours(sentences: Sequence[_Sentence], i: int) -> list[int]:
@@ -253,12 +393,22 @@ def _rank(
     if similarity is None:
         scored = [(lexical[i], i) for i in candidates if lexical[i] > 0]
     else:
-        cosines = similarity(query, [sentences[i].text for i in candidates])
+        cosines = similarity(query, [sentences[i].read for i in candidates])
         scored = [
             (cos + LEXICAL_SHARE * lexical[i], i)
             for cos, i in zip(cosines, candidates, strict=True)
         ]
     return sorted(scored, key=lambda si: (-si[0], si[1]))
+
+
+def _label(s: _Sentence) -> str:
+    """The heading shown before a quote that is a fragment of a structure (a table row, a
+    list item, a code comment), unless the quote already says it; prose stands alone."""
+    if s.kind == "sentence" or not s.section:
+        return ""
+    if " ".join(s.section.lower().split()) in " ".join(s.text.lower().split()):
+        return ""
+    return s.section
 
 
 def _quotable(sentence: str) -> bool:
@@ -279,5 +429,8 @@ def _render(quotes: Sequence[Quote], queries: Sequence[str], unanswered: Collect
             lines.append(f"{query}:")
         if qi in unanswered:
             lines.append(f"- {UNANSWERED}")
-        lines.extend(f"- {q.text} [{q.number}]" for q in mine)
+        lines.extend(
+            f"- {q.label} — {q.text} [{q.number}]" if q.label else f"- {q.text} [{q.number}]"
+            for q in mine
+        )
     return "\n".join(lines)

@@ -14,7 +14,9 @@ sub-query:
   chunk contains, not even inside a longer token (``/api/limits`` is written in
   ``http://lumatek-hub.local/api/limits``, a term of its own that BM25 indexes whole
   and by parts; letters-only identifiers are looked for that way, while one with a
-  digit must match whole, as in search), and *unseen names*: capitalised words past a
+  digit must match whole, as in search; a dotted qualified name such as
+  ``ftplib.FTP.getwelcome`` is found when one chunk holds each of its dotted parts as
+  a word, see :func:`_held_by_parts`), and *unseen names*: capitalised words past a
   sentence's start (``VPN``, ``Kubernetes``, ``Chromebook``) that no chunk contains;
 * *unseen phrases*: runs of two or more capitalised words past a sentence's start
   (``Lumatek Smart Lock``) whose words the index holds but never side by side: no chunk
@@ -152,7 +154,11 @@ def retrieval_confidence(index: Index, query: str) -> Confidence:
     phrases = tuple(
         p for p in _name_runs(query) if not names and _indexed(index, p) and not _held(index, p)
     )
-    inside = tuple(m for m in features.missing_identifiers if _written_inside(index, m))
+    inside = tuple(
+        m
+        for m in features.missing_identifiers
+        if _written_inside(index, m) or _held_by_parts(index, m)
+    )
     missing = tuple(m for m in features.missing_identifiers if m not in inside)
     return Confidence(
         query,
@@ -233,6 +239,37 @@ def _written_inside(index: Index, identifier: str) -> bool:
     right = "" if not identifier[-1].isalnum() else r"(?![^\W_])"
     pattern = re.compile(left + re.escape(identifier) + right, re.IGNORECASE)
     return any(pattern.search(text) for text in indexed_texts(index.backend, rows))
+
+
+_DOTTED_NAME = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)+")
+
+
+def _held_by_parts(index: Index, identifier: str) -> bool:
+    """Whether some chunk holds each dotted part of a qualified name (a query term) as a
+    word of its own: ``ftplib.FTP.getwelcome`` in a chunk of the ``ftplib`` page that
+    writes ``FTP.getwelcome()``, ``select.poll.unregister`` where the page on ``select``
+    writes ``poll.unregister(fd)``. Documentation names a member by a shorter path
+    than its fully qualified one, the rest being the page or section it sits in.
+
+    Only names whose parts all start with a letter or ``_`` qualify (``os.path.join``,
+    ``imaplib.IMAP4``): a version or address (``1.2.10``, ``v5.0``, ``qwen2.5``) still
+    matches whole, as digit-bearing identifiers do in search. A part is matched whole,
+    case aside, at word boundaries (``path`` is not in ``sys_path``). The chunks read
+    are BM25's best :data:`PHRASE_CANDIDATES` for the parts' terms."""
+    if not _DOTTED_NAME.fullmatch(identifier):
+        return False
+    parts = identifier.split(".")
+    lexical = index.backend.lexical
+    terms = [t for t in index.analyzer.query_terms(" ".join(parts)) if lexical.has_term(t)]
+    if not terms:
+        return False
+    rows = [hit.row for hit in lexical.search(terms, PHRASE_CANDIDATES)]
+    words = [
+        re.compile(r"(?<!\w)" + re.escape(part) + r"(?!\w)", re.IGNORECASE)
+        for part in dict.fromkeys(parts)
+    ]
+    texts = indexed_texts(index.backend, rows)
+    return any(all(w.search(text) for w in words) for text in texts)
 
 
 def _unseen_commands(index: Index, query: str) -> tuple[str, ...]:
