@@ -289,6 +289,7 @@ def test_mean_similarity_of_a_large_index_reads_evenly_spaced_rows(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     base, queries = data
+    monkeypatch.setattr(exact_module, "EXACT_MEAN_ROWS", 1500)
     monkeypatch.setattr(exact_module, "MEAN_ROWS", 1500)
     picked = np.linspace(0, len(base) - 1, 1500).astype(np.int64)
     sampled = float(np.mean(base[picked].astype(np.float64) @ queries[0]))
