@@ -158,6 +158,68 @@ def test_the_command_rule_names_no_answerable_question(kb_path: Path) -> None:
     assert all(not i.answerable for i in items if named[i.id])
 
 
+def test_a_menu_path_a_step_past_the_documented_ones_abstains(kb_path: Path) -> None:
+    # the pages write Camera settings > Audio and Settings > Hub > Storage, never a step
+    # past them; Storage's page names clip retention in prose, so that step is there
+    with open_index(kb_path) as kb:
+        made_up = ask(
+            kb, "What does the Camera settings > Audio > Noise filter option do?", options=BM25
+        )
+        prose = retrieval_confidence(kb, "What does Settings > Hub > Storage > Clip retention do?")
+        real = ask(kb, "What does Camera settings > Power > Charge limit do?", options=BM25)
+    confidence = made_up.plan.confidence[0]
+    assert confidence.unseen_menu_steps == ("Camera settings > Audio > Noise filter option",)
+    assert made_up.kind == "abstained" and "no menu entry Camera settings > Audio" in made_up.text
+    assert confidence.to_dict()["unseen_menu_steps"] == list(confidence.unseen_menu_steps)
+    assert prose.unseen_menu_steps == () and prose.answerable
+    assert real.kind == "extractive" and real.plan.confidence[0].unseen_menu_steps == ()
+
+
+def test_the_menu_rule_names_no_answerable_question(kb_path: Path) -> None:
+    # over every split: it fires on the seven questions that write a step past a
+    # documented path, and on none of the 137 answerable ones (7 of which write a
+    # documented path)
+    items = load_qa(SUPPORT_KB / "qa.jsonl")
+    with open_index(kb_path) as kb:
+        named = {i.id: retrieval_confidence(kb, i.question).unseen_menu_steps for i in items}
+    assert {k: v for k, v in named.items() if v} == {
+        "qa173": ("Camera settings > Audio > Noise filter option",),
+        "qa178": ("Settings > Hub > Network > Speed test measure",),
+        "qa179": ("Camera settings > Power > Sleep schedule",),
+        "qa180": ("Account > Privacy > Ad preferences",),
+        "qa181": ("Settings > Hub > Diagnostics > Send logs send",),
+        "qa182": ("Camera settings > Hardware > Infrared",),
+        "qa183": ("Settings > Hub > Storage > Auto-delete",),
+    }
+    assert all(not i.answerable for i in items if named[i.id])
+
+
+def test_a_mode_the_pages_never_name_abstains(kb_path: Path) -> None:
+    # the pages name setup, pairing, snapshot, privacy and Focus mode; "away" and
+    # "night" are corpus words, never before "mode"
+    with open_index(kb_path) as kb:
+        made_up = ask(kb, "How do I switch the camera to night mode?", options=BM25)
+        real = retrieval_confidence(kb, "Does the camera leave setup mode after error E-102?")
+        which = retrieval_confidence(kb, "Which mode refreshes a Studio tile every ten seconds?")
+    confidence = made_up.plan.confidence[0]
+    assert confidence.unseen_modes == ("night mode",) and confidence.unseen == ("night mode",)
+    assert made_up.kind == "abstained" and "never mentions night mode" in made_up.text
+    assert real.unseen_modes == () and which.unseen_modes == ()
+
+
+def test_the_mode_rule_names_no_answerable_question(kb_path: Path) -> None:
+    # four answerable questions name a mode (snapshot twice, setup, Focus)
+    items = load_qa(SUPPORT_KB / "qa.jsonl")
+    with open_index(kb_path) as kb:
+        named = {i.id: retrieval_confidence(kb, i.question).unseen_modes for i in items}
+    assert {k: v for k, v in named.items() if v} == {
+        "qa142": ("vacation mode",),
+        "qa184": ("away mode",),
+        "qa185": ("eco mode",),
+        "qa186": ("night mode",),
+    }
+
+
 def test_an_identifier_written_inside_a_longer_one_is_not_missing(kb_path: Path) -> None:
     # the corpus writes curl http://lumatek-hub.local/api/limits, one token indexed whole
     # and by parts; "--download" has its part "download" in the corpus, never the flag
@@ -174,6 +236,7 @@ def test_an_unseen_subcommand_outweighs_every_other_sign() -> None:
     seen = Confidence("q", 1.0, STRONG_PEAK + 1, (), found=("--note",))
     assert seen.answerable
     assert not replace(seen, unseen_commands=("hubctl diag upload",)).answerable
+    assert not replace(seen, unseen_menu_steps=("Camera settings > Audio > Noise",)).answerable
 
 
 def test_an_unseen_phrase_counts_like_an_unseen_name() -> None:

@@ -99,11 +99,11 @@ def commands(line: str, analyzer: Analyzer) -> list[Command]:
         words: list[Word] = []
         last = 0
         for m in _QUOTED.finditer(part):
-            words.extend(_words(part[last : m.start()], analyzer))
+            words.extend(text_words(part[last : m.start()], analyzer))
             quoted = tuple(analyzer.index_terms(m.group()))
             words.append(Word(m.group(), m.group(), argument=True, parts=quoted))
             last = m.end()
-        words.extend(_words(part[last:], analyzer))
+        words.extend(text_words(part[last:], analyzer))
         if words and _HEAD.fullmatch(words[0].text) and not _prose(words):
             out.append(tuple(words))
     return out
@@ -120,7 +120,7 @@ def _prose(words: Sequence[Word]) -> bool:
     return False
 
 
-def _words(text: str, analyzer: Analyzer) -> Iterable[Word]:
+def text_words(text: str, analyzer: Analyzer) -> Iterable[Word]:
     for token in analyzer.tokens(text):
         terms = analyzer.terms_of(token, for_query=True)
         term = terms[0] if terms else token.text.lower()
@@ -151,12 +151,12 @@ def heads(run: Sequence[Word]) -> list[int]:
     return [i for i, w in enumerate(run[:-1]) if _HEAD.fullmatch(w.text)]
 
 
-def unseen_subcommand(run: Sequence[Word], start: int, known: Sequence[Command]) -> str | None:
-    """The part of ``run`` from ``start`` that names a subcommand none of ``known`` (the
-    commands headed by ``run[start]``) has, as written; None when there is none."""
+def follow(run: Sequence[Word], start: int, known: Sequence[Command]) -> tuple[int, list[Command]]:
+    """How many words of ``run`` from ``start`` follow some of ``known`` word by word (0:
+    none starts with ``run[start]``), and the sequences that match that far."""
     candidates = [c for c in known if c and c[0].term == run[start].term]
     if not candidates:
-        return None
+        return 0, []
     j = 1
     while start + j < len(run):
         longer = [c for c in candidates if len(c) > j and c[j].term == run[start + j].term]
@@ -164,6 +164,13 @@ def unseen_subcommand(run: Sequence[Word], start: int, known: Sequence[Command])
             break
         candidates = longer
         j += 1
+    return j, candidates
+
+
+def unseen_subcommand(run: Sequence[Word], start: int, known: Sequence[Command]) -> str | None:
+    """The part of ``run`` from ``start`` that names a subcommand none of ``known`` (the
+    commands headed by ``run[start]``) has, as written; None when there is none."""
+    j, candidates = follow(run, start, known)
     if j < 2:
         return None  # only the head matches: one word is no sign the query writes a command
     if start + j >= len(run):

@@ -28,12 +28,20 @@ sub-query:
   (a code line's words) and then leaves it where every such command goes on with
   another subcommand: ``hubctl diag upload`` where the pages give ``hubctl diag list``,
   ``purge`` and ``create`` (:mod:`twokeys.rag.commands`). Its words are all in the
-  corpus, most in the chunks about that tool, so both sensors see it as covered.
+  corpus, most in the chunks about that tool, so both sensors see it as covered;
+* *unseen menu steps*: a menu path the question writes (``A > B > C``) that follows a
+  path the pages write in bold or code for at least its first step and then takes a
+  step none of them has there (``Camera settings > Power > Sleep schedule`` beside
+  ``Charge limit`` and ``Battery health``), or a step past a documented path's end
+  that no chunk writing that path names (``Camera settings > Audio > Noise filter``)
+  (:mod:`twokeys.rag.menus`);
+* *unseen modes*: ``<word> mode`` (``eco mode``, ``vacation mode``) in a corpus that
+  names modes that way but never this one (:func:`_unseen_modes`).
 
-A question that names an identifier the index has never seen, or a subcommand its
-pages never give, asks about something the corpus does not hold; one that names an
+A question that names an identifier the index has never seen, or a subcommand or menu
+entry its pages never give, asks about something the corpus does not hold; one that names an
 identifier the index holds is answerable (an exact match is the strongest lexical
-evidence). An unseen name or phrase means the same
+evidence). An unseen name, phrase or mode means the same
 unless the dense peak is very high (:data:`STRONG_PEAK`: "Britain" for a page on the
 United Kingdom). Otherwise the sub-query is answerable when
 ``peak + LEXICAL_WEIGHT * coverage >= THRESHOLD``: each sensor can vouch on its own
@@ -63,6 +71,7 @@ import numpy as np
 
 from twokeys.lexical.boolean import contains_sequence
 from twokeys.rag.commands import Command, code_lines, commands, heads, query_runs, unseen_subcommand
+from twokeys.rag.menus import departure, head_term, menu_paths, query_path
 from twokeys.rag.packing import Block
 from twokeys.request import SearchRequest
 from twokeys.retrievers.base import indexed_texts
@@ -95,6 +104,8 @@ class Confidence:
     unseen_names: tuple[str, ...] = ()  # capitalised names (VPN, Kubernetes) no chunk holds
     unseen_phrases: tuple[str, ...] = ()  # capitalised runs (Lumatek Smart Lock) no chunk holds
     unseen_commands: tuple[str, ...] = ()  # subcommands no documented command has
+    unseen_menu_steps: tuple[str, ...] = ()  # menu paths a step past the documented ones
+    unseen_modes: tuple[str, ...] = ()  # "<word> mode" the corpus never writes (eco mode)
 
     @property
     def score(self) -> float:
@@ -104,7 +115,7 @@ class Confidence:
 
     @property
     def answerable(self) -> bool:
-        if self.missing or self.unseen_commands:
+        if self.missing or self.unseen_commands or self.unseen_menu_steps:
             return False
         if self.found:
             return True  # an identifier matched exactly: the strongest lexical evidence
@@ -117,12 +128,14 @@ class Confidence:
     @property
     def unseen(self) -> tuple[str, ...]:
         """The names and phrases of the query that no chunk holds."""
-        return self.unseen_names + self.unseen_phrases
+        return self.unseen_names + self.unseen_phrases + self.unseen_modes
 
     @property
     def reason(self) -> str:
         if self.unseen_commands and not self.missing:
             return f"the sources document no command {', '.join(self.unseen_commands)}"
+        if self.unseen_menu_steps and not self.missing:
+            return f"the sources document no menu entry {', '.join(self.unseen_menu_steps)}"
         if self.missing or (self.unseen and not self.answerable):
             return f"the index never mentions {', '.join(self.missing or self.unseen)}"
         if self.answerable:
@@ -139,6 +152,8 @@ class Confidence:
             "unseen_names": list(self.unseen_names),
             "unseen_phrases": list(self.unseen_phrases),
             "unseen_commands": list(self.unseen_commands),
+            "unseen_menu_steps": list(self.unseen_menu_steps),
+            "unseen_modes": list(self.unseen_modes),
             "answerable": self.answerable,
             "reason": self.reason,
         }
@@ -169,6 +184,8 @@ def retrieval_confidence(index: Index, query: str) -> Confidence:
         names,
         phrases,
         _unseen_commands(index, query),
+        _unseen_menu_steps(index, query),
+        _unseen_modes(index, query),
     )
 
 
@@ -286,6 +303,63 @@ def _unseen_commands(index: Index, query: str) -> tuple[str, ...]:
                 found.append(unseen)
                 break
     return tuple(dict.fromkeys(found))
+
+
+_MODE = re.compile(r"\b([^\W\d_][\w-]*)\s+mode\b", re.IGNORECASE)
+
+
+def _unseen_modes(index: Index, query: str) -> tuple[str, ...]:
+    """The query's "<word> mode" phrases that no chunk holds, in a corpus that names
+    modes (holds the term ``mode``): ``eco mode``, ``vacation mode`` where the pages
+    describe setup, pairing, snapshot, privacy and Focus mode. A mode is a named feature;
+    its two words are each common (``away`` routines, ``night`` scenes), so only the
+    phrase tells it apart. A stopword before ``mode`` (``which mode``) names none."""
+    terms = index.analyzer.query_terms("mode")
+    if len(terms) != 1 or not index.backend.lexical.has_term(terms[0]):
+        return ()
+    found = [
+        m.group()
+        for m in _MODE.finditer(query)
+        if index.analyzer.query_terms(m.group(1)) and not _held(index, m.group())
+    ]
+    return tuple(dict.fromkeys(found))
+
+
+def _unseen_menu_steps(index: Index, query: str) -> tuple[str, ...]:
+    """The query's menu path, when it leaves the documented paths (:mod:`twokeys.rag.menus`).
+
+    The documented paths are read from every chunk holding the term the query path's
+    first step ends with, all of them or none (past :data:`PHRASE_CANDIDATES` such
+    chunks the rule is off, so that it only fires on a complete view). Past a
+    documented path's last step the pages may name that screen's entries in prose
+    (``Open Settings > Hub > Storage and change clip retention``): there the step counts
+    as documented when a chunk that writes that path holds the step's first two terms
+    side by side (its only term, when it has one)."""
+    pieces = query_path(query)
+    if pieces is None:
+        return ()
+    head = head_term(pieces, index.analyzer)
+    lexical = index.backend.lexical
+    if head is None or not lexical.has_term(head):
+        return ()
+    rows = [hit.row for hit in lexical.search([head], PHRASE_CANDIDATES)]
+    if len(rows) >= PHRASE_CANDIDATES:
+        return ()
+    written = [
+        (text, menu_paths(text, index.analyzer)) for text in indexed_texts(index.backend, rows)
+    ]
+    found = departure(pieces, [p for _, paths in written for p in paths], index.analyzer)
+    if found is None:
+        return ()
+    if found.leaf:
+        leaves = {p for p in found.matched if len(p) == found.depth}
+        lead = list(found.step.parts[:2])
+        for text, paths in written:
+            if leaves.intersection(paths) and contains_sequence(
+                index.analyzer.query_terms(text), lead
+            ):
+                return ()
+    return (found.written,)
 
 
 def _commands_led(index: Index, lead: tuple[str, str]) -> list[Command]:
