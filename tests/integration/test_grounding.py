@@ -194,32 +194,6 @@ def test_the_menu_rule_names_no_answerable_question(kb_path: Path) -> None:
     assert all(not i.answerable for i in items if named[i.id])
 
 
-def test_a_mode_the_pages_never_name_abstains(kb_path: Path) -> None:
-    # the pages name setup, pairing, snapshot, privacy and Focus mode; "away" and
-    # "night" are corpus words, never before "mode"
-    with open_index(kb_path) as kb:
-        made_up = ask(kb, "How do I switch the camera to night mode?", options=BM25)
-        real = retrieval_confidence(kb, "Does the camera leave setup mode after error E-102?")
-        which = retrieval_confidence(kb, "Which mode refreshes a Studio tile every ten seconds?")
-    confidence = made_up.plan.confidence[0]
-    assert confidence.unseen_modes == ("night mode",) and confidence.unseen == ("night mode",)
-    assert made_up.kind == "abstained" and "never mentions night mode" in made_up.text
-    assert real.unseen_modes == () and which.unseen_modes == ()
-
-
-def test_the_mode_rule_names_no_answerable_question(kb_path: Path) -> None:
-    # four answerable questions name a mode (snapshot twice, setup, Focus)
-    items = load_qa(SUPPORT_KB / "qa.jsonl")
-    with open_index(kb_path) as kb:
-        named = {i.id: retrieval_confidence(kb, i.question).unseen_modes for i in items}
-    assert {k: v for k, v in named.items() if v} == {
-        "qa142": ("vacation mode",),
-        "qa184": ("away mode",),
-        "qa185": ("eco mode",),
-        "qa186": ("night mode",),
-    }
-
-
 def test_an_identifier_written_inside_a_longer_one_is_not_missing(kb_path: Path) -> None:
     # the corpus writes curl http://lumatek-hub.local/api/limits, one token indexed whole
     # and by parts; "--download" has its part "download" in the corpus, never the flag

@@ -34,14 +34,12 @@ sub-query:
   step none of them has there (``Camera settings > Power > Sleep schedule`` beside
   ``Charge limit`` and ``Battery health``), or a step past a documented path's end
   that no chunk writing that path names (``Camera settings > Audio > Noise filter``)
-  (:mod:`twokeys.rag.menus`);
-* *unseen modes*: ``<word> mode`` (``eco mode``, ``vacation mode``) in a corpus that
-  names modes that way but never this one (:func:`_unseen_modes`).
+  (:mod:`twokeys.rag.menus`).
 
 A question that names an identifier the index has never seen, or a subcommand or menu
 entry its pages never give, asks about something the corpus does not hold; one that names an
 identifier the index holds is answerable (an exact match is the strongest lexical
-evidence). An unseen name, phrase or mode means the same
+evidence). An unseen name or phrase means the same
 unless the dense peak is very high (:data:`STRONG_PEAK`: "Britain" for a page on the
 United Kingdom). Otherwise the sub-query is answerable when
 ``peak + LEXICAL_WEIGHT * coverage >= THRESHOLD``: each sensor can vouch on its own
@@ -105,7 +103,6 @@ class Confidence:
     unseen_phrases: tuple[str, ...] = ()  # capitalised runs (Lumatek Smart Lock) no chunk holds
     unseen_commands: tuple[str, ...] = ()  # subcommands no documented command has
     unseen_menu_steps: tuple[str, ...] = ()  # menu paths a step past the documented ones
-    unseen_modes: tuple[str, ...] = ()  # "<word> mode" the corpus never writes (eco mode)
 
     @property
     def score(self) -> float:
@@ -128,7 +125,7 @@ class Confidence:
     @property
     def unseen(self) -> tuple[str, ...]:
         """The names and phrases of the query that no chunk holds."""
-        return self.unseen_names + self.unseen_phrases + self.unseen_modes
+        return self.unseen_names + self.unseen_phrases
 
     @property
     def reason(self) -> str:
@@ -153,7 +150,6 @@ class Confidence:
             "unseen_phrases": list(self.unseen_phrases),
             "unseen_commands": list(self.unseen_commands),
             "unseen_menu_steps": list(self.unseen_menu_steps),
-            "unseen_modes": list(self.unseen_modes),
             "answerable": self.answerable,
             "reason": self.reason,
         }
@@ -185,7 +181,6 @@ def retrieval_confidence(index: Index, query: str) -> Confidence:
         phrases,
         _unseen_commands(index, query),
         _unseen_menu_steps(index, query),
-        _unseen_modes(index, query),
     )
 
 
@@ -302,26 +297,6 @@ def _unseen_commands(index: Index, query: str) -> tuple[str, ...]:
             if unseen is not None:
                 found.append(unseen)
                 break
-    return tuple(dict.fromkeys(found))
-
-
-_MODE = re.compile(r"\b([^\W\d_][\w-]*)\s+mode\b", re.IGNORECASE)
-
-
-def _unseen_modes(index: Index, query: str) -> tuple[str, ...]:
-    """The query's "<word> mode" phrases that no chunk holds, in a corpus that names
-    modes (holds the term ``mode``): ``eco mode``, ``vacation mode`` where the pages
-    describe setup, pairing, snapshot, privacy and Focus mode. A mode is a named feature;
-    its two words are each common (``away`` routines, ``night`` scenes), so only the
-    phrase tells it apart. A stopword before ``mode`` (``which mode``) names none."""
-    terms = index.analyzer.query_terms("mode")
-    if len(terms) != 1 or not index.backend.lexical.has_term(terms[0]):
-        return ()
-    found = [
-        m.group()
-        for m in _MODE.finditer(query)
-        if index.analyzer.query_terms(m.group(1)) and not _held(index, m.group())
-    ]
     return tuple(dict.fromkeys(found))
 
 
