@@ -257,6 +257,16 @@ class Analyzer:
         at: list[int] = []  # their places in ``out``
         stop = self._stopwords
         lowercase = self.spec.lowercase
+        # identifiers' words (the "il" of il-6, il-10, ...) recur across raw tokens:
+        # each distinct one is analysed once
+        known: dict[str, str | None] = {}
+
+        def word_of(atom: str) -> str | None:
+            if atom in known:
+                return known[atom]
+            result = known[atom] = self._word(atom)
+            return result
+
         for raw in raws:
             # a word: no camelCase hump (or all capitals), as _raw_terms and _is_identifier
             # tell them apart
@@ -272,7 +282,7 @@ class Analyzer:
                     out.append(())
             else:
                 token = _strip_possessive(raw)  # as _raw_terms does, less its plain-word test
-                out.append(self._terms(token, _is_identifier(token), False))
+                out.append(self._terms(token, _is_identifier(token), False, word_of))
         if words and self.spec.stemmer != "none":
             words = self._stemmer().stemWords(words)
         for i, word in zip(at, words, strict=True):
@@ -308,9 +318,17 @@ class Analyzer:
             return tuple(raw if term == raw else term for term in terms)
         return terms
 
-    def _terms(self, raw: str, is_identifier: bool, for_query: bool) -> tuple[str, ...]:
+    def _terms(
+        self,
+        raw: str,
+        is_identifier: bool,
+        for_query: bool,
+        word_of: Callable[[str], str | None] | None = None,
+    ) -> tuple[str, ...]:
+        """The terms of a raw token (``word_of``: :meth:`_word`, or a memo of it)."""
+        word_of = word_of or self._word
         if not is_identifier:
-            word = self._word(raw)
+            word = word_of(raw)
             return () if word is None else (word,)
         whole = self._case(raw)
         if (
@@ -319,9 +337,9 @@ class Analyzer:
             or (for_query and any(c.isdigit() for c in raw))
         ):
             return (whole,)
-        return (whole, *self._parts(raw, whole))
+        return (whole, *self._parts(raw, whole, word_of))
 
-    def _parts(self, raw: str, whole: str) -> list[str]:
+    def _parts(self, raw: str, whole: str, word: Callable[[str], str | None]) -> list[str]:
         seen = {whole}
         parts: list[str] = []
         body = raw.lstrip("-./")
@@ -336,7 +354,7 @@ class Analyzer:
                     if term not in seen:
                         seen.add(term)
                         parts.append(term)
-        word, lowercase = self._word, self.spec.lowercase
+        lowercase = self.spec.lowercase
         for piece in _ALL_SPLIT.split(body):
             # no camelCase hump without both cases: most pieces need no split
             flat = piece.islower() or piece.isupper() or piece.isdigit()

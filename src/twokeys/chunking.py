@@ -491,12 +491,20 @@ class _Packer:
         else:  # cut it, merging its start into a tiny open chunk
             if self.fresh_tokens >= self.config.min_tokens:
                 self._close(pieces[0].tokens)
+            # piece by piece: _fits and _extend written out (a call each per sentence)
+            budget, max_chars = self.budget, self.config.max_chars
             for piece in pieces:
-                if self.pieces and not self._fits(piece.tokens, piece.end):
-                    self._close(piece.tokens)
-                    if not self._fits(piece.tokens, piece.end):
+                _, end, tokens, _ = piece
+                if self.pieces and (
+                    self.tokens + tokens > budget or end - self.pieces[0].start > max_chars
+                ):
+                    self._close(tokens)
+                    if not self._fits(tokens, end):
                         self._drop_overlap()
-                self._extend([piece])
+                self.pieces.append(piece)
+                self.fresh_pieces += 1
+                self.tokens += tokens
+                self.fresh_tokens += tokens
 
     def _fits(self, tokens: int, end: int) -> bool:
         """Whether the open chunk can take pieces of ``tokens`` ending at ``end``."""
