@@ -62,6 +62,29 @@ def _goal(name: str, met: bool | None, detail: str) -> tuple[str, str, str]:
     return (name, verdict, detail)
 
 
+def _memory_goal(mem: dict[str, Any]) -> tuple[str, str, str]:
+    """The build's peak-memory goal: traced peak and peak RSS both at most bm25s', for
+    `build_index` and for whole documents."""
+
+    def ratio(name: str, key: str) -> float:
+        return float(mem[name][key]) / max(float(mem["bm25s"][key]), 1e-9)
+
+    return _goal(
+        "peak memory <= bm25s",
+        max(
+            ratio(n, key)
+            for n in ("twokeys-index", "twokeys-docs")
+            for key in ("traced_build_peak_mb", "build_delta_mb")
+        )
+        <= 1.0,
+        "traced build peak: `build_index` "
+        f"{ratio('twokeys-index', 'traced_build_peak_mb'):.2f}x, whole documents "
+        f"{ratio('twokeys-docs', 'traced_build_peak_mb'):.2f}x bm25s; peak RSS Δ "
+        f"{ratio('twokeys-index', 'build_delta_mb'):.2f}x and "
+        f"{ratio('twokeys-docs', 'build_delta_mb'):.2f}x",
+    )
+
+
 def bm25_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> list[str]:
     single = data["single_query"]
     out = [
@@ -234,24 +257,7 @@ def bm25_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> lis
             )
         )
 
-        def mem_ratio(name: str, key: str) -> float:
-            return float(mem[name][key]) / max(float(mem["bm25s"][key]), 1e-9)
-
-        goals.append(
-            _goal(
-                "peak memory <= bm25s",
-                max(
-                    mem_ratio(name, "traced_build_peak_mb")
-                    for name in ("twokeys-docs", "twokeys-index")
-                )
-                <= 1.0,
-                "build traced peak: twokeys-docs "
-                f"{mem_ratio('twokeys-docs', 'traced_build_peak_mb'):.2f}x, twokeys-index "
-                f"{mem_ratio('twokeys-index', 'traced_build_peak_mb'):.2f}x bm25s; RSS Δ: "
-                f"{mem_ratio('twokeys-docs', 'build_delta_mb'):.2f}x and "
-                f"{mem_ratio('twokeys-index', 'build_delta_mb'):.2f}x",
-            )
-        )
+        goals.append(_memory_goal(mem))
     q = data["quality"]
     if "pyserini (Lucene)" in q:
         lucene = q["pyserini (Lucene)"]["nDCG@10"]
@@ -335,25 +341,7 @@ def bm25_build_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) 
         )
     )
 
-    def ratio(name: str, key: str) -> float:
-        return float(mem[name][key]) / max(float(mem["bm25s"][key]), 1e-9)
-
-    goals.append(
-        _goal(
-            "peak memory <= bm25s",
-            max(
-                ratio(n, key)
-                for n in ("twokeys-index", "twokeys-docs")
-                for key in ("traced_build_peak_mb", "build_delta_mb")
-            )
-            <= 1.0,
-            "traced build peak: `build_index` "
-            f"{ratio('twokeys-index', 'traced_build_peak_mb'):.2f}x, whole documents "
-            f"{ratio('twokeys-docs', 'traced_build_peak_mb'):.2f}x bm25s; peak RSS Δ "
-            f"{ratio('twokeys-index', 'build_delta_mb'):.2f}x and "
-            f"{ratio('twokeys-docs', 'build_delta_mb'):.2f}x",
-        )
-    )
+    goals.append(_memory_goal(mem))
     return out
 
 
