@@ -43,6 +43,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from twokeys.text.sentences import is_fence
+
 if TYPE_CHECKING:
     from twokeys.analysis import Analyzer
 
@@ -60,7 +62,6 @@ class Word:
     stop: bool = False  # a stopword
 
 
-_FENCE = re.compile(r"\s*(```|~~~)")
 _INLINE = re.compile(r"`([^`\n]+)`")
 _COMMENT = re.compile(r"\s*(?:#|//|;|--\s)")
 _SEPARATOR = re.compile(r"\s(?:\|\|?|&&|;|\d?>>?|<)(?=\s|$)")
@@ -78,11 +79,11 @@ def code_lines(text: str) -> list[str]:
     repeated as overlap); when its fences do not pair up, which lines are code cannot be
     told, and only the inline spans are read."""
     lines = text.splitlines()
-    paired = sum(1 for line in lines if _FENCE.match(line)) % 2 == 0
+    paired = sum(1 for line in lines if is_fence(line)) % 2 == 0
     out: list[str] = []
     inside = False
     for line in lines:
-        if paired and _FENCE.match(line):
+        if paired and is_fence(line):
             inside = not inside
         elif inside:
             if line.strip() and not _COMMENT.match(line):

@@ -58,7 +58,7 @@ from typing import Literal
 
 from twokeys.errors import ConfigError
 from twokeys.rag.packing import Block, PackedContext
-from twokeys.text.sentences import split_sentences
+from twokeys.text.sentences import is_fence, split_sentences
 from twokeys.types import HEADING_SEPARATOR
 
 Terms = Callable[[str], list[str]]
@@ -73,7 +73,6 @@ HEADING_SHARE = 0.5  # a query word in the sentence's headings counts half (set 
 _LIST_MARKER = re.compile(r"^(?:[-*+]|\d{1,9}[.)])\s+")
 _RULE_CELL = re.compile(r":?-{3,}:?")
 _COMMENT = re.compile(r"^\s*(?:#(?!!)|//)\s*(\S.*?)\s*$")
-_FENCE = re.compile(r"^\s*(?:```|~~~)")
 
 EXTRACTIVE_NOTE = (
     "Extractive answer (no language model configured): the most relevant sentences from "
@@ -171,7 +170,7 @@ def _sentences(context: PackedContext) -> list[_Sentence]:
                     paragraph += 1
                 continue
             header, in_table = None, False
-            if lead.startswith(("```", "~~~")):
+            if is_fence(lead):
                 for offset, comment, code in _comments(piece):
                     paragraph += 1  # a comment is read alone
                     at = block.heading_at(a + offset)
@@ -249,7 +248,7 @@ def _comments(fence: str) -> list[tuple[int, str, str]]:
             continue
         code = []
         for _, after in body[i + 1 :]:
-            if not after.strip() or _COMMENT.match(after) or _FENCE.match(after):
+            if not after.strip() or _COMMENT.match(after) or is_fence(after):
                 break
             code.append(after.strip())
         out.append((at, m.group(1).rstrip(":"), "\n".join(code)))

@@ -48,6 +48,11 @@ _FENCE = re.compile(r"\s*(```|~~~)")
 _TERMINAL = re.compile(r"[.!?:;。！？]([\"'”’)\]*_`」』）]*)$")
 
 
+def is_fence(line: str) -> bool:
+    """Whether ``line`` opens or closes a fenced code block (```` ``` ```` or ``~~~``)."""
+    return _FENCE.match(line) is not None
+
+
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
     """The sentences of the prose ``text[start:end]`` (see the module docstring)."""
     end = len(text) if end is None else end
