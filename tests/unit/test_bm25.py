@@ -180,13 +180,21 @@ def same_matrix(a: bm25.TermMatrix, b: bm25.TermMatrix) -> bool:
 def test_matrix_is_the_same_however_the_chunks_are_batched() -> None:
     docs = random_corpus(400, seed=3)
     whole = build_term_matrix(docs)
+    term_ids = bm25.TermIds()
+    ids = [np.fromiter(map(term_ids.__getitem__, d), np.int32, len(d)) for d in docs]
     for cuts in ([], [1], [0, 7, 7, 150, 399], list(range(0, 400, 3))):
         bounds = list(zip([0, *cuts], [*cuts, len(docs)], strict=True))
-        batches = [bm25.term_batch(docs[a:b]) for a, b in bounds]
-        assert same_matrix(bm25.build_term_matrix_from_batches(batches), whole), cuts
-    vocabulary, ids, per_chunk = bm25.term_batch(docs[:2])
-    assert [vocabulary[i] for i in ids] == docs[0] + docs[1]
-    assert per_chunk.tolist() == [len(docs[0]), len(docs[1])]
+        batches = [
+            (
+                np.concatenate([np.empty(0, np.int32), *ids[a:b]]),
+                np.array([len(d) for d in docs[a:b]], np.int64),
+            )
+            for a, b in bounds
+        ]
+        for compiled in (True, False):
+            matrix = bm25.build_term_matrix_from_ids(batches, term_ids.terms, compiled=compiled)
+            assert same_matrix(matrix, whole), (cuts, compiled)
+    assert [term_ids.terms[i] for i in np.concatenate(ids[:2])] == docs[0] + docs[1]
 
 
 def test_analysed_matrix_is_the_matrix_of_index_terms(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from itertools import chain
 from types import ModuleType
 
 import numpy as np
@@ -99,26 +100,9 @@ _BLOCK = 1 << 16
 # A block of chunk-major postings: term ids, tfs, first chunk row, postings per chunk.
 _Block = tuple[npt.NDArray[np.int32], npt.NDArray[np.float32], int, npt.NDArray[np.int64]]
 
-TermBatch = tuple[list[str], npt.NDArray[np.int32], npt.NDArray[np.int64]]
-"""Consecutive chunks' terms, compactly: the distinct terms of the batch (in order of
-first appearance), every term occurrence as an index into them, and each chunk's
-number of terms. Made by :func:`term_batch` (in any process: it pickles small)."""
-
 IdBatch = tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]
 """Consecutive chunks' terms as ids into a vocabulary shared by all batches: every term
 occurrence in order, and each chunk's number of terms."""
-
-
-def term_batch(docs_terms: Iterable[Sequence[str]]) -> TermBatch:
-    """Pack the terms of some consecutive chunks as a :data:`TermBatch`."""
-    local = TermIds()
-    flat: list[str] = []
-    counts: list[int] = []
-    for terms in docs_terms:
-        flat += terms
-        counts.append(len(terms))
-    ids = np.fromiter(map(local.__getitem__, flat), np.int32, len(flat))
-    return local.terms, ids, np.asarray(counts, np.int64)
 
 
 def build_term_matrix(docs_terms: Iterable[Sequence[str]]) -> TermMatrix:
@@ -129,25 +113,15 @@ def build_term_matrix(docs_terms: Iterable[Sequence[str]]) -> TermMatrix:
     each block's postings are moved to their term's next free slots (count, then fill),
     so chunk rows stay increasing within each term and no corpus-sized temporary is made.
     """
-    return build_term_matrix_from_batches(map(term_batch, groups_by_size(docs_terms, len, _BLOCK)))
-
-
-def build_term_matrix_from_batches(batches: Iterable[TermBatch]) -> TermMatrix:
-    """:func:`build_term_matrix` of the chunks of ``batches``, in order.
-
-    The result does not depend on how the chunks are grouped into batches (nor on
-    where the batches were made).
-    """
     term_ids = TermIds()
 
-    def global_ids() -> Iterator[IdBatch]:
-        for vocabulary_of_batch, local_ids, per_chunk in batches:
-            to_global = np.fromiter(
-                map(term_ids.__getitem__, vocabulary_of_batch), np.int32, len(vocabulary_of_batch)
-            )
-            yield to_global[local_ids], per_chunk
+    def batches() -> Iterator[IdBatch]:
+        for group in groups_by_size(docs_terms, len, _BLOCK):
+            flat = list(chain.from_iterable(group))
+            ids = np.fromiter(map(term_ids.__getitem__, flat), np.int32, len(flat))
+            yield ids, np.fromiter(map(len, group), np.int64, len(group))
 
-    return build_term_matrix_from_ids(global_ids(), term_ids.terms)
+    return build_term_matrix_from_ids(batches(), term_ids.terms)
 
 
 def build_term_matrix_from_ids(
