@@ -79,7 +79,7 @@ class HybridRetriever(Retriever):
         lex = self.lexical.retrieve(query, depth, explain=explain)
         den = self.dense.retrieve(query, depth, explain=explain)
         runs = {self.lexical.name: lex.run, self.dense.name: den.run}
-        fused, weights, parts = self._fuse(query, runs, lex, den.chance)
+        fused, weights, parts = self._fuse(query, runs, lex, den.chance, explain)
         fused = fused[:k]
         evidence: dict[int, tuple[Evidence, ...]] = {}
         if explain:
@@ -106,9 +106,10 @@ class HybridRetriever(Retriever):
         runs: Mapping[str, Sequence[ScoredChunk]],
         lex: RetrieverResult,
         dense_chance: float,
+        explain: bool = False,
     ) -> tuple[list[ScoredChunk], dict[str, float], dict[str, dict[int, float]]]:
-        """Fused run, per-run weights, and each run's contribution per row
-        (``dense_chance``: the dense run's chance level; BM25's is 0)."""
+        """Fused run, per-run weights, and, to ``explain`` a search, each run's
+        contribution per row (``dense_chance``: the dense run's chance level; BM25's is 0)."""
         lname, dname = self.lexical.name, self.dense.name
         if not runs[lname] and self.fusion not in ("rrf", "rrf-confidence"):
             # no lexical evidence (a query of stopwords or punctuation): the dense run
@@ -116,17 +117,21 @@ class HybridRetriever(Retriever):
             return (
                 list(runs[dname]),
                 {lname: 0.0, dname: 1.0},
-                {dname: {h.row: h.score for h in runs[dname]}},
+                {dname: {h.row: h.score for h in runs[dname]}} if explain else {},
             )
         if self.fusion in ("rrf", "rrf-confidence"):
             w = 1.0
             if self.fusion == "rrf-confidence":
                 w = self.lexical.confidence(query, lex.run) ** 2
             weights = {lname: w, dname: 1.0}
-            parts = {
-                name: {h.row: weights[name] * rrf_term(h.rank, self.k) for h in run}
-                for name, run in runs.items()
-            }
+            parts = (
+                {
+                    name: {h.row: weights[name] * rrf_term(h.rank, self.k) for h in run}
+                    for name, run in runs.items()
+                }
+                if explain
+                else {}
+            )
             return rrf(runs, self.k, weights), weights, parts
         if self.fusion == "adaptive":
             features = self.lexical.features(query, lex)
@@ -166,10 +171,14 @@ class HybridRetriever(Retriever):
         weights = {lname: alpha, dname: 1.0 - alpha}
         if self.fusion != "adaptive":
             fused = convex_combination(runs, weights, norms)
-        parts = {
-            name: {h.row: weights[name] * h.score for h in norms[name](run)}
-            for name, run in runs.items()
-        }
+        parts = (
+            {
+                name: {h.row: weights[name] * h.score for h in norms[name](run)}
+                for name, run in runs.items()
+            }
+            if explain
+            else {}
+        )
         return fused, weights, parts
 
 
