@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
+from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
 from twokeys.evaluation.beir import load_collection
+from twokeys.rag.grounding import Confidence
 
 sys.path.insert(0, str(ROOT))  # benchmarks/ sits beside the package, not on the tests' path
 from benchmarks.techdocs import GIT_PAGES, PYTHON_SOURCES, build
@@ -56,42 +59,44 @@ def test_build_is_deterministic(built: Path, tmp_path: Path) -> None:
         assert (tmp_path / "git-docs" / rel).read_bytes() == (built / "git-docs" / rel).read_bytes()
 
 
-@pytest.mark.parametrize("name", ["python-docs", "git-docs"])
-def test_the_command_rule_names_no_documentation_query(built: Path, name: str) -> None:
-    # every query has a relevant page, so a subcommand named as undocumented would be
-    # a false abstention (code spans there include prose: glossary terms, link texts)
+@pytest.fixture(scope="module")
+def confidences(built: Path) -> Callable[[str], dict[str, Confidence]]:
+    """A collection's queries with their retrieval confidence on a lexical index of it
+    (built and read once for the tests below)."""
     from twokeys import IndexOptions, build_index, open_index
     from twokeys.rag.grounding import retrieval_confidence
 
-    root = built / name
-    path = built / f"{name}.twokeys"
-    build_index(root / "corpus.jsonl", path, IndexOptions(encoder=None))
-    lines = (root / "queries.jsonl").read_text(encoding="utf-8").splitlines()
-    queries = [json.loads(line)["text"] for line in lines]
-    with open_index(path) as kb:
-        confidences = {q: retrieval_confidence(kb, q) for q in queries}
-    named = {q: c.unseen_commands + c.unseen_menu_steps for q, c in confidences.items()}
+    @cache
+    def of(name: str) -> dict[str, Confidence]:
+        root = built / name
+        path = built / f"{name}.twokeys"
+        build_index(root / "corpus.jsonl", path, IndexOptions(encoder=None))
+        lines = (root / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+        queries = [json.loads(line)["text"] for line in lines]
+        with open_index(path) as kb:
+            return {q: retrieval_confidence(kb, q) for q in queries}
+
+    return of
+
+
+@pytest.mark.parametrize("name", ["python-docs", "git-docs"])
+def test_the_command_rule_names_no_documentation_query(
+    confidences: Callable[[str], dict[str, Confidence]], name: str
+) -> None:
+    # every query has a relevant page, so a subcommand named as undocumented would be
+    # a false abstention (code spans there include prose: glossary terms, link texts)
+    named = {q: c.unseen_commands + c.unseen_menu_steps for q, c in confidences(name).items()}
     assert {q: u for q, u in named.items() if u} == {}
 
 
 @pytest.mark.parametrize(("name", "most"), [("python-docs", 6), ("git-docs", 2)])
 def test_few_documentation_queries_name_a_missing_identifier(
-    built: Path, name: str, most: int
+    confidences: Callable[[str], dict[str, Confidence]], name: str, most: int
 ) -> None:
     # every query has a relevant page, so a missing identifier is a false abstention.
     # The Python pages write FTP.getwelcome() on the ftplib page, never
     # ftplib.FTP.getwelcome: before dotted names were found by their parts, 61 of the
     # 213 queries named one; now 4 do (a class named a chunk away: StreamReader.at_eof),
     # and on Git one (--remote-submodules, written --[no-]remote-submodules)
-    from twokeys import IndexOptions, build_index, open_index
-    from twokeys.rag.grounding import retrieval_confidence
-
-    root = built / name
-    path = built / f"{name}-missing.twokeys"
-    build_index(root / "corpus.jsonl", path, IndexOptions(encoder=None))
-    lines = (root / "queries.jsonl").read_text(encoding="utf-8").splitlines()
-    queries = [json.loads(line)["text"] for line in lines]
-    with open_index(path) as kb:
-        named = {q: retrieval_confidence(kb, q).missing for q in queries}
-    missing = {q: m for q, m in named.items() if m}
+    missing = {q: c.missing for q, c in confidences(name).items() if c.missing}
     assert len(missing) <= most, missing
