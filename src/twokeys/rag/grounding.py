@@ -226,13 +226,26 @@ def _held(index: Index, phrase: str) -> bool:
     terms = index.analyzer.query_terms(phrase)
     if len(terms) < 2:
         return True
-    lexical = index.backend.lexical
-    rarest = max(zip(lexical.idf(terms), terms, strict=True))[1]
-    rows = [hit.row for hit in lexical.search([rarest], PHRASE_CANDIDATES)]
-    if len(rows) >= PHRASE_CANDIDATES:
+    texts = _texts_holding(index, [_rarest(index, terms)], complete=True)
+    if texts is None:
         return True
-    texts = indexed_texts(index.backend, rows)
     return any(contains_sequence(index.analyzer.query_terms(t), terms) for t in texts)
+
+
+def _rarest(index: Index, terms: Sequence[str]) -> str:
+    """The term of ``terms`` (all in the index) that the fewest chunks hold."""
+    return max(zip(index.backend.lexical.idf(list(terms)), terms, strict=True))[1]
+
+
+def _texts_holding(index: Index, terms: Sequence[str], *, complete: bool) -> list[str] | None:
+    """The indexed texts of BM25's best :data:`PHRASE_CANDIDATES` chunks for ``terms``;
+    with ``complete``, None when there may be more chunks than that (a rule that needs
+    every chunk holding a term cannot decide)."""
+    lexical = index.backend.lexical
+    rows = [hit.row for hit in lexical.search(list(terms), PHRASE_CANDIDATES)]
+    if complete and len(rows) >= PHRASE_CANDIDATES:
+        return None
+    return indexed_texts(index.backend, rows)
 
 
 def _written_inside(index: Index, identifier: str) -> bool:
@@ -245,12 +258,11 @@ def _written_inside(index: Index, identifier: str) -> bool:
     lexical = index.backend.lexical
     if not parts or not all(lexical.has_term(t) for t in parts):
         return False
-    rarest = max(zip(lexical.idf(parts), parts, strict=True))[1]
-    rows = [hit.row for hit in lexical.search([rarest], PHRASE_CANDIDATES)]
+    texts = _texts_holding(index, [_rarest(index, parts)], complete=False) or []
     left = "" if not identifier[0].isalnum() else r"(?<![^\W_])"
     right = "" if not identifier[-1].isalnum() else r"(?![^\W_])"
     pattern = re.compile(left + re.escape(identifier) + right, re.IGNORECASE)
-    return any(pattern.search(text) for text in indexed_texts(index.backend, rows))
+    return any(pattern.search(text) for text in texts)
 
 
 _DOTTED_NAME = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)+")
@@ -275,12 +287,11 @@ def _held_by_parts(index: Index, identifier: str) -> bool:
     terms = [t for t in index.analyzer.query_terms(" ".join(parts)) if lexical.has_term(t)]
     if not terms:
         return False
-    rows = [hit.row for hit in lexical.search(terms, PHRASE_CANDIDATES)]
+    texts = _texts_holding(index, terms, complete=False) or []
     words = [
         re.compile(r"(?<!\w)" + re.escape(part) + r"(?!\w)", re.IGNORECASE)
         for part in dict.fromkeys(parts)
     ]
-    texts = indexed_texts(index.backend, rows)
     return any(all(w.search(text) for w in words) for text in texts)
 
 
@@ -317,12 +328,10 @@ def _unseen_menu_steps(index: Index, query: str) -> tuple[str, ...]:
     lexical = index.backend.lexical
     if head is None or not lexical.has_term(head):
         return ()
-    rows = [hit.row for hit in lexical.search([head], PHRASE_CANDIDATES)]
-    if len(rows) >= PHRASE_CANDIDATES:
+    texts = _texts_holding(index, [head], complete=True)
+    if texts is None:
         return ()
-    written = [
-        (text, menu_paths(text, index.analyzer)) for text in indexed_texts(index.backend, rows)
-    ]
+    written = [(text, menu_paths(text, index.analyzer)) for text in texts]
     found = departure(pieces, [p for _, paths in written for p in paths], index.analyzer)
     if found is None:
         return ()
@@ -346,13 +355,12 @@ def _commands_led(index: Index, lead: tuple[str, str]) -> list[Command]:
     lexical = index.backend.lexical
     if not all(lexical.has_term(t) for t in lead):
         return []
-    rarer = max(zip(lexical.idf(list(lead)), lead, strict=True))[1]
-    rows = [hit.row for hit in lexical.search([rarer], PHRASE_CANDIDATES)]
-    if len(rows) >= PHRASE_CANDIDATES:
+    texts = _texts_holding(index, [_rarest(index, lead)], complete=True)
+    if texts is None:
         return []
     return [
         command
-        for text in indexed_texts(index.backend, rows)
+        for text in texts
         for line in code_lines(text)
         for command in commands(line, index.analyzer)
         if len(command) >= 2 and (command[0].term, command[1].term) == lead
