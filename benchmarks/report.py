@@ -137,10 +137,6 @@ def bm25_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> lis
                 (single["bm25s"]["cpu_ms_per_query"] / single[name]["cpu_ms_per_query"])
                 if "cpu_ms_per_query" in single[name]
                 else None,
-                data["build_s"][name],
-                data["build_s"][name] / data["build_s"]["bm25s"],
-                mem[name]["build_delta_mb"],
-                mem[name]["traced_build_peak_mb"],
                 mem[name]["traced_retained_mb"],
             )
         )
@@ -152,20 +148,17 @@ def bm25_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> lis
             "speed ÷ bm25s",
             "CPU ms/query",
             "CPU speed ÷ bm25s",
-            "build s",
-            "build ÷ bm25s",
-            "build peak RSS Δ MB",
-            "build traced peak MB",
             "index held MB",
         ),
         rows,
     )
     out += [
         "",
-        "Memory: each system built in a fresh subprocess after its imports. RSS Δ: the "
-        "kernel's peak RSS (reset with `clear_refs`) minus RSS before the build. Traced: "
-        "tracemalloc's peak of Python + numpy allocations during the build, and what the "
-        "built index (with its tokenizer/analyzer state) still holds afterwards.",
+        "Index held: tracemalloc's count of the Python + numpy memory the built index (with "
+        "its tokenizer/analyzer state) still holds after the build, in a fresh subprocess per "
+        "system. Build time and build memory are measured on their own, cold and in "
+        "interleaved rounds, in the next section (`benchmarks bm25-build`): this run builds "
+        "each system once, as set-up for its queries.",
         "",
         f"Batch mode (all {data['queries']} queries at once; `search_many` gives the same "
         "hits as one query at a time). CPU ÷ wall: this process's CPU seconds per second "
