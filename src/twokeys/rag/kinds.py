@@ -12,13 +12,17 @@ followed by one of its subcommands) read on prose compounds.
 A *run* is a sequence of words with no stopword, identifier or punctuation between
 them (``pairing mode`` in "Put the device into pairing mode as described"). A word
 *ends* a run when it is its last word, and is *qualified* there when a word precedes it
-in the run. A word (compared as written, lowercased: a stem would merge the noun with
-verbs and plurals, ``ends`` with ``end``, whose qualifiers are subjects) is a *kind
-word* of some texts when every run it ends there is qualified, by at least
-:data:`MIN_KINDS` different qualifiers: the texts name several members of its family
-and never the word alone. :func:`unseen_kind` reads the query's runs for an adjacent
+in the run. A word is a *kind word* of some texts when every run ending in any form of
+it (its analyzer term: ``takes`` for ``take``, ``time`` for ``times``) is qualified,
+and it has at least :data:`MIN_KINDS` different qualifiers as written (lowercased): the
+texts name several members of its family and never the word alone. Read as written
+only, verbs pass too (``may take``, ``can take``, ``vectors take``; ``three times``,
+``busy times``) and name answerable questions ("How long does the Hub take"); their
+other forms stand alone. :func:`unseen_kind` reads the query's runs for an adjacent
 pair whose second word is a kind word and whose first word qualifies it nowhere in the
-texts (compared by the analyzer's term, so ``pair mode`` is ``pairing mode``).
+texts (compared by the analyzer's term, so ``pair mode`` is ``pairing mode``) and is
+the rarer word of the two in the corpus: the specific part of a name, where the kind
+word is the generic one (``app take`` names nothing).
 """
 
 from __future__ import annotations
