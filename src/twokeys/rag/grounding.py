@@ -363,20 +363,18 @@ def _unseen_kinds(index: Index, query: str) -> tuple[str, ...]:
 
     A word's family is read from every chunk holding its term, all of them or none
     (past :data:`PHRASE_CANDIDATES` such chunks the word is taken as no kind word, so
-    that the rule only fires on a complete view)."""
+    that the rule only fires on a complete view). A pair whose qualifier is not the
+    rarer word is passed over before any chunk is read."""
     lexical = index.backend.lexical
     read: dict[str, tuple[frozenset[str] | None, set[tuple[str, str]]]] = {}
     found: list[str] = []
     for run in runs(query, index.analyzer):
         for qualifier, head in itertools.pairwise(run):
-            if head.word not in read:
-                read[head.word] = (
-                    _family(index, head) if lexical.has_term(head.term) else (None, set())
-                )
-            if read[head.word][0] is None:
+            if not lexical.has_term(head.term) or not _rarer(index, qualifier.term, head.term):
                 continue
-            rarer = _rarer(index, qualifier.term, head.term)
-            unseen = unseen_kind((qualifier, head), *read[head.word], rarer)
+            if head.word not in read:
+                read[head.word] = _family(index, head)
+            unseen = unseen_kind((qualifier, head), *read[head.word], rarer=True)
             if unseen is not None:
                 found.append(unseen)
     return tuple(dict.fromkeys(found))
