@@ -177,7 +177,7 @@ def test_a_menu_path_a_step_past_the_documented_ones_abstains(kb_path: Path) -> 
 
 def test_the_menu_rule_names_no_answerable_question(kb_path: Path) -> None:
     # over every split: it fires on the seven questions that write a step past a
-    # documented path, and on none of the 137 answerable ones (7 of which write a
+    # documented path, and on none of the 152 answerable ones (7 of which write a
     # documented path)
     items = load_qa(SUPPORT_KB / "qa.jsonl")
     with open_index(kb_path) as kb:
@@ -190,6 +190,58 @@ def test_the_menu_rule_names_no_answerable_question(kb_path: Path) -> None:
         "qa181": ("Settings > Hub > Diagnostics > Send logs send",),
         "qa182": ("Camera settings > Hardware > Infrared",),
         "qa183": ("Settings > Hub > Storage > Auto-delete",),
+    }
+    assert all(not i.answerable for i in items if named[i.id])
+
+
+def test_a_mode_the_pages_never_name_abstains(tmp_path: Path) -> None:
+    # a constructed corpus: "mode" is always written qualified, by three kinds; "report"
+    # is written alone too; "take" is always qualified, but by words commoner than it
+    from twokeys import IndexOptions, build_index
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    pages = {
+        "setup.md": "# Setup\n\nHold the button until the Hub enters setup mode.\n",
+        "pairing.md": "# Pairing\n\nPut each sensor into pairing mode as its leaflet says.\n",
+        "scenes.md": "# Scenes\n\nA scene can turn camera privacy mode on for the evening.\n",
+        "report.md": "# Reports\n\nThe weekly report lists errors. A report is kept a year.\n",
+        "restart.md": "# Restart\n\nThe Hub may take a minute. Updates can take an hour. "
+        "Large exports take a day.\n",
+    }
+    for name, text in pages.items():
+        (docs / name).write_text(text, encoding="utf-8")
+    path = tmp_path / "kb.twokeys"
+    build_index(docs, path, IndexOptions(encoder=None))
+    with open_index(path) as kb:
+        made_up = ask(kb, "How do I turn on vacation mode on the Hub?", options=BM25)
+        real = retrieval_confidence(kb, "How do I put a sensor into pairing mode?")
+        alone = retrieval_confidence(kb, "What does the monthly report list?")
+        common = retrieval_confidence(kb, "How long does the Hub take after a restart?")
+    confidence = made_up.plan.confidence[0]
+    assert confidence.unseen_kinds == ("vacation mode",) and not confidence.answerable
+    assert made_up.kind == "abstained" and "never mentions vacation mode" in made_up.text
+    assert confidence.to_dict()["unseen_kinds"] == ["vacation mode"]
+    assert real.unseen_kinds == () and real.answerable
+    assert alone.unseen_kinds == ()  # "report" is written alone: a thing, not a family
+    assert common.unseen_kinds == ()  # "Hub" is commoner than "take": no member named
+
+
+def test_the_kind_rule_names_no_answerable_question(kb_path: Path) -> None:
+    # over every split: it fires on the six questions that name a mode the pages never
+    # name (every "mode" in the pages is setup, pairing, privacy or snapshot mode), and
+    # on none of the 152 answerable ones (5 of which name setup, pairing, snapshot or
+    # Focus mode)
+    items = load_qa(SUPPORT_KB / "qa.jsonl")
+    with open_index(kb_path) as kb:
+        named = {i.id: retrieval_confidence(kb, i.question).unseen_kinds for i in items}
+    assert {k: v for k, v in named.items() if v} == {
+        "qa142": ("vacation mode",),
+        "qa184": ("away mode",),
+        "qa185": ("eco mode",),
+        "qa186": ("night mode",),
+        "qa200": ("guest mode",),
+        "qa207": ("silent mode",),
     }
     assert all(not i.answerable for i in items if named[i.id])
 
@@ -219,6 +271,8 @@ def test_an_unseen_phrase_counts_like_an_unseen_name() -> None:
     assert not replace(seen, unseen_phrases=("Lumatek Smart Lock",)).answerable
     assert replace(seen, dense=STRONG_PEAK, unseen_phrases=("Lumatek Smart Lock",)).answerable
     assert not replace(seen, dense=None, unseen_phrases=("Lumatek Smart Lock",)).answerable
+    assert not replace(seen, unseen_kinds=("vacation mode",)).answerable
+    assert replace(seen, dense=STRONG_PEAK, unseen_kinds=("vacation mode",)).answerable
 
 
 def test_name_runs_are_capitalised_words_side_by_side() -> None:

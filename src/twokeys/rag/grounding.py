@@ -35,11 +35,17 @@ sub-query:
   ``Charge limit`` and ``Battery health``), or a step past a documented path's end
   that no chunk writing that path names (``Camera settings > Audio > Noise filter``)
   (:mod:`twokeys.rag.menus`).
+* *unseen kinds*: a compound of the query (``vacation mode``) whose last word the pages
+  only ever write qualified, by at least three different words (``setup``, ``pairing``,
+  ``privacy``, ``snapshot mode``: the word names a family, never a thing of its own),
+  with a qualifier they never give it that is rarer in the corpus than that word (the
+  specific part of the name; ``the Hub take`` names nothing) (:mod:`twokeys.rag.kinds`).
+  Both words are often corpus words, so both sensors see the question as covered.
 
 A question that names an identifier the index has never seen, or a subcommand or menu
 entry its pages never give, asks about something the corpus does not hold; one that names an
 identifier the index holds is answerable (an exact match is the strongest lexical
-evidence). An unseen name or phrase means the same
+evidence). An unseen name, phrase or kind means the same
 unless the dense peak is very high (:data:`STRONG_PEAK`: "Britain" for a page on the
 United Kingdom). Otherwise the sub-query is answerable when
 ``peak + LEXICAL_WEIGHT * coverage >= THRESHOLD``: each sensor can vouch on its own
@@ -59,6 +65,7 @@ the blocks it cites is *unsupported*; otherwise *supported*.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -69,6 +76,7 @@ import numpy as np
 
 from twokeys.lexical.boolean import contains_sequence
 from twokeys.rag.commands import Command, code_lines, commands, heads, query_runs, unseen_subcommand
+from twokeys.rag.kinds import RunWord, qualifiers, runs, unseen_kind, written_pairs
 from twokeys.rag.menus import departure, head_term, menu_paths, query_path
 from twokeys.rag.packing import Block
 from twokeys.request import SearchRequest
@@ -103,6 +111,7 @@ class Confidence:
     unseen_phrases: tuple[str, ...] = ()  # capitalised runs (Lumatek Smart Lock) no chunk holds
     unseen_commands: tuple[str, ...] = ()  # subcommands no documented command has
     unseen_menu_steps: tuple[str, ...] = ()  # menu paths a step past the documented ones
+    unseen_kinds: tuple[str, ...] = ()  # compounds (vacation mode) of a word always qualified
 
     @property
     def score(self) -> float:
@@ -124,8 +133,8 @@ class Confidence:
 
     @property
     def unseen(self) -> tuple[str, ...]:
-        """The names and phrases of the query that no chunk holds."""
-        return self.unseen_names + self.unseen_phrases
+        """The names, phrases and kinds of the query that no chunk holds."""
+        return self.unseen_names + self.unseen_phrases + self.unseen_kinds
 
     @property
     def reason(self) -> str:
@@ -150,6 +159,7 @@ class Confidence:
             "unseen_phrases": list(self.unseen_phrases),
             "unseen_commands": list(self.unseen_commands),
             "unseen_menu_steps": list(self.unseen_menu_steps),
+            "unseen_kinds": list(self.unseen_kinds),
             "answerable": self.answerable,
             "reason": self.reason,
         }
@@ -181,6 +191,7 @@ def retrieval_confidence(index: Index, query: str) -> Confidence:
         phrases,
         _unseen_commands(index, query),
         _unseen_menu_steps(index, query),
+        () if names or phrases else _unseen_kinds(index, query),
     )
 
 
@@ -344,6 +355,47 @@ def _unseen_menu_steps(index: Index, query: str) -> tuple[str, ...]:
             ):
                 return ()
     return (found.written,)
+
+
+def _unseen_kinds(index: Index, query: str) -> tuple[str, ...]:
+    """The query's compounds that qualify a kind word with a qualifier the pages never
+    give it (:mod:`twokeys.rag.kinds`).
+
+    A word's family is read from every chunk holding its term, all of them or none
+    (past :data:`PHRASE_CANDIDATES` such chunks the word is taken as no kind word, so
+    that the rule only fires on a complete view). A pair whose qualifier is not the
+    rarer word is passed over before any chunk is read."""
+    lexical = index.backend.lexical
+    read: dict[str, tuple[frozenset[str] | None, set[tuple[str, str]]]] = {}
+    found: list[str] = []
+    for run in runs(query, index.analyzer):
+        for qualifier, head in itertools.pairwise(run):
+            if not lexical.has_term(head.term) or not _rarer(index, qualifier.term, head.term):
+                continue
+            if head.word not in read:
+                read[head.word] = _family(index, head)
+            unseen = unseen_kind((qualifier, head), *read[head.word], rarer=True)
+            if unseen is not None:
+                found.append(unseen)
+    return tuple(dict.fromkeys(found))
+
+
+def _rarer(index: Index, term: str, than: str) -> bool:
+    """Whether fewer chunks hold ``term`` than ``than`` (a term of the index); a term
+    the index lacks is the rarest."""
+    lexical = index.backend.lexical
+    if not lexical.has_term(term):
+        return True
+    mine, theirs = lexical.idf([term, than])
+    return bool(mine > theirs)
+
+
+def _family(index: Index, head: RunWord) -> tuple[frozenset[str] | None, set[tuple[str, str]]]:
+    texts = _texts_holding(index, [head.term], complete=True)
+    if texts is None:
+        return None, set()
+    written = [r for text in texts for r in runs(text, index.analyzer)]
+    return qualifiers(head, written), written_pairs(written)
 
 
 def _commands_led(index: Index, lead: tuple[str, str]) -> list[Command]:

@@ -1,0 +1,73 @@
+"""Kind words: a word a corpus only ever writes qualified, and a query's qualifier it lacks."""
+
+from __future__ import annotations
+
+from twokeys.analysis import Analyzer
+from twokeys.rag.kinds import RunWord, qualifiers, runs, unseen_kind, written_pairs
+
+A = Analyzer()
+
+PAGE = """Hold the button until the Hub enters setup mode. Put a sensor into pairing mode
+as its leaflet says. A scene can turn camera privacy mode on; switch tiles to snapshot
+mode, which refreshes less often. The report lists errors, and a second report follows.
+Weekly reports and daily reports, monthly reports: a report is kept for a year.
+Two cards: memory cards, gift cards, reference cards.
+"""
+
+
+def _runs(text: str = PAGE) -> list[tuple[RunWord, ...]]:
+    return runs(text, A)
+
+
+def _word(text: str) -> RunWord:
+    (run,) = runs(text, A)
+    (word,) = run
+    return word
+
+
+def _pair(text: str) -> tuple[RunWord, RunWord]:
+    (run,) = runs(text, A)
+    first, second = run
+    return first, second
+
+
+def test_runs_stop_at_stopwords_punctuation_and_identifiers() -> None:
+    got = [" ".join(w.text for w in r) for r in _runs("Turn on vacation mode, then run hubctl.")]
+    assert got == ["Turn", "vacation mode", "run hubctl"]  # a plain word: not an identifier
+    got = [" ".join(w.text for w in r) for r in _runs("Set tile_default_mode = snapshot mode")]
+    assert got == ["Set", "snapshot mode"]  # an identifier breaks a run
+    assert _word("Pairing").term == "pair" and _word("Pairing").word == "pairing"
+
+
+def test_a_word_always_qualified_by_three_kinds_is_a_kind_word() -> None:
+    family = qualifiers(_word("mode"), _runs())
+    assert family == frozenset({"setup", "pair", "privaci", "snapshot"})
+    # "report" ends a run alone ("a second report", "a report is kept"): no family
+    assert qualifiers(_word("report"), _runs()) is None
+    # "reports" is always qualified, but "report" (the same term) is written alone
+    assert qualifiers(_word("reports"), _runs()) is None
+    # "cards": "Two cards", "memory cards", "gift cards", "reference cards": four kinds
+    assert qualifiers(_word("cards"), _runs()) == frozenset({"two", "memori", "gift", "refer"})
+    # two qualifiers are a phrase or two, not a family
+    assert qualifiers(_word("mode"), _runs("Setup mode and pairing mode.")) is None
+
+
+def test_a_qualifier_the_pages_never_give_a_kind_word_is_named() -> None:
+    family = qualifiers(_word("mode"), _runs())
+    written = written_pairs(_runs())
+    assert unseen_kind(_pair("vacation mode"), family, written, rarer=True) == "vacation mode"
+    assert unseen_kind(_pair("Night Mode"), family, written, rarer=True) == "Night Mode"
+    # a qualifier the pages give, in any form
+    assert unseen_kind(_pair("pair mode"), family, written, rarer=True) is None
+    assert unseen_kind(_pair("privacy mode"), family, written, rarer=True) is None
+    # the qualifier must be the rarer word: a common one ("app take") names no member
+    assert unseen_kind(_pair("vacation mode"), family, written, rarer=False) is None
+    # no family, nothing to leave
+    assert unseen_kind(_pair("vacation report"), None, written, rarer=True) is None
+
+
+def test_a_pair_written_inside_a_longer_run_counts_as_written() -> None:
+    page = PAGE + "The night mode settings screen lists the options."
+    family = qualifiers(_word("mode"), _runs(page))
+    assert family is not None and "night" not in family  # "mode" does not end that run
+    assert unseen_kind(_pair("night mode"), family, written_pairs(_runs(page)), True) is None
