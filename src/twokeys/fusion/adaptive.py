@@ -246,18 +246,26 @@ def quoted_strings(query: str) -> list[str]:
     return _QUOTED.findall(query)
 
 
-def semantic_support(lexical: Sequence[ScoredChunk], dense: Sequence[ScoredChunk]) -> float:
+def semantic_support(
+    lexical: Sequence[ScoredChunk],
+    dense: Sequence[ScoredChunk],
+    similarity: float | None = None,
+) -> float:
     """Dense similarity of the lexical top hit over the dense top-1 similarity, in [0, 1].
 
-    A lexical top hit missing from the dense run is given the run's last score (an upper
-    bound on its similarity). 1.0 when either run is empty or the dense top score is not
-    positive (nothing to compare).
+    ``similarity``: the lexical top hit's cosine to the query, when the caller has the
+    vectors at hand (the hybrid asks its vector index: one dot product). Without it, a
+    top hit missing from the dense run is given the run's last score, an upper bound
+    that depends on how deep the run went. 1.0 when either run is empty or the dense top
+    score is not positive (nothing to compare).
     """
     if not lexical or not dense or dense[0].score <= 0:
         return 1.0
     top = lexical[0].row
-    similarity = next((h.score for h in dense if h.row == top), dense[-1].score)
-    return min(1.0, max(0.0, similarity / dense[0].score))
+    found = next((h.score for h in dense if h.row == top), None)
+    if found is None:
+        found = dense[-1].score if similarity is None else similarity
+    return min(1.0, max(0.0, found / dense[0].score))
 
 
 def confidence_floor(n_terms: int, params: AdaptiveParams) -> float:
@@ -290,7 +298,10 @@ def adaptive_fusion(
 ) -> list[ScoredChunk]:
     """Fuse one query's runs; ``exact_matches[row]`` = how many exact terms ``row`` contains.
 
-    ``depth``: normalisation statistics over each run's first ``depth`` entries;
+    ``depth``: the candidates fused: the chunks among either run's first ``depth``
+    entries rank first (exact tier, then fused score), the deeper ones after them, and
+    the normalisation statistics are those of the first ``depth`` entries, so the
+    fused top does not change with how deep the caller asked the runs to go;
     ``weight``: the lexical weight if the caller has computed it (:func:`lexical_weight`
     with :func:`semantic_support` of these runs), else computed here; ``levels``: the
     lexical and the dense run's chance levels (``RetrieverResult.chance``), read by the
@@ -309,6 +320,17 @@ def adaptive_fusion(
             "dense": normalizer(params.normalization, depth, levels[1]),
         },
     )
-    if features.exact_terms:
-        fused.sort(key=lambda h: (-exact_matches.get(h.row, 0), -h.score, h.row))
+    pool = (
+        None if depth is None else {h.row for h in lexical[:depth]} | {h.row for h in dense[:depth]}
+    )
+    if features.exact_terms or (pool is not None and len(pool) < len(fused)):
+        tiered = bool(features.exact_terms)
+        fused.sort(
+            key=lambda h: (
+                pool is not None and h.row not in pool,
+                -exact_matches.get(h.row, 0) if tiered else 0,
+                -h.score,
+                h.row,
+            )
+        )
     return [ScoredChunk(h.row, h.score, i + 1) for i, h in enumerate(fused)]
