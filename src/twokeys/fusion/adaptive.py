@@ -32,9 +32,26 @@ What is read (see :class:`QueryFeatures`):
   one's, so for queries longer than ``floor_length`` terms the floor is scaled by
   ``floor_length / n_terms``;
 * semantic support (sensor agreement): the dense similarity of the lexical top hit
-  divided by the dense top-1 similarity (:func:`semantic_support`). When BM25's best
-  chunk is far from the query in meaning, the lexical weight is multiplied by
+  (its cosine, asked of the vector index when the dense run lacks it) divided by the
+  dense top-1 similarity (:func:`semantic_support`). When BM25's best chunk is far from
+  the query in meaning, the lexical weight is multiplied by
   ``(support / support_floor) ** support_power``.
+
+Depth: the rules and the fusion read the first ``depth`` (the hybrid's ``candidates``,
+100) entries of each run, and the chunks among them rank first, so the fused top is the
+same whether the caller asks for 10 hits or ``twokeys eval``'s 300. Before, the support
+rule gave a top hit missing from the dense run the run's last score (an upper bound
+that fell the deeper the run went) and a chunk at BM25's rank 250 holding an identifier
+tiered above the candidates: SciFact test gave 0.7304 in ``twokeys eval`` and 0.7338 at
+k = 100. With the true cosine (int8 MiniLM, nDCG@10, 300 chunks asked): SciFact train
+0.7325 -> 0.7332 (11 queries change: 7 better, 4 worse), the Python manual's dev split
+0.9373 -> 0.9284 (one paraphrase, "run an external program and capture what it prints":
+BM25's right page is at cosine 0.165, the query's chance level 0.119), the Git manual's
+0.8553 unchanged; SciFact test 0.7346, Cranfield 0.4153 (LSI 0.4151). Fusing true
+scores for every chunk missing from one run (its cosine, its BM25 score) instead of the
+run's floor was measured too and not adopted: SciFact train 0.7360 but the Git dev split
+0.8457 and MEDLINE 0.7967, below dense alone (0.7978); true cosines alone (BM25's floor
+kept) gave SciFact train 0.7330 and the Git dev split 0.8520.
 
 Only anchors and the identifiers the sensors back put chunks in the exact tier: an
 identifier tiers when BM25's top hit holds it and none of the dense run's ``dense_top``
@@ -68,7 +85,8 @@ KB's identifier queries still at rank 1. Rejected there: z-score scaling with th
 weights (SciFact train 0.7315, but MEDLINE 0.7920 below dense alone, 0.7978, and a
 support-KB paraphrase out of the top 3: a peaked BM25 run gains say whether it is
 right or not), min-max over 300 entries (MEDLINE 0.7947), weights from the runs' top
-gaps (MEDLINE 0.7761-0.7932). It costs Cranfield 0.4194 -> 0.4144, 0.0007 below LSI;
+gaps (MEDLINE 0.7761-0.7932). It cost Cranfield 0.4194 -> 0.4144, 0.0007 below LSI
+(0.4153 once the fused top stopped depending on depth, above);
 with both weights 0.4 Cranfield is 0.4203 and SciFact train 0.7338. SciFact test was
 looked at once for each of these two: 0.7304 (the default) and 0.7281 (weights 0.4),
 against 0.7217 with min-max scaling.
