@@ -160,8 +160,10 @@ class HybridRetriever(Retriever):
                 unconfirmed=unconfirmed(features.identifiers, evidence),
             )
             top = lexical_run[0].row
-            found = any(h.row == top for h in pool_dense)
-            support = semantic_support(lexical_run, pool_dense, None if found else similarity(top))
+            missing = bool(pool_dense) and all(h.row != top for h in pool_dense)
+            support = semantic_support(
+                lexical_run, pool_dense, similarity(top) if missing else None
+            )
             alpha = lexical_weight(features, self.adaptive, support)
             method = self.adaptive.normalization
             exact = _exact_matches(features, lex, self.lexical, self.candidates)
