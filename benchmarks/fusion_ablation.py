@@ -14,6 +14,10 @@ the library's own fusion functions and prints one markdown row per variant. The
 * ``no incidental-words rule`` / ``no semantic-support rule``: that weight rule is off;
 * ``min-max normalisation``: each run scaled by its top-100 range, the default before
   the chance-level scaling;
+* ``support from the run's floor``: a lexical top hit missing from the dense top 100
+  given the dense run's last score (an upper bound) instead of its cosine;
+* ``300 deep (before)``: the fusion before its top stopped depending on depth: the
+  support rule's floor and the exact tier read all 300 chunks of each run;
 * the fixed fusions, for reference.
 
 Collections are given as ``DIR`` (its ``test`` split) or ``DIR:SPLIT``.
@@ -62,6 +66,7 @@ class Sensed:
     evidence: tuple[TermEvidence, ...]
     matched: dict[int, frozenset[str]]  # lexical row -> query terms it holds
     chance: float  # the dense run's chance level (BM25's is 0)
+    similarity: float  # the cosine of BM25's top hit to the query (0.0: no BM25 hit)
 
 
 Fuse = Callable[[Sensed], list[ScoredChunk]]
@@ -87,7 +92,8 @@ def sense(
             if not text.strip():
                 continue
             lex = lexical.retrieve(text, CHUNKS)
-            den = dense.retrieve(text, CHUNKS)
+            vector = dense.encoder.encode_query(text)
+            den = dense.retrieve_vector(vector, CHUNKS)
             top = [h.row for h in den.run[: params.dense_top]]
             evidence = lexical.term_evidence(text, lex.run, top, dense.encoder.count_tokens)
             terms = lexical.analyzer.query_terms(text)
@@ -99,6 +105,7 @@ def sense(
                 evidence,
                 {h.row: frozenset(t for t, _ in m) for h, m in zip(lex.run, held, strict=True)},
                 den.chance,
+                dense.index.similarity(vector, lex.run[0].row) if lex.run else 0.0,
             )
             rows.update(h.row for h in lex.run)
             rows.update(h.row for h in den.run)
@@ -114,9 +121,11 @@ def adaptive(
     tier: bool = True,
     anchors: bool = True,
     shapes: bool = True,
+    true_support: bool = True,
 ) -> Fuse:
     """The hybrid's adaptive fusion (``HybridRetriever._fuse``), with switches."""
     params = params or AdaptiveParams()
+    pool = DEFAULT_CANDIDATES
 
     def fuse(s: Sensed) -> list[ScoredChunk]:
         if not s.lexical:
@@ -126,11 +135,18 @@ def adaptive(
         features = replace(features, anchors=found if anchors else ())
         if confirm:
             features = replace(features, unconfirmed=unconfirmed(features.identifiers, s.evidence))
-        alpha = lexical_weight(features, params, semantic_support(s.lexical, s.dense))
+        support = semantic_support(
+            s.lexical, s.dense[:pool], s.similarity if true_support else None
+        )
+        alpha = lexical_weight(features, params, support)
         if not tier:
             features = replace(features, identifiers=(), anchors=())
         wanted = set(features.exact_terms)
-        exact = {r: len(wanted & held) for r, held in s.matched.items() if wanted & held}
+        exact = {
+            h.row: len(wanted & s.matched[h.row])
+            for h in s.lexical[:pool]
+            if wanted & s.matched[h.row]
+        }
         return adaptive_fusion(
             s.lexical,
             s.dense,
@@ -141,6 +157,36 @@ def adaptive(
             alpha,
             (0.0, s.chance),
         )
+
+    return fuse
+
+
+def before() -> Fuse:
+    """The adaptive fusion as it was before its top stopped depending on depth: the
+    support rule's floor and the exact tier read whole 300-chunk runs, and chunks below
+    the first 100 of both runs could tier above the rest."""
+    params = AdaptiveParams()
+
+    def fuse(s: Sensed) -> list[ScoredChunk]:
+        if not s.lexical:
+            return s.dense
+        found = anchor_terms(s.evidence, params.anchor_share, params.rare_chunk_share)
+        features = replace(s.features, anchors=found)
+        features = replace(features, unconfirmed=unconfirmed(features.identifiers, s.evidence))
+        alpha = lexical_weight(features, params, semantic_support(s.lexical, s.dense))
+        fused = convex_combination(
+            {"bm25": s.lexical, "dense": s.dense},
+            {"bm25": alpha, "dense": 1 - alpha},
+            {
+                "bm25": normalizer(params.normalization, DEFAULT_CANDIDATES),
+                "dense": normalizer(params.normalization, DEFAULT_CANDIDATES, s.chance),
+            },
+        )
+        wanted = set(features.exact_terms)
+        if wanted:
+            exact = {r: len(wanted & held) for r, held in s.matched.items()}
+            fused.sort(key=lambda h: (-exact.get(h.row, 0), -h.score, h.row))
+        return fused
 
     return fuse
 
@@ -171,6 +217,8 @@ VARIANTS: dict[str, Fuse] = {
     "no incidental-words rule": adaptive(replace(AdaptiveParams(), confidence_floor=0.0)),
     "no semantic-support rule": adaptive(replace(AdaptiveParams(), support_floor=0.0)),
     "min-max normalisation": adaptive(replace(AdaptiveParams(), normalization="minmax")),
+    "support from the run's floor": adaptive(true_support=False),
+    "300 deep (before)": before(),
     "fixed minmax": fixed("minmax"),
     "fixed zscore": fixed("zscore"),
     "fixed dbsf": fixed("dbsf"),

@@ -145,6 +145,19 @@ def test_the_dense_chance_level_is_the_mean_cosine_over_all_chunks(build: Build)
             assert vectors.mean_similarity(q) == pytest.approx(mean, abs=1e-4)
 
 
+def test_a_chunks_similarity_is_its_search_score(build: Build) -> None:
+    """What the hybrid's semantic-support rule reads for BM25's top chunk when the
+    vector search did not return it: the score the search gives it, on every backend."""
+    with open_index(build(DOCS)) as kb:
+        vectors = kb.backend.vectors
+        assert vectors is not None
+        q = kb.encoder.encode_query("power supply fuse")
+        every = vectors.search(q, 10_000)
+        assert len(every) >= 3
+        for hit in every:
+            assert vectors.similarity(q, hit.row) == pytest.approx(hit.score, abs=1e-5)
+
+
 def test_filters_apply_before_top_k(build: Build) -> None:
     with open_index(build(DOCS)) as kb:
         for mode in ("bm25", "dense", "hybrid"):

@@ -195,6 +195,9 @@ def test_semantic_support_is_the_dense_score_of_the_lexical_top_hit() -> None:
     assert semantic_support(run((3, 9.0)), den) == pytest.approx(1.0)
     # a lexical top hit the dense run lacks gets the run's last score, an upper bound
     assert semantic_support(run((7, 9.0)), den) == pytest.approx(0.25)
+    # ... or its true similarity, when the caller has the vectors at hand
+    assert semantic_support(run((7, 9.0)), den, 0.08) == pytest.approx(0.1)
+    assert semantic_support(run((1, 9.0)), den, 0.08) == pytest.approx(0.5)  # its own score
     assert semantic_support([], den) == 1.0
     assert semantic_support(run((1, 9.0)), []) == 1.0
     assert semantic_support(run((1, 9.0)), run((1, -0.2), (3, -0.5))) == 1.0
@@ -216,6 +219,20 @@ def test_exact_identifier_chunk_is_never_outranked() -> None:
     assert [h.rank for h in fused] == [1, 2, 3]
     plain = adaptive_fusion(lex, den, features(), {}, p)
     assert plain[0].row == 1
+
+
+def test_adaptive_fusion_ranks_the_first_depth_entries_of_either_run_first() -> None:
+    """Chunks below ``depth`` in both runs come after the candidates, even one holding
+    the identifier: the fused top does not change with how deep the runs went."""
+    lex = run((1, 9.0), (2, 8.0), (3, 7.0), (4, 6.0))  # row 4 holds the identifier
+    den = run((5, 0.9), (2, 0.8), (6, 0.7), (7, 0.6))
+    p = AdaptiveParams()
+    deep = adaptive_fusion(lex, den, features(("zx-4821",)), {4: 1}, p, depth=2)
+    assert {h.row for h in deep[:3]} == {1, 2, 5}
+    assert [h.row for h in deep[3:]] == [4, 3, 6, 7]  # the identifier tiers among the rest
+    shallow = adaptive_fusion(lex[:2], den[:2], features(("zx-4821",)), {}, p, depth=2)
+    assert [h.row for h in deep[:3]] == [h.row for h in shallow]
+    assert [h.rank for h in deep] == list(range(1, 8))
 
 
 def test_adaptive_fusion_measures_each_run_from_its_chance_level() -> None:

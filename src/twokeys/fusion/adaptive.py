@@ -32,9 +32,26 @@ What is read (see :class:`QueryFeatures`):
   one's, so for queries longer than ``floor_length`` terms the floor is scaled by
   ``floor_length / n_terms``;
 * semantic support (sensor agreement): the dense similarity of the lexical top hit
-  divided by the dense top-1 similarity (:func:`semantic_support`). When BM25's best
-  chunk is far from the query in meaning, the lexical weight is multiplied by
+  (its cosine, asked of the vector index when the dense run lacks it) divided by the
+  dense top-1 similarity (:func:`semantic_support`). When BM25's best chunk is far from
+  the query in meaning, the lexical weight is multiplied by
   ``(support / support_floor) ** support_power``.
+
+Depth: the rules and the fusion read the first ``depth`` (the hybrid's ``candidates``,
+100) entries of each run, and the chunks among them rank first, so the fused top is the
+same whether the caller asks for 10 hits or ``twokeys eval``'s 300. Before, the support
+rule gave a top hit missing from the dense run the run's last score (an upper bound
+that fell the deeper the run went) and a chunk at BM25's rank 250 holding an identifier
+tiered above the candidates: SciFact test gave 0.7304 in ``twokeys eval`` and 0.7338 at
+k = 100. With the true cosine (int8 MiniLM, nDCG@10, 300 chunks asked): SciFact train
+0.7325 -> 0.7332 (11 queries change: 7 better, 4 worse), the Python manual's dev split
+0.9373 -> 0.9284 (one paraphrase, "run an external program and capture what it prints":
+BM25's right page is at cosine 0.165, the query's chance level 0.119), the Git manual's
+0.8553 unchanged; SciFact test 0.7346, Cranfield 0.4153 (LSI 0.4151). Fusing true
+scores for every chunk missing from one run (its cosine, its BM25 score) instead of the
+run's floor was measured too and not adopted: SciFact train 0.7360 but the Git dev split
+0.8457 and MEDLINE 0.7967, below dense alone (0.7978); true cosines alone (BM25's floor
+kept) gave SciFact train 0.7330 and the Git dev split 0.8520.
 
 Only anchors and the identifiers the sensors back put chunks in the exact tier: an
 identifier tiers when BM25's top hit holds it and none of the dense run's ``dense_top``
@@ -68,7 +85,8 @@ KB's identifier queries still at rank 1. Rejected there: z-score scaling with th
 weights (SciFact train 0.7315, but MEDLINE 0.7920 below dense alone, 0.7978, and a
 support-KB paraphrase out of the top 3: a peaked BM25 run gains say whether it is
 right or not), min-max over 300 entries (MEDLINE 0.7947), weights from the runs' top
-gaps (MEDLINE 0.7761-0.7932). It costs Cranfield 0.4194 -> 0.4144, 0.0007 below LSI;
+gaps (MEDLINE 0.7761-0.7932). It cost Cranfield 0.4194 -> 0.4144, 0.0007 below LSI
+(0.4153 once the fused top stopped depending on depth, above);
 with both weights 0.4 Cranfield is 0.4203 and SciFact train 0.7338. SciFact test was
 looked at once for each of these two: 0.7304 (the default) and 0.7281 (weights 0.4),
 against 0.7217 with min-max scaling.
@@ -246,18 +264,26 @@ def quoted_strings(query: str) -> list[str]:
     return _QUOTED.findall(query)
 
 
-def semantic_support(lexical: Sequence[ScoredChunk], dense: Sequence[ScoredChunk]) -> float:
+def semantic_support(
+    lexical: Sequence[ScoredChunk],
+    dense: Sequence[ScoredChunk],
+    similarity: float | None = None,
+) -> float:
     """Dense similarity of the lexical top hit over the dense top-1 similarity, in [0, 1].
 
-    A lexical top hit missing from the dense run is given the run's last score (an upper
-    bound on its similarity). 1.0 when either run is empty or the dense top score is not
-    positive (nothing to compare).
+    ``similarity``: the lexical top hit's cosine to the query, when the caller has the
+    vectors at hand (the hybrid asks its vector index: one dot product). Without it, a
+    top hit missing from the dense run is given the run's last score, an upper bound
+    that depends on how deep the run went. 1.0 when either run is empty or the dense top
+    score is not positive (nothing to compare).
     """
     if not lexical or not dense or dense[0].score <= 0:
         return 1.0
     top = lexical[0].row
-    similarity = next((h.score for h in dense if h.row == top), dense[-1].score)
-    return min(1.0, max(0.0, similarity / dense[0].score))
+    found = next((h.score for h in dense if h.row == top), None)
+    if found is None:
+        found = dense[-1].score if similarity is None else similarity
+    return min(1.0, max(0.0, found / dense[0].score))
 
 
 def confidence_floor(n_terms: int, params: AdaptiveParams) -> float:
@@ -290,7 +316,10 @@ def adaptive_fusion(
 ) -> list[ScoredChunk]:
     """Fuse one query's runs; ``exact_matches[row]`` = how many exact terms ``row`` contains.
 
-    ``depth``: normalisation statistics over each run's first ``depth`` entries;
+    ``depth``: the candidates fused: the chunks among either run's first ``depth``
+    entries rank first (exact tier, then fused score), the deeper ones after them, and
+    the normalisation statistics are those of the first ``depth`` entries, so the
+    fused top does not change with how deep the caller asked the runs to go;
     ``weight``: the lexical weight if the caller has computed it (:func:`lexical_weight`
     with :func:`semantic_support` of these runs), else computed here; ``levels``: the
     lexical and the dense run's chance levels (``RetrieverResult.chance``), read by the
@@ -309,6 +338,17 @@ def adaptive_fusion(
             "dense": normalizer(params.normalization, depth, levels[1]),
         },
     )
-    if features.exact_terms:
-        fused.sort(key=lambda h: (-exact_matches.get(h.row, 0), -h.score, h.row))
+    pool = (
+        None if depth is None else {h.row for h in lexical[:depth]} | {h.row for h in dense[:depth]}
+    )
+    if features.exact_terms or (pool is not None and len(pool) < len(fused)):
+        tiered = bool(features.exact_terms)
+        fused.sort(
+            key=lambda h: (
+                pool is not None and h.row not in pool,
+                -exact_matches.get(h.row, 0) if tiered else 0,
+                -h.score,
+                h.row,
+            )
+        )
     return [ScoredChunk(h.row, h.score, i + 1) for i, h in enumerate(fused)]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+import numpy.typing as npt
+
 from twokeys.dense.encoder import Encoder
 from twokeys.retrievers.base import Retriever, RetrieverResult
 from twokeys.store.base import RowMask, VectorIndex
@@ -19,7 +22,12 @@ class DenseRetriever(Retriever):
         self.allowed = allowed  # the rows a filtered search ranks (None: all)
 
     def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
-        vector = self.encoder.encode_query(query)
+        return self.retrieve_vector(self.encoder.encode_query(query), k, explain=explain)
+
+    def retrieve_vector(
+        self, vector: npt.NDArray[np.float32], k: int, *, explain: bool = False
+    ) -> RetrieverResult:
+        """:meth:`retrieve` for a query already encoded (``encoder.encode_query``)."""
         run = self.index.search(vector, k, allowed=self.allowed)
         evidence = {}
         if explain:

@@ -18,7 +18,7 @@ Fusions (``fusion=``):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from twokeys.errors import ConfigError
@@ -77,9 +77,14 @@ class HybridRetriever(Retriever):
     def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
         depth = max(k, self.candidates)
         lex = self.lexical.retrieve(query, depth, explain=explain)
-        den = self.dense.retrieve(query, depth, explain=explain)
+        vector = self.dense.encoder.encode_query(query)
+        den = self.dense.retrieve_vector(vector, depth, explain=explain)
         runs = {self.lexical.name: lex.run, self.dense.name: den.run}
-        fused, weights, parts = self._fuse(query, runs, lex, den.chance, explain)
+
+        def similarity(row: int) -> float:
+            return self.dense.index.similarity(vector, row)
+
+        fused, weights, parts = self._fuse(query, runs, lex, den.chance, similarity, explain)
         fused = fused[:k]
         evidence: dict[int, tuple[Evidence, ...]] = {}
         if explain:
@@ -106,10 +111,12 @@ class HybridRetriever(Retriever):
         runs: Mapping[str, Sequence[ScoredChunk]],
         lex: RetrieverResult,
         dense_chance: float,
+        similarity: Callable[[int], float],
         explain: bool = False,
     ) -> tuple[list[ScoredChunk], dict[str, float], dict[str, dict[int, float]]]:
         """Fused run, per-run weights, and, to ``explain`` a search, each run's
-        contribution per row (``dense_chance``: the dense run's chance level; BM25's is 0)."""
+        contribution per row (``dense_chance``: the dense run's chance level, BM25's is 0;
+        ``similarity(row)``: a chunk's cosine to the query)."""
         lname, dname = self.lexical.name, self.dense.name
         if not runs[lname] and self.fusion not in ("rrf", "rrf-confidence"):
             # no lexical evidence (a query of stopwords or punctuation): the dense run
@@ -134,10 +141,15 @@ class HybridRetriever(Retriever):
             )
             return rrf(runs, self.k, weights), weights, parts
         if self.fusion == "adaptive":
+            # what the rules read, from the first `candidates` entries of each run (and
+            # the true cosine of BM25's top hit): the fused top does not depend on how
+            # deep the caller asked
+            lexical_run, dense_run = runs[lname], runs[dname]
+            pool_dense = dense_run[: self.candidates]
             features = self.lexical.features(query, lex)
-            dense_top = [h.row for h in runs[dname][: self.adaptive.dense_top]]
+            dense_top = [h.row for h in dense_run[: self.adaptive.dense_top]]
             evidence = self.lexical.term_evidence(
-                query, runs[lname], dense_top, self.dense.encoder.count_tokens
+                query, lexical_run, dense_top, self.dense.encoder.count_tokens
             )
             anchors = anchor_terms(
                 evidence, self.adaptive.anchor_share, self.adaptive.rare_chunk_share
@@ -147,13 +159,17 @@ class HybridRetriever(Retriever):
                 anchors=anchors,
                 unconfirmed=unconfirmed(features.identifiers, evidence),
             )
-            support = semantic_support(runs[lname], runs[dname])
+            top = lexical_run[0].row
+            missing = bool(pool_dense) and all(h.row != top for h in pool_dense)
+            support = semantic_support(
+                lexical_run, pool_dense, similarity(top) if missing else None
+            )
             alpha = lexical_weight(features, self.adaptive, support)
             method = self.adaptive.normalization
-            exact = _exact_matches(features, lex, self.lexical)
+            exact = _exact_matches(features, lex, self.lexical, self.candidates)
             fused = adaptive_fusion(
-                runs[lname],
-                runs[dname],
+                lexical_run,
+                dense_run,
                 features,
                 exact,
                 self.adaptive,
@@ -183,9 +199,10 @@ class HybridRetriever(Retriever):
 
 
 def _exact_matches(
-    features: QueryFeatures, lex: RetrieverResult, lexical: BM25Retriever
+    features: QueryFeatures, lex: RetrieverResult, lexical: BM25Retriever, depth: int
 ) -> dict[int, int]:
-    """How many of the query's identifiers each lexical hit contains (hits with none left out).
+    """How many of the query's identifiers each of the first ``depth`` lexical hits
+    contains (hits with none left out).
 
     Reads the hits' evidence when the run was explained, else asks the index, and only
     for queries that name an identifier: most queries never pay for it.
@@ -194,7 +211,7 @@ def _exact_matches(
     if not wanted:
         return {}
     out: dict[int, int] = {}
-    for hit in lex.run:
+    for hit in lex.run[:depth]:
         evidence = lex.evidence.get(hit.row)
         if evidence:
             matched = {t for ev in evidence for t, _ in ev.matched_terms}
