@@ -42,6 +42,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
+from itertools import islice
 from typing import NamedTuple
 
 from twokeys.errors import ConfigError
@@ -135,7 +136,7 @@ def chunk_documents(
             # heading, so it is indexed (indexed_text) and shown wherever headings are
             out.append([Chunk(doc.id, 0, "", 0, 0, (title,))] if title else [])
             continue
-        doc_counts = [next(counts) for _ in plan.to_count]
+        doc_counts = list(islice(counts, len(plan.to_count)))
         out.append(_chunks(doc, plan, doc_counts, count_tokens, config))
     return out
 
@@ -175,7 +176,10 @@ def _chunks(
     sections = plan.sections
     budgets = [max(config.max_tokens - n, config.max_tokens // 2) for n in counts[: len(sections)]]
     it = iter(counts[len(sections) :])
-    pieces = [[[_Piece(a, b, next(it), True) for a, b in blk] for blk in sec] for sec in plan.spans]
+    new = tuple.__new__  # _Piece(...) without the Python frame of its __new__
+    pieces = [
+        [[new(_Piece, (a, b, next(it), True)) for a, b in blk] for blk in sec] for sec in plan.spans
+    ]
     pieces = _cut_oversized(text, sections, pieces, budgets, count_tokens, config.max_chars)
 
     chunks: list[Chunk] = []
@@ -187,10 +191,12 @@ def _chunks(
 
 def _count(count_tokens: TokenCounter, texts: list[str]) -> list[int]:
     """Count a batch, skipping empty strings (0 tokens) and checking the answer's length."""
-    todo = [t for t in texts if t]
+    todo = texts if all(texts) else [t for t in texts if t]
     counts = list(count_tokens(todo)) if todo else []
     if len(counts) != len(todo):
         raise ValueError(f"token counter returned {len(counts)} counts for {len(todo)} texts")
+    if todo is texts:
+        return counts
     it = iter(counts)
     return [next(it) if t else 0 for t in texts]
 
@@ -241,6 +247,9 @@ def _indent(line: str) -> int:
 
 def _plain_sections(text: str) -> list[_Section]:
     """One untitled section of blank-line-separated paragraphs."""
+    if "\n" not in text:  # one line: one paragraph, or none
+        start, end = trim_span(text, 0, len(text))
+        return [_Section((), (_Block(start, end, "prose"),) if start < end else ())]
     lines = _lines(text)
     blocks = []
     first = -1
@@ -491,20 +500,33 @@ class _Packer:
         else:  # cut it, merging its start into a tiny open chunk
             if self.fresh_tokens >= self.config.min_tokens:
                 self._close(pieces[0].tokens)
-            # piece by piece: _fits and _extend written out (a call each per sentence)
+            # piece by piece: _fits and _extend written out (a call each per sentence),
+            # the open chunk's state in locals, written back before each _close
             budget, max_chars = self.budget, self.config.max_chars
+            open_pieces, total, fresh_pieces, fresh_tokens = (
+                self.pieces,
+                self.tokens,
+                self.fresh_pieces,
+                self.fresh_tokens,
+            )
             for piece in pieces:
                 _, end, tokens, _ = piece
-                if self.pieces and (
-                    self.tokens + tokens > budget or end - self.pieces[0].start > max_chars
+                if open_pieces and (
+                    total + tokens > budget or end - open_pieces[0].start > max_chars
                 ):
+                    self.pieces, self.tokens = open_pieces, total
+                    self.fresh_pieces, self.fresh_tokens = fresh_pieces, fresh_tokens
                     self._close(tokens)
                     if not self._fits(tokens, end):
                         self._drop_overlap()
-                self.pieces.append(piece)
-                self.fresh_pieces += 1
-                self.tokens += tokens
-                self.fresh_tokens += tokens
+                    open_pieces, total = self.pieces, self.tokens
+                    fresh_pieces, fresh_tokens = self.fresh_pieces, self.fresh_tokens
+                open_pieces.append(piece)
+                fresh_pieces += 1
+                total += tokens
+                fresh_tokens += tokens
+            self.pieces, self.tokens = open_pieces, total
+            self.fresh_pieces, self.fresh_tokens = fresh_pieces, fresh_tokens
 
     def _fits(self, tokens: int, end: int) -> bool:
         """Whether the open chunk can take pieces of ``tokens`` ending at ``end``."""
