@@ -50,6 +50,7 @@ from twokeys.text.passages import heading_line
 from twokeys.text.passages import indexed_text as indexed_text  # importable from here too
 from twokeys.text.sentences import sentence_spans, trim_span
 from twokeys.text.tokens import TokenCounter as TokenCounter  # importable from here too
+from twokeys.text.tokens import approx_span_counts
 from twokeys.text.tokens import approx_token_counter as approx_token_counter
 from twokeys.types import Chunk, Document
 
@@ -124,10 +125,22 @@ def chunk_documents(
     The sentences and lines of all the documents are counted in one ``count_tokens``
     call (a tokenizer such as the default encoder's then spreads a long batch over every
     core), so a batch of documents costs about one call instead of one per document.
+    The approximate counter reads each document's pieces in place in its text instead.
     """
     plans = [_plan(doc) for doc in docs]
-    texts = [t for plan in plans if plan is not None for t in plan.to_count]
-    counts = iter(_count(count_tokens, texts))
+    counted = [(doc, plan) for doc, plan in zip(docs, plans, strict=True) if plan is not None]
+    if count_tokens is approx_token_counter:
+        all_counts = [
+            approx_token_counter(plan.headings) + approx_span_counts(doc.text, plan.pieces)
+            for doc, plan in counted
+        ]
+    else:
+        texts = [t for doc, plan in counted for t in plan.strings(doc.text)]
+        counts = iter(_count(count_tokens, texts))
+        all_counts = [
+            list(islice(counts, len(plan.headings) + len(plan.pieces))) for _, plan in counted
+        ]
+    doc_counts = iter(all_counts)
     out: list[list[Chunk]] = []
     for doc, plan in zip(docs, plans, strict=True):
         if plan is None:
@@ -136,19 +149,23 @@ def chunk_documents(
             # heading, so it is indexed (indexed_text) and shown wherever headings are
             out.append([Chunk(doc.id, 0, "", 0, 0, (title,))] if title else [])
             continue
-        doc_counts = list(islice(counts, len(plan.to_count)))
-        out.append(_chunks(doc, plan, doc_counts, count_tokens, config))
+        out.append(_chunks(doc, plan, next(doc_counts), count_tokens, config))
     return out
 
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    """A document's sections and piece spans, and the strings whose tokens are counted:
-    each section's heading line, then every piece in order."""
+    """A document's sections, their heading lines and piece spans, and every piece's
+    span in order. What is counted: the heading lines, then the pieces."""
 
     sections: list[_Section]
+    headings: list[str]
     spans: list[list[list[tuple[int, int]]]]
-    to_count: list[str]
+    pieces: list[tuple[int, int]]
+
+    def strings(self, text: str) -> list[str]:
+        """What is counted, as strings of ``text``."""
+        return self.headings + [text[a:b] for a, b in self.pieces]
 
 
 def _plan(doc: Document) -> _Plan | None:
@@ -161,8 +178,8 @@ def _plan(doc: Document) -> _Plan | None:
         sections = _plain_sections(text)
     heading_lines = [heading_line(s.path, doc.title) for s in sections]
     spans = [[_piece_spans(text, block) for block in s.blocks] for s in sections]
-    pieces = [text[a:b] for sec in spans for blk in sec for a, b in blk]
-    return _Plan(sections, spans, heading_lines + pieces)
+    pieces = [span for sec in spans for blk in sec for span in blk]
+    return _Plan(sections, heading_lines, spans, pieces)
 
 
 def _chunks(

@@ -712,3 +712,20 @@ def test_real_tokenizer_respects_cap_and_keeps_identifiers(minilm_counter: Token
 
 def test_random_markdown_documents_with_real_tokenizer(minilm_counter: TokenCounter) -> None:
     check_random_documents(minilm_counter, n_docs=60, seed=2)
+
+
+@pytest.mark.parametrize("config", [DEFAULT, ChunkerConfig(max_tokens=48, overlap_tokens=8)])
+def test_the_approximate_counter_reading_pieces_in_place_gives_the_same_chunks(
+    config: ChunkerConfig,
+) -> None:
+    # chunk_documents counts pieces in place for approx_token_counter itself; any other
+    # counter (here the same counts behind a lambda) gets the pieces as strings
+    from conftest import SUPPORT_KB
+    from twokeys.ingest.files import load_documents
+
+    docs = [d for d in load_documents(SUPPORT_KB / "docs") if has_text(d)]
+    docs += [make_doc(" ".join(sentences(40, seed)), kind="text", title="T") for seed in range(3)]
+    docs += [make_doc("Title only", title="x"), make_doc("  \n", title="Blank")]
+    copied = chunk_documents(docs, lambda texts: approx_token_counter(texts), config)
+    assert chunk_documents(docs, approx_token_counter, config) == copied
+    assert sum(map(len, copied)) > len(docs)

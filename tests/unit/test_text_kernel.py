@@ -102,3 +102,29 @@ def test_compiled_counts_want_strings() -> None:
     assert kernel is not None
     with pytest.raises(TypeError, match="item 1 is bytes"):
         kernel.approx_counts(["a", b"b"])
+
+
+@given(st.text(max_size=60), st.lists(st.tuples(st.integers(0, 60), st.integers(0, 60))))
+def test_span_counts_are_the_counts_of_the_slices(text: str, pairs: list[tuple[int, int]]) -> None:
+    spans = [(min(a, b, len(text)), min(max(a, b), len(text))) for a, b in pairs]
+    expected = by_regex([text[a:b] for a, b in spans])
+    assert tokens.approx_span_counts(text, spans) == expected
+
+
+@needs_kernel
+def test_compiled_span_counts_want_spans_within_the_text() -> None:
+    assert kernel is not None
+    assert kernel.approx_span_counts("ab cd!", [(0, 2), (2, 6), (0, 0)]) == [1, 2, 0]
+    with pytest.raises(ValueError, match=r"span 1 \(3, 9\) is not within the text"):
+        kernel.approx_span_counts("ab cd", [(0, 2), (3, 9)])
+    with pytest.raises(ValueError, match="span 0"):
+        kernel.approx_span_counts("ab cd", [(3, 2)])
+    with pytest.raises(TypeError, match="span 0 is not a pair"):
+        kernel.approx_span_counts("ab cd", [[0, 2]])
+
+
+def test_span_counts_without_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tokens, "_kernel", None)
+    text = "Hello, world!  x_1 abcdefghijklm"
+    spans = [(0, 6), (7, 13), (15, 18), (19, 32), (0, 32)]
+    assert tokens.approx_span_counts(text, spans) == by_regex([text[a:b] for a, b in spans])

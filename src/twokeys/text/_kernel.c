@@ -14,6 +14,8 @@
  *       twokeys.text.tokens.approx_token_counter: per text, each run of \w characters
  *       (alphanumeric or "_") of n characters counts ceil(n / 6), each run of characters
  *       neither \w nor \s counts 1.
+ *   approx_span_counts(text, spans) -> list of int
+ *       approx_counts([text[a:b] for a, b in spans]), read in place in text.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -222,10 +224,11 @@ static inline int char_class(Py_UCS4 c) {
         return count;                                                                    \
     }
 
-static Py_ssize_t approx_count(PyObject *text) {
+/* the count of text[i:n] */
+static Py_ssize_t approx_count(PyObject *text, Py_ssize_t i, Py_ssize_t n) {
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text), count = 0, i = 0;
+    Py_ssize_t count = 0;
     if (kind == PyUnicode_1BYTE_KIND) APPROX_COUNT(Py_UCS1)
     if (kind == PyUnicode_2BYTE_KIND) APPROX_COUNT(Py_UCS2)
     APPROX_COUNT(Py_UCS4)
@@ -244,7 +247,43 @@ static PyObject *approx_counts(PyObject *self, PyObject *texts) {
                          Py_TYPE(items[k])->tp_name);
             goto fail;
         }
-        PyObject *count = PyLong_FromSsize_t(approx_count(items[k]));
+        PyObject *count =
+            PyLong_FromSsize_t(approx_count(items[k], 0, PyUnicode_GET_LENGTH(items[k])));
+        if (count == NULL) goto fail;
+        PyList_SET_ITEM(out, k, count);
+    }
+    Py_DECREF(seq);
+    return out;
+fail:
+    Py_XDECREF(out);
+    Py_DECREF(seq);
+    return NULL;
+}
+
+static PyObject *approx_span_counts(PyObject *self, PyObject *args) {
+    PyObject *text, *spans;
+    if (!PyArg_ParseTuple(args, "UO:approx_span_counts", &text, &spans)) return NULL;
+    PyObject *seq = PySequence_Fast(spans, "approx_span_counts: expected a sequence of spans");
+    if (seq == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), length = PyUnicode_GET_LENGTH(text);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    PyObject *out = PyList_New(n);
+    if (out == NULL) goto fail;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (!PyTuple_Check(items[k]) || PyTuple_GET_SIZE(items[k]) != 2) {
+            PyErr_Format(PyExc_TypeError, "approx_span_counts: span %zd is not a pair", k);
+            goto fail;
+        }
+        Py_ssize_t a = PyLong_AsSsize_t(PyTuple_GET_ITEM(items[k], 0));
+        Py_ssize_t b = PyLong_AsSsize_t(PyTuple_GET_ITEM(items[k], 1));
+        if ((a == -1 || b == -1) && PyErr_Occurred()) goto fail;
+        if (a < 0 || b > length || a > b) {
+            PyErr_Format(PyExc_ValueError,
+                         "approx_span_counts: span %zd (%zd, %zd) is not within the text", k,
+                         a, b);
+            goto fail;
+        }
+        PyObject *count = PyLong_FromSsize_t(approx_count(text, a, b));
         if (count == NULL) goto fail;
         PyList_SET_ITEM(out, k, count);
     }
@@ -260,6 +299,8 @@ static PyMethodDef methods[] = {
     {"sentence_spans", sentence_spans, METH_VARARGS,
      "sentence_spans(text, start, end, is_abbreviation) -> [(start, end), ...]"},
     {"approx_counts", approx_counts, METH_O, "approx_counts(texts) -> [count, ...]"},
+    {"approx_span_counts", approx_span_counts, METH_VARARGS,
+     "approx_span_counts(text, spans) -> [count of text[a:b] for a, b in spans]"},
     {NULL, NULL, 0, NULL},
 };
 

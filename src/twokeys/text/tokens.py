@@ -49,6 +49,15 @@ def approx_token_counter(texts: Sequence[str]) -> list[int]:
     return python_approx_counts(texts)
 
 
+def approx_span_counts(text: str, spans: Sequence[tuple[int, int]]) -> list[int]:
+    """``approx_token_counter([text[a:b] for a, b in spans])``, read in place where the
+    compiled kernel is built (no piece of ``text`` copied out)."""
+    if _kernel is not None:
+        counts: list[int] = _kernel.approx_span_counts(text, spans)
+        return counts
+    return python_approx_counts([text[a:b] for a, b in spans])
+
+
 def python_approx_counts(texts: Sequence[str]) -> list[int]:
     """:func:`approx_token_counter` without the compiled kernel: the reference it is
     tested against."""
