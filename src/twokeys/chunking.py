@@ -43,6 +43,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from itertools import islice
+from types import ModuleType
 from typing import NamedTuple
 
 from twokeys.errors import ConfigError
@@ -53,6 +54,14 @@ from twokeys.text.tokens import TokenCounter as TokenCounter  # importable from 
 from twokeys.text.tokens import approx_span_counts
 from twokeys.text.tokens import approx_token_counter as approx_token_counter
 from twokeys.types import Chunk, Document
+
+_kernel: ModuleType | None
+try:  # the compiled packing (``text/_kernel.c``); the same chunks without it
+    from twokeys.text import _kernel
+except ImportError:  # pragma: no cover - depends on the build
+    _kernel = None
+#: whether sections are packed by the compiled kernel where it is built (tests compare)
+compiled_packing = True
 
 MARKDOWN_KINDS = frozenset({"markdown", "html"})
 CHARS_PER_TOKEN = 16  # a generous bound: English runs about 4-5 characters a token
@@ -192,6 +201,24 @@ def _chunks(
     text = doc.text
     sections = plan.sections
     budgets = [max(config.max_tokens - n, config.max_tokens // 2) for n in counts[: len(sections)]]
+    if _kernel is not None and compiled_packing:
+        packed = _kernel.pack(
+            plan.pieces,
+            counts[len(sections) :],
+            [len(block) for section in plan.spans for block in section],
+            [block.kind == "code" for section in sections for block in section.blocks],
+            [len(section.blocks) for section in sections],
+            budgets,
+            config.max_chars,
+            config.overlap_tokens,
+            config.min_tokens,
+        )
+        if packed is not None:  # else a piece must be cut: below
+            paths = [section.path for section in sections]
+            return [
+                Chunk(doc.id, i, text[start:end], start, end, paths[k])
+                for i, (k, start, end) in enumerate(packed)
+            ]
     it = iter(counts[len(sections) :])
     new = tuple.__new__  # _Piece(...) without the Python frame of its __new__
     pieces = [

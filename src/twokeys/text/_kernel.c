@@ -16,6 +16,16 @@
  *       neither \w nor \s counts 1.
  *   approx_span_counts(text, spans) -> list of int
  *       approx_counts([text[a:b] for a, b in spans]), read in place in text.
+ *
+ *   pack(spans, counts, block_sizes, block_code, section_blocks, budgets, max_chars,
+ *        overlap_tokens, min_tokens) -> list of (section, start, end), or None
+ *       The chunker's packing of a document's sections (twokeys.chunking._pack, its
+ *       _Packer) where no piece must be cut: None when one must (a piece of more tokens
+ *       than its section's budget outside code, or of more than max_chars characters),
+ *       and the Python path cuts and packs it. spans and counts: every piece (sentence
+ *       or line) of the document in order; block_sizes: the pieces of each block in
+ *       order, block_code whether it is code; section_blocks: the blocks of each section
+ *       in order, budgets its token budget.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -295,12 +305,204 @@ fail:
     return NULL;
 }
 
+/* --- packing ----------------------------------------------------------------------- */
+
+/* _Packer over one section's pieces: the open chunk is always the pieces lo..hi-1 of the
+ * document (it grows at hi; the overlap it keeps is a suffix of it) */
+typedef struct {
+    const Py_ssize_t *start, *end;
+    const long long *tokens;
+    long long budget, max_chars, overlap_tokens, min_tokens;
+    Py_ssize_t lo, hi, fresh_pieces;
+    long long total, fresh_tokens;
+    PyObject *out;
+    Py_ssize_t section;
+} Packer;
+
+static int packer_fits(Packer *k, long long tokens, Py_ssize_t end) {
+    if (k->total + tokens > k->budget) return 0;
+    return k->lo == k->hi || end - k->start[k->lo] <= k->max_chars;
+}
+
+static void packer_drop_overlap(Packer *k) {
+    if (!k->fresh_pieces) {
+        k->lo = k->hi;
+        k->total = 0;
+    }
+}
+
+static int packer_close(Packer *k, long long next_tokens) {
+    if (!k->fresh_pieces) return 0;
+    PyObject *span = Py_BuildValue("(nnn)", k->section, k->start[k->lo], k->end[k->hi - 1]);
+    if (span == NULL) return -1;
+    int failed = PyList_Append(k->out, span);
+    Py_DECREF(span);
+    if (failed) return -1;
+    long long limit = k->budget - next_tokens;
+    if (k->overlap_tokens < limit) limit = k->overlap_tokens;
+    Py_ssize_t keep = 0;
+    long long total = 0;
+    /* whole trailing pieces only (all are, on this path), never the entire chunk */
+    while (limit > 0 && keep < k->hi - k->lo - 1) {
+        long long t = k->tokens[k->hi - 1 - keep];
+        if (total + t > limit) break;
+        keep++;
+        total += t;
+    }
+    k->lo = k->hi - keep;
+    k->total = total;
+    k->fresh_pieces = 0;
+    k->fresh_tokens = 0;
+    return 0;
+}
+
+static void packer_extend(Packer *k, Py_ssize_t to, long long tokens) {
+    k->fresh_pieces += to - k->hi;
+    k->hi = to;
+    k->total += tokens;
+    k->fresh_tokens += tokens;
+}
+
+/* _Packer.add_block of the pieces first..last-1 */
+static int packer_add_block(Packer *k, Py_ssize_t first, Py_ssize_t last) {
+    long long tokens = 0;
+    for (Py_ssize_t i = first; i < last; i++) tokens += k->tokens[i];
+    Py_ssize_t chars = k->end[last - 1] - k->start[first];
+    if (packer_fits(k, tokens, k->end[last - 1])) {
+        packer_extend(k, last, tokens);
+    } else if (tokens <= k->budget && chars <= k->max_chars) { /* a chunk of its own */
+        if (packer_close(k, tokens) < 0) return -1;
+        if (!packer_fits(k, tokens, k->end[last - 1])) packer_drop_overlap(k);
+        packer_extend(k, last, tokens);
+    } else { /* cut it, merging its start into a tiny open chunk */
+        if (k->fresh_tokens >= k->min_tokens && packer_close(k, k->tokens[first]) < 0)
+            return -1;
+        for (Py_ssize_t i = first; i < last; i++) {
+            long long t = k->tokens[i];
+            if (k->lo < k->hi &&
+                (k->total + t > k->budget || k->end[i] - k->start[k->lo] > k->max_chars)) {
+                if (packer_close(k, t) < 0) return -1;
+                if (!packer_fits(k, t, k->end[i])) packer_drop_overlap(k);
+            }
+            packer_extend(k, i + 1, t);
+        }
+    }
+    return 0;
+}
+
+/* a list of n Python ints as C values; -1 on error */
+static int long_list(PyObject *list, const char *what, Py_ssize_t n, long long *out) {
+    if (!PyList_Check(list) || PyList_GET_SIZE(list) != n) {
+        PyErr_Format(PyExc_ValueError, "pack: %s: expected a list of %zd", what, n);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = PyLong_AsLongLong(PyList_GET_ITEM(list, i));
+        if (out[i] == -1 && PyErr_Occurred()) return -1;
+    }
+    return 0;
+}
+
+static PyObject *pack(PyObject *self, PyObject *args) {
+    PyObject *spans, *counts, *block_sizes, *block_code, *section_blocks, *budgets;
+    long long max_chars, overlap_tokens, min_tokens;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!LLL:pack", &PyList_Type, &spans, &PyList_Type,
+                          &counts, &PyList_Type, &block_sizes, &PyList_Type, &block_code,
+                          &PyList_Type, &section_blocks, &PyList_Type, &budgets, &max_chars,
+                          &overlap_tokens, &min_tokens))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(spans), n_blocks = PyList_GET_SIZE(block_sizes);
+    Py_ssize_t n_sections = PyList_GET_SIZE(section_blocks);
+    PyObject *result = NULL;
+    Py_ssize_t *start = PyMem_Malloc((size_t)(2 * n + 1) * sizeof(Py_ssize_t));
+    long long *numbers = PyMem_Malloc((size_t)(n + 2 * n_blocks + 2 * n_sections + 1) *
+                                      sizeof(long long));
+    if (start == NULL || numbers == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t *end = start + n;
+    long long *tokens = numbers, *sizes = numbers + n, *code = sizes + n_blocks;
+    long long *blocks_of = code + n_blocks, *budget_of = blocks_of + n_sections;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *span = PyList_GET_ITEM(spans, i);
+        if (!PyTuple_Check(span) || PyTuple_GET_SIZE(span) != 2) {
+            PyErr_Format(PyExc_TypeError, "pack: span %zd is not a pair", i);
+            goto done;
+        }
+        start[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 0));
+        end[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 1));
+        if ((start[i] == -1 || end[i] == -1) && PyErr_Occurred()) goto done;
+    }
+    if (long_list(counts, "counts", n, tokens) < 0 ||
+        long_list(block_sizes, "block_sizes", n_blocks, sizes) < 0 ||
+        long_list(block_code, "block_code", n_blocks, code) < 0 ||
+        long_list(section_blocks, "section_blocks", n_sections, blocks_of) < 0 ||
+        long_list(budgets, "budgets", n_sections, budget_of) < 0)
+        goto done;
+    /* the shapes must add up; then whether any piece must be cut (the Python path's) */
+    Py_ssize_t pieces = 0, blocks = 0;
+    for (Py_ssize_t s = 0; s < n_sections; s++) {
+        if (blocks_of[s] < 0 || blocks + blocks_of[s] > n_blocks) break;
+        for (Py_ssize_t b = blocks; b < blocks + blocks_of[s]; b++) {
+            if (sizes[b] < 1 || pieces + sizes[b] > n) {
+                pieces = -1;
+                break;
+            }
+            for (Py_ssize_t i = pieces; i < pieces + sizes[b]; i++)
+                if ((tokens[i] > budget_of[s] && !code[b]) || end[i] - start[i] > max_chars) {
+                    result = Py_NewRef(Py_None);
+                    goto done;
+                }
+            pieces += sizes[b];
+        }
+        if (pieces < 0) break;
+        blocks += blocks_of[s];
+    }
+    if (pieces != n || blocks != n_blocks) {
+        PyErr_SetString(PyExc_ValueError, "pack: the blocks do not add up to the pieces");
+        goto done;
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL) goto done;
+    Packer k = {start, end, tokens, 0, max_chars, overlap_tokens, min_tokens, 0, 0, 0, 0, 0,
+                out, 0};
+    Py_ssize_t piece = 0, block = 0;
+    for (Py_ssize_t s = 0; s < n_sections; s++) {
+        k.budget = budget_of[s];
+        k.section = s;
+        k.lo = k.hi = piece;
+        k.fresh_pieces = 0;
+        k.total = k.fresh_tokens = 0;
+        for (Py_ssize_t b = block; b < block + blocks_of[s]; b++) {
+            if (packer_add_block(&k, piece, piece + sizes[b]) < 0) {
+                Py_DECREF(out);
+                goto done;
+            }
+            piece += sizes[b];
+        }
+        block += blocks_of[s];
+        if (packer_close(&k, k.budget) < 0) {
+            Py_DECREF(out);
+            goto done;
+        }
+    }
+    result = out;
+done:
+    PyMem_Free(start);
+    PyMem_Free(numbers);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"sentence_spans", sentence_spans, METH_VARARGS,
      "sentence_spans(text, start, end, is_abbreviation) -> [(start, end), ...]"},
     {"approx_counts", approx_counts, METH_O, "approx_counts(texts) -> [count, ...]"},
     {"approx_span_counts", approx_span_counts, METH_VARARGS,
      "approx_span_counts(text, spans) -> [count of text[a:b] for a, b in spans]"},
+    {"pack", pack, METH_VARARGS,
+     "pack(spans, counts, block_sizes, block_code, section_blocks, budgets, max_chars, "
+     "overlap_tokens, min_tokens) -> [(section, start, end), ...] or None"},
     {NULL, NULL, 0, NULL},
 };
 
