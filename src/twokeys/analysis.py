@@ -257,6 +257,7 @@ class Analyzer:
         at: list[int] = []  # their places in ``out``
         stop = self._stopwords
         lowercase = self.spec.lowercase
+        parts = self.spec.identifier_parts
         # identifiers' words (the "il" of il-6, il-10, ...) recur across raw tokens:
         # each distinct one is analysed once
         known: dict[str, str | None] = {}
@@ -280,6 +281,14 @@ class Analyzer:
                     at.append(len(out))
                     words.append(word)
                     out.append(())
+            elif "'" not in raw:
+                # an identifier: _terms(raw, True, ...) written out (no possessive to strip,
+                # and _is_identifier holds for a token without "'" that is no plain word)
+                whole = raw.lower() if lowercase else raw
+                if raw.isdigit() or not parts:
+                    out.append((whole,))
+                else:
+                    out.append((whole, *self._parts(raw, whole, word_of)))
             else:
                 token = _strip_possessive(raw)  # as _raw_terms does, less its plain-word test
                 out.append(self._terms(token, _is_identifier(token), False, word_of))
