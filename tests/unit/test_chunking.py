@@ -801,3 +801,12 @@ def test_compiled_packing_refuses_shapes_that_do_not_add_up() -> None:
         kernel.pack(spans, counts, [1, 0, 1], [False] * 3, [3], [10], 4000, 2, 1)
     with pytest.raises(ValueError, match="counts: expected a list of 2"):
         kernel.pack(spans, [1], [2], [False], [1], [10], 4000, 2, 1)
+    assert kernel.pack(spans, [1.0, 1], [2], [False], [1], [10], 4000, 2, 1) is None
+    assert kernel.pack(spans, [1, 1 << 70], [2], [False], [1], [10], 4000, 2, 1) is None
+
+
+def test_a_counter_of_floats_chunks_as_one_of_ints() -> None:
+    docs = [make_doc(" ".join(sentences(30, seed)), kind="text") for seed in range(3)]
+    config = ChunkerConfig(max_tokens=48, overlap_tokens=8)
+    floats = chunk_documents(docs, lambda t: [float(n) for n in approx_token_counter(t)], config)
+    assert floats == chunk_documents(docs, approx_token_counter, config)

@@ -434,8 +434,16 @@ static PyObject *pack(PyObject *self, PyObject *args) {
         end[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 1));
         if ((start[i] == -1 || end[i] == -1) && PyErr_Occurred()) goto done;
     }
-    if (long_list(counts, "counts", n, tokens) < 0 ||
-        long_list(block_sizes, "block_sizes", n_blocks, sizes) < 0 ||
+    if (long_list(counts, "counts", n, tokens) < 0) {
+        /* counts that are not integers (a counter's own kind of number): the Python path */
+        if (PyErr_ExceptionMatches(PyExc_TypeError) ||
+            PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            result = Py_NewRef(Py_None);
+        }
+        goto done;
+    }
+    if (long_list(block_sizes, "block_sizes", n_blocks, sizes) < 0 ||
         long_list(block_code, "block_code", n_blocks, code) < 0 ||
         long_list(section_blocks, "section_blocks", n_sections, blocks_of) < 0 ||
         long_list(budgets, "budgets", n_sections, budget_of) < 0)
