@@ -1,6 +1,7 @@
 """The compiled modules: ``twokeys.lexical._kernel`` (BM25 top-k of a query or a batch,
 the build's raw-token scan and postings layout, see its ``_kernel.c``) and
-``twokeys.text._kernel`` (sentence ends and approximate token counts for chunking).
+``twokeys.text._kernel`` (sentence ends, approximate token counts and packing for
+chunking).
 
 Optional: where they can't be compiled (no C compiler or Python headers) the install
 goes on without them and twokeys uses its Python and numpy paths, which give identical
