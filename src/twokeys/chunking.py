@@ -182,6 +182,12 @@ def _plan(doc: Document) -> _Plan | None:
     text = doc.text
     if not text.strip():
         return None
+    if doc.kind not in MARKDOWN_KINDS and "\n" not in text:
+        # one paragraph (most records of a JSONL corpus): what the lines below give it
+        start, end = trim_span(text, 0, len(text))
+        sentences = sentence_spans(text, start, end)
+        section = _Section((), (_Block(start, end, "prose"),))
+        return _Plan([section], [heading_line((), doc.title)], [[sentences]], sentences)
     sections = _markdown_sections(text) if doc.kind in MARKDOWN_KINDS else _plain_sections(text)
     if not any(s.blocks for s in sections):  # headings only: their lines are the text
         sections = _plain_sections(text)
