@@ -128,3 +128,10 @@ def test_span_counts_without_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None
     text = "Hello, world!  x_1 abcdefghijklm"
     spans = [(0, 6), (7, 13), (15, 18), (19, 32), (0, 32)]
     assert tokens.approx_span_counts(text, spans) == by_regex([text[a:b] for a, b in spans])
+
+
+@needs_kernel
+@given(st.text(max_size=40), st.integers(0, 0x110000))
+def test_all_below_is_every_characters_test(text: str, code: int) -> None:
+    assert kernel is not None
+    assert kernel.all_below(text, code) == all(ord(c) < code for c in text)

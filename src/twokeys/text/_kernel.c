@@ -17,6 +17,10 @@
  *   approx_span_counts(text, spans) -> list of int
  *       approx_counts([text[a:b] for a, b in spans]), read in place in text.
  *
+ *   all_below(text, code) -> bool
+ *       Whether every character of text is below the code point `code` (no scan where
+ *       the str's width already says so).
+ *
  *   pack(spans, counts, block_sizes, block_code, section_blocks, budgets, max_chars,
  *        overlap_tokens, min_tokens) -> list of (section, start, end), or None
  *       The chunker's packing of a document's sections (twokeys.chunking._pack, its
@@ -502,12 +506,29 @@ done:
     return result;
 }
 
+/* --- the largest character ------------------------------------------------------------ */
+
+static PyObject *all_below(PyObject *self, PyObject *args) {
+    PyObject *text;
+    unsigned long code;
+    if (!PyArg_ParseTuple(args, "Uk:all_below", &text, &code)) return NULL;
+    if (PyUnicode_MAX_CHAR_VALUE(text) < code) Py_RETURN_TRUE;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyUnicode_READ(kind, data, i) >= code) Py_RETURN_FALSE;
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef methods[] = {
     {"sentence_spans", sentence_spans, METH_VARARGS,
      "sentence_spans(text, start, end, is_abbreviation) -> [(start, end), ...]"},
     {"approx_counts", approx_counts, METH_O, "approx_counts(texts) -> [count, ...]"},
     {"approx_span_counts", approx_span_counts, METH_VARARGS,
      "approx_span_counts(text, spans) -> [count of text[a:b] for a, b in spans]"},
+    {"all_below", all_below, METH_VARARGS,
+     "all_below(text, code) -> whether every character is below code"},
     {"pack", pack, METH_VARARGS,
      "pack(spans, counts, block_sizes, block_code, section_blocks, budgets, max_chars, "
      "overlap_tokens, min_tokens) -> [(section, start, end), ...] or None"},
