@@ -13,14 +13,14 @@ venv: $(STAMP)
 # `make demo` needs the runtime only: no torch, no test or benchmark extras
 runtime: $(RUNTIME_STAMP)
 
-$(RUNTIME_STAMP): pyproject.toml setup.py src/twokeys/lexical/_kernel.c
+$(RUNTIME_STAMP): pyproject.toml setup.py src/twokeys/lexical/_kernel.c src/twokeys/text/_kernel.c
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "twokeys needs Python 3.11+"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e .
 	touch $(RUNTIME_STAMP)
 
-$(STAMP): pyproject.toml setup.py src/twokeys/lexical/_kernel.c
+$(STAMP): pyproject.toml setup.py src/twokeys/lexical/_kernel.c src/twokeys/text/_kernel.c
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "twokeys needs Python 3.11+"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -77,7 +77,7 @@ BENCH ?= all
 
 .PHONY: bench
 
-$(BENCH_STAMP): pyproject.toml setup.py src/twokeys/lexical/_kernel.c benchmarks/requirements.txt benchmarks/requirements-nodeps.txt
+$(BENCH_STAMP): pyproject.toml setup.py src/twokeys/lexical/_kernel.c src/twokeys/text/_kernel.c benchmarks/requirements.txt benchmarks/requirements-nodeps.txt
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "twokeys needs Python 3.11+"'
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet torch==2.13.0

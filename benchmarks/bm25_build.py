@@ -160,6 +160,7 @@ def run(collection: Path, rounds: int) -> dict[str, Any]:
     from twokeys.indexer import CHUNK_BATCH
     from twokeys.lexical.batches import BATCH_CHARS
     from twokeys.lexical.coding import _kernel
+    from twokeys.text.sentences import _kernel as _text_kernel
 
     texts = load_corpus(collection / "corpus.jsonl").texts
     return {
@@ -176,6 +177,7 @@ def run(collection: Path, rounds: int) -> dict[str, Any]:
             "chunk_batch": CHUNK_BATCH,
             "analysis_batch_chars": BATCH_CHARS,
             "compiled_kernel": _kernel is not None,
+            "compiled_text_kernel": _text_kernel is not None,
         },
         "load_average": os.getloadavg(),
         "versions": {p: version(p) for p in ("twokeys", "bm25s", "numba", "numpy")},

@@ -34,10 +34,17 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from functools import lru_cache, partial
 from itertools import chain
+from types import ModuleType
 
 import Stemmer
 
 from twokeys.errors import ConfigError
+
+_text_kernel: ModuleType | None
+try:  # the compiled text rules (``text/_kernel.c``); without them, the pattern alone
+    from twokeys.text import _kernel as _text_kernel
+except ImportError:  # pragma: no cover - depends on the build
+    _text_kernel = None
 
 ANALYZER_VERSION = 1
 
@@ -116,6 +123,7 @@ _RAW_TOKEN = re.compile(
     re.VERBOSE,
 )
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+_CJK_FIRST = 0x3040  # the first code point _CJK matches
 _LOOSE = re.compile(r"[:/@=]")
 _LOOSE_SPLIT = re.compile(r"[:/@=]+")
 _ALL_SPLIT = re.compile(r"[-_.:/@+#'=]+")
@@ -244,7 +252,7 @@ class Analyzer:
         if text.isascii():  # no normalising to do, no CJK
             return text
         text = _normalize(text)
-        if self.spec.cjk_bigrams and _CJK.search(text):
+        if self.spec.cjk_bigrams and _has_cjk(text):
             return list(_raw_tokens(text, cjk_bigrams=True))
         return text
 
@@ -257,6 +265,7 @@ class Analyzer:
         at: list[int] = []  # their places in ``out``
         stop = self._stopwords
         lowercase = self.spec.lowercase
+        parts = self.spec.identifier_parts
         # identifiers' words (the "il" of il-6, il-10, ...) recur across raw tokens:
         # each distinct one is analysed once
         known: dict[str, str | None] = {}
@@ -280,6 +289,14 @@ class Analyzer:
                     at.append(len(out))
                     words.append(word)
                     out.append(())
+            elif "'" not in raw:
+                # an identifier: _terms(raw, True, ...) written out (no possessive to strip,
+                # and _is_identifier holds for a token without "'" that is no plain word)
+                whole = raw.lower() if lowercase else raw
+                if raw.isdigit() or not parts:
+                    out.append((whole,))
+                else:
+                    out.append((whole, *self._parts(raw, whole, word_of)))
             else:
                 token = _strip_possessive(raw)  # as _raw_terms does, less its plain-word test
                 out.append(self._terms(token, _is_identifier(token), False, word_of))
@@ -302,7 +319,7 @@ class Analyzer:
     def _analyze(self, text: str, cache: _TermCache) -> list[str]:
         text = _normalize(text)
         raws: Iterable[str]
-        if self.spec.cjk_bigrams and _CJK.search(text):
+        if self.spec.cjk_bigrams and _has_cjk(text):
             raws = _raw_tokens(text, cjk_bigrams=True)
         else:
             raws = _RAW_TOKEN.findall(text)
@@ -407,6 +424,15 @@ def _strip_possessive(raw: str) -> str:
     if raw.endswith(("'s", "'S")) and len(raw) > 2:
         return raw[:-2]
     return raw
+
+
+def _has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a character of :data:`_CJK`: not searched for where the
+    compiled kernel finds every character below its ranges (a search over a long text
+    of accents and Greek letters cost more than its normalisation)."""
+    if _text_kernel is not None and _text_kernel.all_below(text, _CJK_FIRST):
+        return False
+    return _CJK.search(text) is not None
 
 
 def _raw_tokens(text: str, cjk_bigrams: bool) -> Iterable[str]:

@@ -42,6 +42,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
+from itertools import islice
+from types import ModuleType
 from typing import NamedTuple
 
 from twokeys.errors import ConfigError
@@ -49,8 +51,17 @@ from twokeys.text.passages import heading_line
 from twokeys.text.passages import indexed_text as indexed_text  # importable from here too
 from twokeys.text.sentences import sentence_spans, trim_span
 from twokeys.text.tokens import TokenCounter as TokenCounter  # importable from here too
+from twokeys.text.tokens import approx_span_counts
 from twokeys.text.tokens import approx_token_counter as approx_token_counter
 from twokeys.types import Chunk, Document
+
+_kernel: ModuleType | None
+try:  # the compiled packing (``text/_kernel.c``); the same chunks without it
+    from twokeys.text import _kernel
+except ImportError:  # pragma: no cover - depends on the build
+    _kernel = None
+#: whether sections are packed by the compiled kernel where it is built (tests compare)
+compiled_packing = True
 
 MARKDOWN_KINDS = frozenset({"markdown", "html"})
 CHARS_PER_TOKEN = 16  # a generous bound: English runs about 4-5 characters a token
@@ -123,10 +134,22 @@ def chunk_documents(
     The sentences and lines of all the documents are counted in one ``count_tokens``
     call (a tokenizer such as the default encoder's then spreads a long batch over every
     core), so a batch of documents costs about one call instead of one per document.
+    The approximate counter reads each document's pieces in place in its text instead.
     """
     plans = [_plan(doc) for doc in docs]
-    texts = [t for plan in plans if plan is not None for t in plan.to_count]
-    counts = iter(_count(count_tokens, texts))
+    counted = [(doc, plan) for doc, plan in zip(docs, plans, strict=True) if plan is not None]
+    if count_tokens is approx_token_counter:
+        all_counts = [
+            approx_token_counter(plan.headings) + approx_span_counts(doc.text, plan.pieces)
+            for doc, plan in counted
+        ]
+    else:
+        texts = [t for doc, plan in counted for t in plan.strings(doc.text)]
+        counts = iter(_count(count_tokens, texts))
+        all_counts = [
+            list(islice(counts, len(plan.headings) + len(plan.pieces))) for _, plan in counted
+        ]
+    doc_counts = iter(all_counts)
     out: list[list[Chunk]] = []
     for doc, plan in zip(docs, plans, strict=True):
         if plan is None:
@@ -135,19 +158,23 @@ def chunk_documents(
             # heading, so it is indexed (indexed_text) and shown wherever headings are
             out.append([Chunk(doc.id, 0, "", 0, 0, (title,))] if title else [])
             continue
-        doc_counts = [next(counts) for _ in plan.to_count]
-        out.append(_chunks(doc, plan, doc_counts, count_tokens, config))
+        out.append(_chunks(doc, plan, next(doc_counts), count_tokens, config))
     return out
 
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    """A document's sections and piece spans, and the strings whose tokens are counted:
-    each section's heading line, then every piece in order."""
+    """A document's sections, their heading lines and piece spans, and every piece's
+    span in order. What is counted: the heading lines, then the pieces."""
 
     sections: list[_Section]
+    headings: list[str]
     spans: list[list[list[tuple[int, int]]]]
-    to_count: list[str]
+    pieces: list[tuple[int, int]]
+
+    def strings(self, text: str) -> list[str]:
+        """What is counted, as strings of ``text``."""
+        return self.headings + [text[a:b] for a, b in self.pieces]
 
 
 def _plan(doc: Document) -> _Plan | None:
@@ -155,13 +182,19 @@ def _plan(doc: Document) -> _Plan | None:
     text = doc.text
     if not text.strip():
         return None
+    if doc.kind not in MARKDOWN_KINDS and "\n" not in text:
+        # one paragraph (most records of a JSONL corpus): what the lines below give it
+        start, end = trim_span(text, 0, len(text))
+        sentences = sentence_spans(text, start, end)
+        section = _Section((), (_Block(start, end, "prose"),))
+        return _Plan([section], [heading_line((), doc.title)], [[sentences]], sentences)
     sections = _markdown_sections(text) if doc.kind in MARKDOWN_KINDS else _plain_sections(text)
     if not any(s.blocks for s in sections):  # headings only: their lines are the text
         sections = _plain_sections(text)
     heading_lines = [heading_line(s.path, doc.title) for s in sections]
     spans = [[_piece_spans(text, block) for block in s.blocks] for s in sections]
-    pieces = [text[a:b] for sec in spans for blk in sec for a, b in blk]
-    return _Plan(sections, spans, heading_lines + pieces)
+    pieces = [span for sec in spans for blk in sec for span in blk]
+    return _Plan(sections, heading_lines, spans, pieces)
 
 
 def _chunks(
@@ -174,8 +207,29 @@ def _chunks(
     text = doc.text
     sections = plan.sections
     budgets = [max(config.max_tokens - n, config.max_tokens // 2) for n in counts[: len(sections)]]
+    if _kernel is not None and compiled_packing:
+        packed = _kernel.pack(
+            plan.pieces,
+            counts[len(sections) :],
+            [len(block) for section in plan.spans for block in section],
+            [block.kind == "code" for section in sections for block in section.blocks],
+            [len(section.blocks) for section in sections],
+            budgets,
+            config.max_chars,
+            config.overlap_tokens,
+            config.min_tokens,
+        )
+        if packed is not None:  # else a piece must be cut: below
+            paths = [section.path for section in sections]
+            return [
+                Chunk(doc.id, i, text[start:end], start, end, paths[k])
+                for i, (k, start, end) in enumerate(packed)
+            ]
     it = iter(counts[len(sections) :])
-    pieces = [[[_Piece(a, b, next(it), True) for a, b in blk] for blk in sec] for sec in plan.spans]
+    new = tuple.__new__  # _Piece(...) without the Python frame of its __new__
+    pieces = [
+        [[new(_Piece, (a, b, next(it), True)) for a, b in blk] for blk in sec] for sec in plan.spans
+    ]
     pieces = _cut_oversized(text, sections, pieces, budgets, count_tokens, config.max_chars)
 
     chunks: list[Chunk] = []
@@ -187,10 +241,12 @@ def _chunks(
 
 def _count(count_tokens: TokenCounter, texts: list[str]) -> list[int]:
     """Count a batch, skipping empty strings (0 tokens) and checking the answer's length."""
-    todo = [t for t in texts if t]
+    todo = texts if all(texts) else [t for t in texts if t]
     counts = list(count_tokens(todo)) if todo else []
     if len(counts) != len(todo):
         raise ValueError(f"token counter returned {len(counts)} counts for {len(todo)} texts")
+    if todo is texts:
+        return counts
     it = iter(counts)
     return [next(it) if t else 0 for t in texts]
 
@@ -241,6 +297,9 @@ def _indent(line: str) -> int:
 
 def _plain_sections(text: str) -> list[_Section]:
     """One untitled section of blank-line-separated paragraphs."""
+    if "\n" not in text:  # one line: one paragraph, or none
+        start, end = trim_span(text, 0, len(text))
+        return [_Section((), (_Block(start, end, "prose"),) if start < end else ())]
     lines = _lines(text)
     blocks = []
     first = -1
@@ -491,20 +550,33 @@ class _Packer:
         else:  # cut it, merging its start into a tiny open chunk
             if self.fresh_tokens >= self.config.min_tokens:
                 self._close(pieces[0].tokens)
-            # piece by piece: _fits and _extend written out (a call each per sentence)
+            # piece by piece: _fits and _extend written out (a call each per sentence),
+            # the open chunk's state in locals, written back before each _close
             budget, max_chars = self.budget, self.config.max_chars
+            open_pieces, total, fresh_pieces, fresh_tokens = (
+                self.pieces,
+                self.tokens,
+                self.fresh_pieces,
+                self.fresh_tokens,
+            )
             for piece in pieces:
                 _, end, tokens, _ = piece
-                if self.pieces and (
-                    self.tokens + tokens > budget or end - self.pieces[0].start > max_chars
+                if open_pieces and (
+                    total + tokens > budget or end - open_pieces[0].start > max_chars
                 ):
+                    self.pieces, self.tokens = open_pieces, total
+                    self.fresh_pieces, self.fresh_tokens = fresh_pieces, fresh_tokens
                     self._close(tokens)
                     if not self._fits(tokens, end):
                         self._drop_overlap()
-                self.pieces.append(piece)
-                self.fresh_pieces += 1
-                self.tokens += tokens
-                self.fresh_tokens += tokens
+                    open_pieces, total = self.pieces, self.tokens
+                    fresh_pieces, fresh_tokens = self.fresh_pieces, self.fresh_tokens
+                open_pieces.append(piece)
+                fresh_pieces += 1
+                total += tokens
+                fresh_tokens += tokens
+            self.pieces, self.tokens = open_pieces, total
+            self.fresh_pieces, self.fresh_tokens = fresh_pieces, fresh_tokens
 
     def _fits(self, tokens: int, end: int) -> bool:
         """Whether the open chunk can take pieces of ``tokens`` ending at ``end``."""

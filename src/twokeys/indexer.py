@@ -188,17 +188,20 @@ def build_index(
         encoder = get_encoder(options.encoder)
     if encoder is not None and options.vector_index.kind == "hnsw":
         require_faiss()  # fail before embedding, not after
-    with open_writer(location, options.spec(encoder), encoder=encoder, progress=stage) as writer:
+    # the collector stays off until the build's documents and chunks are freed (by the
+    # writer's close, and ``del``): switched on while they live, its first collection
+    # would walk every one of them
+    spec = options.spec(encoder)
+    with _gc_paused(), open_writer(location, spec, encoder=encoder, progress=stage) as writer:
         report.full_rebuild_reason = writer.rebuild_reason
         report.repaired = list(writer.repaired)
         stored = writer.stored()
-        with _gc_paused():
-            changed = _collect(source, writer, stored, options, encoder, stage, skipped, report)
+        changed = _collect(source, writer, stored, options, encoder, stage, skipped, report)
         if not replace_source:
             _check_same_source(writer.source, len(stored), source, location, report)
-        with _gc_paused():
-            _store(writer, changed, encoder, stage, report)
-            committed = writer.commit(str(source.resolve()))
+        _store(writer, changed, encoder, stage, report)
+        committed = writer.commit(str(source.resolve()))
+        del changed, stored, writer
     _finish(report, committed, started)
     if options.derived and is_local(location):  # a database keeps its own indexes
         optimize(Path(location), options.derived, progress=stage)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from twokeys.analysis import Analyzer, AnalyzerSpec
 from twokeys.errors import ConfigError
@@ -189,3 +191,17 @@ def test_term_cache_is_bounded() -> None:
     assert analyzer.index_terms(text) == A.index_terms(text)
     assert len(analyzer._index_cache) == 3
     assert analyzer.index_terms(text) == A.index_terms(text)
+
+
+def test_cjk_first_is_where_the_cjk_pattern_starts() -> None:
+    from twokeys.analysis import _CJK, _CJK_FIRST
+
+    assert _CJK.fullmatch(chr(_CJK_FIRST))
+    assert not any(_CJK.search(chr(code)) for code in range(_CJK_FIRST))
+
+
+@given(st.text(alphabet=st.sampled_from("aé\u03a3\u303f\u3040\u30ff\u4e00\uac00\ufaff\U0001f600 ")))
+def test_has_cjk_is_the_patterns_search(text: str) -> None:
+    from twokeys.analysis import _CJK, _has_cjk
+
+    assert _has_cjk(text) == (_CJK.search(text) is not None)

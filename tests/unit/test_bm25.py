@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -213,3 +214,22 @@ def test_analysed_matrix_is_the_matrix_of_index_terms(monkeypatch: pytest.Monkey
     assert sum(seen) == len(texts) and len(seen) > 10
     empty = batches.analysed_matrix([], AnalyzerSpec())
     assert empty.vocabulary == [] and empty.n_docs == 0 and empty.indptr.tolist() == [0]
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 7, 1 << 16])
+def test_weights_do_not_depend_on_the_block(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # terms whose postings cross a block's edge, and terms with no postings at all
+    docs = [["a", "b", "a"], [], ["c"], ["a", "c", "d", "d"], ["b"], ["e"] * 5, ["a"]]
+    m = build_term_matrix(docs)
+    ends = m.indptr
+    # a term without postings first, two in the middle, one last (each a repeated bound)
+    indptr = np.insert(ends, [0, 2, 2, ends.size], [0, ends[2], ends[2], ends[-1]])
+    m = replace(m, indptr=indptr, vocabulary=[f"t{i}" for i in range(indptr.size - 1)])
+    monkeypatch.setattr(bm25, "_BLOCK", block)
+    got = bm25_weights(m, BM25Params())
+    terms = np.repeat(np.arange(len(m.indptr) - 1), np.diff(m.indptr))
+    dl = m.lengths[m.indices].astype(np.float64)
+    tf = m.tf.astype(np.float64)
+    norm = 0.9 * (1.0 - 0.4 + 0.4 * dl / float(m.lengths.mean()))
+    idf = bm25.idf(m.document_frequencies(), m.n_docs)
+    assert got.tolist() == (idf[terms] * tf / (tf + norm)).astype(np.float32).tolist()

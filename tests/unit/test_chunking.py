@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import pytest
 
+import twokeys.chunking as chunking_module
 from twokeys.chunking import (
     ChunkerConfig,
     TokenCounter,
@@ -712,3 +713,100 @@ def test_real_tokenizer_respects_cap_and_keeps_identifiers(minilm_counter: Token
 
 def test_random_markdown_documents_with_real_tokenizer(minilm_counter: TokenCounter) -> None:
     check_random_documents(minilm_counter, n_docs=60, seed=2)
+
+
+@pytest.mark.parametrize("config", [DEFAULT, ChunkerConfig(max_tokens=48, overlap_tokens=8)])
+def test_the_approximate_counter_reading_pieces_in_place_gives_the_same_chunks(
+    config: ChunkerConfig,
+) -> None:
+    # chunk_documents counts pieces in place for approx_token_counter itself; any other
+    # counter (here the same counts behind a lambda) gets the pieces as strings
+    from conftest import SUPPORT_KB
+    from twokeys.ingest.files import load_documents
+
+    docs = [d for d in load_documents(SUPPORT_KB / "docs") if has_text(d)]
+    docs += [make_doc(" ".join(sentences(40, seed)), kind="text", title="T") for seed in range(3)]
+    docs += [make_doc("Title only", title="x"), make_doc("  \n", title="Blank")]
+    copied = chunk_documents(docs, lambda texts: approx_token_counter(texts), config)
+    assert chunk_documents(docs, approx_token_counter, config) == copied
+    assert sum(map(len, copied)) > len(docs)
+
+
+# --- compiled packing ------------------------------------------------------------------
+
+MARKDOWN_PIECES = [
+    "# Title\n",
+    "## Sub\n",
+    "\n",
+    "\n\n",
+    "- item one. Two.\n",
+    "1. first\n",
+    "| a | b |\n",
+    "```\ncode line\nmore code\n```\n",
+    "~~~\nunclosed\n",
+    "Setext\n===\n",
+]
+
+
+def random_markdown(rng: random.Random) -> str:
+    # whitespace is free for the counter: a piece of few tokens and many characters tests
+    # the cap in characters (max_chars)
+    words = ["a", "bb", "ccc", "dddddddd", "ZX-4821", "x" * 40, ".", "Yes.", "No!", "e.g."]
+    words += ["wide" + " " * 900, "Wide." + " " * 1900]
+    parts = []
+    for _ in range(rng.randint(1, 40)):
+        if rng.random() < 0.3:
+            parts.append(rng.choice(MARKDOWN_PIECES))
+        else:
+            n = rng.randint(1, 30)
+            parts.append(" ".join(rng.choice(words) for _ in range(n)) + rng.choice([". ", ".\n"]))
+    return "".join(parts)
+
+
+@pytest.mark.skipif(chunking_module._kernel is None, reason="twokeys.text._kernel not built")
+@pytest.mark.parametrize("seed", range(4))
+def test_compiled_packing_gives_the_pythons_chunks(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(seed)
+    docs = [
+        make_doc(random_markdown(rng), kind=rng.choice(["markdown", "text"]), title="T" * i)
+        for i in range(150)
+    ]
+    configs = [
+        ChunkerConfig(max_tokens=m, overlap_tokens=o, min_tokens=n)
+        for m, o, n in [(16, 0, 0), (16, 7, 30), (24, 8, 4), (48, 8, 4), (250, 32, 24)]
+    ]
+    word = make_doc("a" * 9000 + " tail. Next.", kind="text")  # a piece over max_chars: cut
+    spaces = make_doc("A" + " " * 4500 + "b. Next.", kind="text")  # over max_chars, 3 tokens
+    for config in configs:
+        compiled = chunk_documents([*docs, word, spaces], approx_token_counter, config)
+        monkeypatch.setattr(chunking_module, "compiled_packing", False)
+        python = chunk_documents([*docs, word, spaces], approx_token_counter, config)
+        monkeypatch.setattr(chunking_module, "compiled_packing", True)
+        assert compiled == python, config
+        assert sum(map(len, compiled)) > len(docs)
+
+
+@pytest.mark.skipif(chunking_module._kernel is None, reason="twokeys.text._kernel not built")
+def test_compiled_packing_refuses_shapes_that_do_not_add_up() -> None:
+    kernel = chunking_module._kernel
+    assert kernel is not None
+    spans, counts = [(0, 2), (3, 5)], [1, 1]
+    assert kernel.pack(spans, counts, [2], [False], [1], [10], 4000, 2, 1) == [(0, 0, 5)]
+    assert kernel.pack(spans, counts, [2], [False], [1], [0], 4000, 2, 1) is None  # cut
+    with pytest.raises(ValueError, match="do not add up"):
+        kernel.pack(spans, counts, [3], [False], [1], [10], 4000, 2, 1)
+    with pytest.raises(ValueError, match="do not add up"):
+        kernel.pack(spans, counts, [1, 0, 1], [False] * 3, [3], [10], 4000, 2, 1)
+    with pytest.raises(ValueError, match="counts: expected a list of 2"):
+        kernel.pack(spans, [1], [2], [False], [1], [10], 4000, 2, 1)
+    assert kernel.pack(spans, [1.0, 1], [2], [False], [1], [10], 4000, 2, 1) is None
+    assert kernel.pack(spans, [1, 1 << 70], [2], [False], [1], [10], 4000, 2, 1) is None
+
+
+def test_a_counter_of_floats_chunks_as_one_of_ints() -> None:
+    docs = [make_doc(" ".join(sentences(30, seed)), kind="text") for seed in range(3)]
+    config = ChunkerConfig(max_tokens=48, overlap_tokens=8)
+    floats = chunk_documents(docs, lambda t: [float(n) for n in approx_token_counter(t)], config)
+    assert floats == chunk_documents(docs, approx_token_counter, config)

@@ -16,7 +16,7 @@ from twokeys.chunking import approx_token_counter, chunk_document
 from twokeys.dense.encoder import Kind
 from twokeys.ingest.files import load_documents
 from twokeys.retrievers.base import indexed_texts
-from twokeys.text.passages import heading_line, heading_text, indexed_text
+from twokeys.text.passages import heading_line, heading_text, indexed_text, stream_indexed_texts
 from twokeys.types import Chunk
 
 # sha256 of every support-KB chunk's indexed text (approximate token counts, default
@@ -52,6 +52,21 @@ def test_support_kb_indexed_texts_are_byte_identical_to_the_pinned_format() -> N
             assert text == pinned_format(chunk, doc.title), chunk.id
             digest.update(text.encode("utf-8") + b"\0")
     assert digest.hexdigest() == SUPPORT_KB_INDEXED
+
+
+def test_streamed_indexed_texts_are_each_chunks_indexed_text() -> None:
+    # the build makes them a document's run of chunks at a time (its title's line once)
+    pairs = [
+        (chunk, doc.title)
+        for doc in load_documents(SUPPORT_KB / "docs")
+        for chunk in chunk_document(doc, approx_token_counter)
+    ]
+    body = Chunk("d", 0, "Body.", 0, 5, ())
+    headed = Chunk("d", 1, "More.", 6, 11, ("Top", "Sub"))
+    same = "A  title"
+    pairs += [(body, same), (body, same), (headed, same), (body, "A title"), (body, "")]
+    pairs += [(body, "".join(["A  ", "title"])), (headed, ""), (body, "  ")]
+    assert list(stream_indexed_texts(pairs)) == [indexed_text(c, t) for c, t in pairs]
 
 
 class RecordingEncoder(HashEncoder):

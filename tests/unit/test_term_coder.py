@@ -8,9 +8,11 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import SHARED_DATA
-from twokeys.analysis import _RAW_TOKEN, Analyzer, AnalyzerSpec
+from twokeys.analysis import _RAW_TOKEN, Analyzer, AnalyzerSpec, raw_tokens_of
 from twokeys.lexical import coding
 from twokeys.lexical.bm25 import build_term_matrix, build_term_matrix_from_ids
 from twokeys.lexical.coding import TermCoder
@@ -188,3 +190,23 @@ def test_a_coder_that_forgot_its_raw_tokens_gives_the_same_ids() -> None:
     again = coder.encode(HARD)
     assert coder.terms == terms
     assert np.array_equal(first[0], again[0]) and np.array_equal(first[1], again[1])
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                *("a", "Ab", "AB", "aB", "x2", "2", "0.5", "-", "--", ".", "/", "'", "'s", "s"),
+                *("_", ":", "@", "=", "+", "#", " ", "Ünï", "ǅ", "İ", "the", "running", "IL"),
+                "mRNA",
+            ]
+        ),
+        max_size=30,
+    ).map("".join),
+    st.sampled_from(SPECS),
+)
+def test_raws_analysed_together_give_index_terms(text: str, spec: AnalyzerSpec) -> None:
+    analyzer = Analyzer(spec)
+    raws = raw_tokens_of(analyzer.scan_form(text))
+    together = [t for terms in analyzer.index_terms_of_raws(raws) for t in terms]
+    assert together == Analyzer(spec).index_terms(text)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from twokeys.ingest.files import OnSkip, SkippedFile
+from twokeys.ingest.files import OnSkip, SkippedFile, unix_newlines
 from twokeys.sanitize import has_surrogates, replace_surrogates
 from twokeys.types import Document
 
@@ -175,6 +175,6 @@ def _record(obj: dict[str, Any]) -> _Record | str:
     return _Record(
         id=str(raw_id),
         title=title,
-        text=text.replace("\r\n", "\n").replace("\r", "\n"),
+        text=unix_newlines(text),
         metadata=metadata,
     )

@@ -221,9 +221,15 @@ def bm25_weights(matrix: TermMatrix, params: BM25Params) -> npt.NDArray[np.float
     avgdl = float(matrix.lengths.mean()) or 1.0
     term_idf = idf(matrix.document_frequencies(), matrix.n_docs)
     weights = np.empty(matrix.tf.size, np.float32)
+    indptr = matrix.indptr
     for start in range(0, weights.size, _BLOCK):
         end = min(start + _BLOCK, weights.size)
-        terms = np.searchsorted(matrix.indptr, np.arange(start, end), side="right") - 1
+        # each posting's term: the terms whose postings meet this block, each repeated
+        # for its postings inside it (terms without postings repeated zero times)
+        first = int(np.searchsorted(indptr, start, side="right")) - 1
+        last = int(np.searchsorted(indptr, end - 1, side="right")) - 1
+        inside = np.diff(np.minimum(np.maximum(indptr[first : last + 2], start), end))
+        terms = np.repeat(np.arange(first, last + 1), inside)
         tf = matrix.tf[start:end].astype(np.float64)
         dl = matrix.lengths[matrix.indices[start:end]].astype(np.float64)
         norm = params.k1 * (1.0 - params.b + params.b * dl / avgdl)

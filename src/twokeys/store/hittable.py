@@ -37,6 +37,7 @@ OFFSETS = "hits.strings.offsets.npy"
 ROWS = "hits.rows.npy"
 FILES = (STRINGS, OFFSETS, ROWS)
 _DOC_CACHE = 1 << 16  # decoded (id, title, path) kept per open index, then started afresh
+_WRITE_STRINGS = 4096  # strings encoded and written together
 
 
 def write_hit_table(
@@ -45,34 +46,31 @@ def write_hit_table(
     """Write the three files for ``rows_chunks`` (rows 0..n-1 in order) of ``docs``."""
     doc_number = {d.id: i for i, d in enumerate(docs)}
     headings: dict[tuple[str, ...], int] = {}
-    meta = np.empty((len(rows_chunks), 5), np.int64)
-    lengths: list[int] = []
+    meta: list[tuple[int, int, int, int, int]] = []
+    strings: list[str] = []
     first_heading = len(rows_chunks) + 3 * len(docs)
+    for expected, (row, chunk) in enumerate(rows_chunks):
+        if row != expected:
+            raise ValueError(f"hit table: row {row} where {expected} was expected")
+        heading = -1
+        if chunk.heading_path:
+            heading = first_heading + headings.setdefault(chunk.heading_path, len(headings))
+        meta.append((doc_number[chunk.doc_id], chunk.position, chunk.start, chunk.end, heading))
+        strings.append(chunk.text)
+    for doc in docs:
+        strings += (doc.id, doc.title, doc.path)
+    strings += (json.dumps(list(path), ensure_ascii=False) for path in headings)
+    lengths = np.empty(len(strings), np.int64)
     with open(folder / STRINGS, "wb") as fh:
-
-        def put(text: str) -> None:
-            data = text.encode("utf-8")
-            fh.write(data)
-            lengths.append(len(data))
-
-        for expected, (row, chunk) in enumerate(rows_chunks):
-            if row != expected:
-                raise ValueError(f"hit table: row {row} where {expected} was expected")
-            heading = -1
-            if chunk.heading_path:
-                heading = first_heading + headings.setdefault(chunk.heading_path, len(headings))
-            meta[row] = (doc_number[chunk.doc_id], chunk.position, chunk.start, chunk.end, heading)
-            put(chunk.text)
-        for doc in docs:
-            put(doc.id)
-            put(doc.title)
-            put(doc.path)
-        for path in headings:
-            put(json.dumps(list(path), ensure_ascii=False))
-    offsets = np.zeros(len(lengths) + 1, np.int64)
-    np.cumsum(np.asarray(lengths, np.int64), out=offsets[1:])
+        for at in range(0, len(strings), _WRITE_STRINGS):  # a few MB of UTF-8 at a time
+            encoded = [text.encode("utf-8") for text in strings[at : at + _WRITE_STRINGS]]
+            lengths[at : at + len(encoded)] = np.fromiter(map(len, encoded), np.int64)
+            fh.writelines(encoded)
+    offsets = np.zeros(len(strings) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    rows = np.array(meta, np.int64).reshape(len(meta), 5)
     np.save(folder / OFFSETS, offsets, allow_pickle=False)
-    np.save(folder / ROWS, meta, allow_pickle=False)
+    np.save(folder / ROWS, rows, allow_pickle=False)
 
 
 class HitTable:

@@ -647,8 +647,8 @@ class GenerationWriter:
         aligned with ``matrix.indices``."""
         vocab_file = self.tmp_dir / "lexical.vocab.txt"
         with open(vocab_file, "w", encoding="utf-8") as fh:
-            for term in matrix.vocabulary:
-                fh.write(term)
+            if matrix.vocabulary:  # a term a line
+                fh.write("\n".join(matrix.vocabulary))
                 fh.write("\n")
         self._save("lexical.indptr.npy", matrix.indptr)
         self._save("lexical.indices.npy", matrix.indices)

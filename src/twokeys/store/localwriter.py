@@ -30,7 +30,6 @@ import numpy as np
 import numpy.typing as npt
 
 from twokeys import __version__
-from twokeys.chunking import indexed_text
 from twokeys.dense.encoder import Encoder, get_encoder
 from twokeys.errors import ConfigError, IndexFormatError, TwokeysError
 from twokeys.lexical.batches import analysed_matrix
@@ -55,6 +54,7 @@ from twokeys.store.local import (
     write_lock,
 )
 from twokeys.store.vectors import build_graph, chosen_kind
+from twokeys.text.passages import stream_indexed_texts
 from twokeys.types import Chunk
 
 
@@ -269,9 +269,8 @@ class LocalWriter(IndexWriter):
                 row += 1
         # the texts retrievers index (heading line + body): a list when the encoder needs
         # them all, else made batch by batch for the analyzer (never all held at once)
-        texts: Iterable[str] = (
-            indexed_text(chunk, title)
-            for (_, chunk), title in zip(rows_chunks, titles, strict=True)
+        texts: Iterable[str] = stream_indexed_texts(
+            zip((chunk for _, chunk in rows_chunks), titles, strict=True)
         )
 
         embedded = 0

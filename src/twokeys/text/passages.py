@@ -12,7 +12,7 @@ line's tokens against the cap with :func:`heading_line` too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from twokeys.types import HEADING_SEPARATOR, Chunk
 
@@ -30,4 +30,21 @@ def heading_line(path: Sequence[str], title: str) -> str:
 def indexed_text(chunk: Chunk, title: str) -> str:
     """The text retrievers index: the heading line (see :func:`heading_line`), then the body."""
     line = heading_line(chunk.heading_path, title)
-    return f"{line}\n{chunk.text}" if line else chunk.text
+    return _joined(line, chunk.text)
+
+
+def stream_indexed_texts(chunks_and_titles: Iterable[tuple[Chunk, str]]) -> Iterator[str]:
+    """:func:`indexed_text` of each ``(chunk, title)`` in turn, a title's line made once
+    for a run of chunks of that title (a document's)."""
+    title_of_line, title_line = None, ""
+    for chunk, title in chunks_and_titles:
+        if chunk.heading_path:
+            yield _joined(heading_text(chunk.heading_path), chunk.text)
+            continue
+        if title is not title_of_line:
+            title_of_line, title_line = title, heading_line((), title)
+        yield _joined(title_line, chunk.text)
+
+
+def _joined(line: str, body: str) -> str:
+    return f"{line}\n{body}" if line else body

@@ -26,6 +26,13 @@ must not do.
 from __future__ import annotations
 
 import re
+from types import ModuleType
+
+_kernel: ModuleType | None
+try:  # the compiled sentence_spans (``_kernel.c``); the same spans without it
+    from twokeys.text import _kernel
+except ImportError:  # pragma: no cover - depends on the build
+    _kernel = None
 
 _CLOSERS = "\"'”’)\\]*_`"
 _CJK_CLOSERS = "」』）】〕〉》”’"
@@ -56,6 +63,15 @@ def is_fence(line: str) -> bool:
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
     """The sentences of the prose ``text[start:end]`` (see the module docstring)."""
     end = len(text) if end is None else end
+    if _kernel is not None:
+        spans: list[tuple[int, int]] = _kernel.sentence_spans(text, start, end, _is_abbreviation)
+        return spans
+    return python_sentence_spans(text, start, end)
+
+
+def python_sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """:func:`sentence_spans` in Python: the reference the compiled one is tested against,
+    and the one used where it is not built."""
     current, end = trim_span(text, start, end)
     out = []
     for m in _SENTENCE_END.finditer(text, current, end):
