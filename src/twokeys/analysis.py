@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache, partial
 from itertools import chain
@@ -205,6 +205,21 @@ class _TermCache(dict[str, tuple[str, ...]]):
         return terms
 
 
+class _Memo(dict[str, str | None]):
+    """A word's analysis (:meth:`Analyzer._word`), computed the first time it is asked
+    for (a repeated word costs a dictionary lookup, no Python call)."""
+
+    __slots__ = ("_compute",)
+
+    def __init__(self, compute: Callable[[str], str | None]) -> None:
+        super().__init__()
+        self._compute = compute
+
+    def __missing__(self, word: str) -> str | None:
+        result = self[word] = self._compute(word)
+        return result
+
+
 class Analyzer:
     """Turns text into index terms (:meth:`index_terms`) or query terms (:meth:`query_terms`).
 
@@ -359,11 +374,7 @@ class Analyzer:
     def _parts(self, raw: str, whole: str, word: Callable[[str], str | None]) -> list[str]:
         seen = {whole}
         parts: list[str] = []
-        body = raw.lstrip("-./")
-        if body.endswith("++"):
-            body = body[:-2]
-        body = body.rstrip("#")
-        segments = [s for s in _LOOSE_SPLIT.split(body) if s] if _LOOSE.search(body) else ()
+        segments, pieces = _split_identifier(raw)
         if len(segments) > 1:
             for segment in segments:
                 if _ALL_SPLIT.search(segment):
@@ -372,9 +383,12 @@ class Analyzer:
                         seen.add(term)
                         parts.append(term)
         lowercase = self.spec.lowercase
-        for piece in _ALL_SPLIT.split(body):
-            # no camelCase hump without both cases: most pieces need no split
-            flat = piece.islower() or piece.isupper() or piece.isdigit()
+        for piece in pieces:
+            if not piece:
+                continue
+            # no camelCase hump without both cases, nor with one capital first (IL, il,
+            # Induced): most pieces need no split
+            flat = piece.islower() or piece[1:].islower() or piece.isupper() or piece.isdigit()
             for atom in (piece,) if flat else _CAMEL.split(piece):
                 if not atom:
                     continue
@@ -417,6 +431,28 @@ def _normalize(text: str) -> str:
         if typographic in text:
             text = text.replace(typographic, plain)
     return text
+
+
+def _split_identifier(raw: str) -> tuple[Sequence[str], Sequence[str]]:
+    """An identifier's loose segments (split at ``: / @ =``) and its pieces (split at
+    every connector, with empty strings where a lead or a run of connectors was), as
+    :func:`_split_identifier_by_patterns` gives them less its empty strings. Most
+    identifiers (IL-6, 0.05, p53, HepG2-derived) hold no connector but ``-`` and ``.``:
+    no loose segment, no trail to drop, and ``str.split`` finds the pieces."""
+    if raw.replace("-", "").replace(".", "").isalnum():
+        return (), (raw,) if raw.isalnum() else raw.replace(".", "-").split("-")
+    return _split_identifier_by_patterns(raw)
+
+
+def _split_identifier_by_patterns(raw: str) -> tuple[Sequence[str], Sequence[str]]:
+    """:func:`_split_identifier` for any identifier: the lead and the trail (``C++``,
+    ``C#``) dropped, then the loose segments if any and the pieces by the patterns."""
+    body = raw.lstrip("-./")
+    if body.endswith("++"):
+        body = body[:-2]
+    body = body.rstrip("#")
+    segments = [s for s in _LOOSE_SPLIT.split(body) if s] if _LOOSE.search(body) else ()
+    return segments, _ALL_SPLIT.split(body)
 
 
 def _strip_possessive(raw: str) -> str:

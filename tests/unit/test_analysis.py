@@ -205,3 +205,34 @@ def test_has_cjk_is_the_patterns_search(text: str) -> None:
     from twokeys.analysis import _CJK, _has_cjk
 
     assert _has_cjk(text) == (_CJK.search(text) is not None)
+
+
+_IDENTIFIER_TEXT = st.lists(
+    st.sampled_from(
+        [
+            *("a", "Ab", "AB", "aB", "x2", "2", "0", "é", "Σ", "ǅ", "İ", "²", "-", "--"),
+            *(".", "/", "_", ":", "@", "=", "+", "++", "#", "'", " "),
+        ]
+    ),
+    max_size=24,
+).map("".join)
+
+
+@given(_IDENTIFIER_TEXT)
+def test_identifier_split_equals_the_patterns_split(text: str) -> None:
+    from twokeys.analysis import _RAW_TOKEN, _split_identifier, _split_identifier_by_patterns
+
+    for raw in _RAW_TOKEN.findall(text):
+        segments, pieces = _split_identifier(raw)
+        ref_segments, ref_pieces = _split_identifier_by_patterns(raw)
+        assert list(segments) == list(ref_segments)
+        assert [p for p in pieces if p] == [p for p in ref_pieces if p]
+
+
+@given(st.text(alphabet=st.sampled_from("aBzZé\u00c9\u01c5\u0130\u03a3\u03c3\u00df2_"), max_size=8))
+def test_a_piece_lowercase_after_its_first_character_has_no_camel_hump(piece: str) -> None:
+    # the premise of _parts' flat test: such a piece is not split by _CAMEL
+    from twokeys.analysis import _CAMEL
+
+    if piece[1:].islower():
+        assert _CAMEL.split(piece) == [piece]
