@@ -60,7 +60,7 @@ def test_a_bad_qa_line_is_named(tmp_path: Path) -> None:
         (
             {**good, "split": "train"},
             "split: 'train' is not one of dev, test, heldout, heldout2, heldout3, heldout4, "
-            "heldout5, heldout6",
+            "heldout5, heldout6, heldout7",
         ),
     ]
     for record, message in cases:
@@ -90,6 +90,7 @@ def test_the_shipped_qa_set_is_written_against_the_documents() -> None:
         "heldout4",
         "heldout5",
         "heldout6",
+        "heldout7",
     ):  # each split holds answerable and unanswerable questions
         assert {i.answerable for i in items if i.split == split} == {True, False}
     for item in items:

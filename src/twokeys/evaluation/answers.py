@@ -8,12 +8,12 @@ fact* from each, written verbatim as the document says it::
                                 "fact": "below the safe operating threshold"}]}
 
 A multi-part question has one gold entry per part; a question the corpus cannot answer
-has ``"gold": []``. ``split`` (``dev``, ``test`` or ``heldout`` to ``heldout6``)
+has ``"gold": []``. ``split`` (``dev``, ``test`` or ``heldout`` to ``heldout7``)
 keeps the questions rules were tuned on (``dev``) apart from the ones reported; ``heldout``
 questions were written after ``test`` had been looked at, ``heldout2`` after ``heldout``
 had, ``heldout3`` after ``heldout2`` had, ``heldout4`` after ``heldout3`` had, ``heldout5``
-after ``heldout4`` had, ``heldout6`` after ``heldout5`` had, and all six are run only to
-report.
+after ``heldout4`` had, ``heldout6`` after ``heldout5`` had, ``heldout7`` after ``heldout6``
+had, and all seven are run only to report.
 
 Measures (facts compared case-insensitively, Markdown ``*`` and backticks and runs of
 whitespace ignored):
@@ -56,7 +56,17 @@ from twokeys.rag.packing import SEPARATOR, Budget
 from twokeys.text.tokens import approx_token_counter
 
 KINDS = ("identifier", "paraphrase", "multi-part", "unanswerable")
-SPLITS = ("dev", "test", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
+SPLITS = (
+    "dev",
+    "test",
+    "heldout",
+    "heldout2",
+    "heldout3",
+    "heldout4",
+    "heldout5",
+    "heldout6",
+    "heldout7",
+)
 NAIVE_CHARS = (2000, 4000)  # the project's CONTEXT_INJECT_LIMIT: 2,000 in v3, 4,000 since
 EVAL_BUDGET = 1000  # tokens for prompt plus answer: what the README's answers table uses
 TOPK_K = 10
