@@ -228,9 +228,10 @@ def test_a_mode_the_pages_never_name_abstains(tmp_path: Path) -> None:
 
 
 def test_the_kind_rule_names_no_answerable_question(kb_path: Path) -> None:
-    # over every split: it fires on the six questions that name a mode the pages never
-    # name (every "mode" in the pages is setup, pairing, privacy or snapshot mode), and
-    # on none of the 152 answerable ones (5 of which name setup, pairing, snapshot or
+    # over every split: it fires on the seven questions that name a mode the pages never
+    # name (every "mode" in the pages is setup, pairing, privacy or snapshot mode; "Dark
+    # mode" is from heldout7, written after the rule by someone who had not read it), and
+    # on none of the 182 answerable ones (5 of which name setup, pairing, snapshot or
     # Focus mode)
     items = load_qa(SUPPORT_KB / "qa.jsonl")
     with open_index(kb_path) as kb:
@@ -242,6 +243,7 @@ def test_the_kind_rule_names_no_answerable_question(kb_path: Path) -> None:
         "qa186": ("night mode",),
         "qa200": ("guest mode",),
         "qa207": ("silent mode",),
+        "qa263": ("Dark mode",),
     }
     assert all(not i.answerable for i in items if named[i.id])
 
