@@ -205,21 +205,6 @@ class _TermCache(dict[str, tuple[str, ...]]):
         return terms
 
 
-class _Memo(dict[str, str | None]):
-    """A word's analysis (:meth:`Analyzer._word`), computed the first time it is asked
-    for (a repeated word costs a dictionary lookup, no Python call)."""
-
-    __slots__ = ("_compute",)
-
-    def __init__(self, compute: Callable[[str], str | None]) -> None:
-        super().__init__()
-        self._compute = compute
-
-    def __missing__(self, word: str) -> str | None:
-        result = self[word] = self._compute(word)
-        return result
-
-
 class Analyzer:
     """Turns text into index terms (:meth:`index_terms`) or query terms (:meth:`query_terms`).
 
