@@ -183,3 +183,34 @@ def test_two_servers_on_one_database_write_and_see_each_other(
     with open_index(pg_url) as kb:
         ids = [h.doc_id for h in kb.search("shared common words", mode="bm25", k=1000)]
         assert len(ids) == len(set(ids))
+
+
+def test_a_commit_landing_while_the_service_reopens_is_seen(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # another process commits after this server's fresh reader has read its counts but
+    # before the server notes the database's version: the next read must still see it
+    from twokeys.indexer import update_documents
+    from twokeys.server.documents import read_document
+    from twokeys.server.service import IndexService
+
+    pages = {
+        f"seed/{i}.md": f"# Seed {i}\n\nshared common words, seed page {i}.\n" for i in range(3)
+    }
+    build_index(write_docs(tmp_path / "seed", pages), pg_url, IndexOptions(encoder=None))
+    service = IndexService(pg_url)
+    opened = service._open
+
+    def open_then_another_process_commits() -> object:
+        fresh = opened()
+        other = read_document(b"# Other\n\nwritten by the other server.\n", "other.md", ".md")
+        update_documents(pg_url, [other], (), encoder=None)
+        return fresh
+
+    monkeypatch.setattr(service, "_open", open_then_another_process_commits)
+    service.write([read_document(b"# Mine\n\nwritten here.\n", "mine.md", ".md")], ())
+    monkeypatch.undo()
+    with service.reader() as index:
+        assert index.manifest.counts["documents"] == 5
+        assert index.search("other server", mode="bm25")[0].doc_id == "other.md"
+    service.close()

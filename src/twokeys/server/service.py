@@ -132,9 +132,13 @@ class IndexService:
             self._write_lock.release()
 
     def _swap(self, stamp: Stamp | None = None) -> None:
+        if stamp is None:
+            # another backend: its version read before the fresh reader reads anything, so
+            # that a commit of another process landing in between (the fresh reader's
+            # counts may predate it) makes the next read reopen; read after, it hid that
+            # commit's counts for good
+            stamp = (self._current.backend.version(),)
         fresh = self._open()
-        if stamp is None:  # another backend: the fresh reader's own version
-            stamp = (fresh.backend.version(),)
         with self._lock:
             old, self._current, self._stamp = self._current, fresh, stamp
             idle = id(old) not in self._leases
