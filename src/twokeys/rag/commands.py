@@ -43,10 +43,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from twokeys.rag.runs import token_runs
 from twokeys.text.sentences import is_fence
 
 if TYPE_CHECKING:
-    from twokeys.analysis import Analyzer
+    from twokeys.analysis import Analyzer, Token
 
 Command = tuple["Word", ...]
 
@@ -131,20 +132,11 @@ def text_words(text: str, analyzer: Analyzer) -> Iterable[Word]:
 
 def query_runs(query: str, analyzer: Analyzer) -> list[tuple[Word, ...]]:
     """The query's runs of two or more tokens with no stopword or punctuation between."""
-    runs: list[tuple[Word, ...]] = []
-    for piece in _BREAK.split(query):
-        run: list[Word] = []
-        for token in analyzer.tokens(piece):
-            terms = analyzer.terms_of(token, for_query=True)
-            if terms:
-                run.append(Word(terms[0], token.text, token.is_identifier))
-                continue
-            if len(run) >= 2:
-                runs.append(tuple(run))
-            run = []
-        if len(run) >= 2:
-            runs.append(tuple(run))
-    return runs
+
+    def word(token: Token, terms: tuple[str, ...]) -> Word | None:
+        return Word(terms[0], token.text, token.is_identifier) if terms else None
+
+    return token_runs(query, analyzer, _BREAK, word, shortest=2)
 
 
 def heads(run: Sequence[Word]) -> list[int]:

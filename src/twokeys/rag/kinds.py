@@ -33,8 +33,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from twokeys.rag.runs import token_runs
+
 if TYPE_CHECKING:
-    from twokeys.analysis import Analyzer
+    from twokeys.analysis import Analyzer, Token
 
 MIN_KINDS = 3  # distinct qualifiers: the texts name a family, not one fixed phrase
 
@@ -52,20 +54,13 @@ class RunWord:
 
 def runs(text: str, analyzer: Analyzer) -> list[tuple[RunWord, ...]]:
     """The runs of ``text`` (one word or more), in order."""
-    out: list[tuple[RunWord, ...]] = []
-    for piece in _BREAK.split(text):
-        run: list[RunWord] = []
-        for token in analyzer.tokens(piece):
-            terms = analyzer.terms_of(token, for_query=True)
-            if terms and not token.is_identifier:
-                run.append(RunWord(terms[0], token.text.lower(), token.text))
-                continue
-            if run:
-                out.append(tuple(run))
-            run = []
-        if run:
-            out.append(tuple(run))
-    return out
+
+    def word(token: Token, terms: tuple[str, ...]) -> RunWord | None:
+        if terms and not token.is_identifier:
+            return RunWord(terms[0], token.text.lower(), token.text)
+        return None
+
+    return token_runs(text, analyzer, _BREAK, word)
 
 
 def qualifiers(head: RunWord, runs_of_texts: Iterable[Sequence[RunWord]]) -> frozenset[str] | None:
