@@ -11,6 +11,7 @@ from conftest import SUPPORT_KB
 from twokeys.errors import ConfigError
 from twokeys.evaluation.answers import (
     KINDS,
+    SPLITS,
     GoldFact,
     Piece,
     citation_precision,
@@ -81,17 +82,7 @@ def test_the_shipped_qa_set_is_written_against_the_documents() -> None:
     assert len(kinds["unanswerable"]) >= 10
     assert all(len(kinds[k]) >= 5 for k in KINDS)
     assert all(len(i.gold) >= 2 for i in kinds["multi-part"])
-    for split in (
-        "dev",
-        "test",
-        "heldout",
-        "heldout2",
-        "heldout3",
-        "heldout4",
-        "heldout5",
-        "heldout6",
-        "heldout7",
-    ):  # each split holds answerable and unanswerable questions
+    for split in SPLITS:  # each split holds answerable and unanswerable questions
         assert {i.answerable for i in items if i.split == split} == {True, False}
     for item in items:
         for gold in item.gold:
