@@ -341,7 +341,12 @@ def _retrieve(
         for part in parts
     )
     confidence = (
-        tuple(retrieval_confidence(index, part) for part in parts) if options.abstain else ()
+        tuple(
+            retrieval_confidence(index, run.query, [hit.text for hit in run.hits])
+            for run in runs
+        )
+        if options.abstain
+        else ()
     )
     return tuple(parts), runs, confidence
 

@@ -75,6 +75,8 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from twokeys.lexical.boolean import contains_sequence
+from twokeys.rag.answer_types import expected_type, states
+from twokeys.rag.elements import element_names
 from twokeys.rag.commands import Command, code_lines, commands, heads, query_runs, unseen_subcommand
 from twokeys.rag.kinds import RunWord, qualifiers, runs, unseen_kind, written_pairs
 from twokeys.rag.menus import departure, head_term, menu_paths, query_path
@@ -92,6 +94,7 @@ STRONG_PEAK = 5.0  # a dense peak this high vouches even for a question naming a
 LEXICAL_ONLY_FLOOR = 0.5
 DENSE_SAMPLE = 512
 PHRASE_CANDIDATES = 256  # chunks read to find a phrase; past that many, it is taken as held
+ANSWER_TYPE_K = 6  # chunks read for the value a question asks for, as ask retrieves
 SUPPORT_MIN = 0.5  # share of a sentence's content terms its cited blocks must hold
 
 Status = Literal["supported", "unsupported", "uncited"]
@@ -112,6 +115,8 @@ class Confidence:
     unseen_commands: tuple[str, ...] = ()  # subcommands no documented command has
     unseen_menu_steps: tuple[str, ...] = ()  # menu paths a step past the documented ones
     unseen_kinds: tuple[str, ...] = ()  # compounds (vacation mode) of a word always qualified
+    unseen_elements: tuple[str, ...] = ()  # names of settings (pet detection) no chunk writes
+    unstated: str = ""  # the kind of value asked for ("a price") that no retrieved chunk states
 
     @property
     def score(self) -> float:
@@ -121,7 +126,7 @@ class Confidence:
 
     @property
     def answerable(self) -> bool:
-        if self.missing or self.unseen_commands or self.unseen_menu_steps:
+        if self.missing or self.unseen_commands or self.unseen_menu_steps or self.unstated:
             return False
         if self.found:
             return True  # an identifier matched exactly: the strongest lexical evidence
@@ -134,7 +139,7 @@ class Confidence:
     @property
     def unseen(self) -> tuple[str, ...]:
         """The names, phrases and kinds of the query that no chunk holds."""
-        return self.unseen_names + self.unseen_phrases + self.unseen_kinds
+        return self.unseen_names + self.unseen_phrases + self.unseen_kinds + self.unseen_elements
 
     @property
     def reason(self) -> str:
@@ -142,6 +147,8 @@ class Confidence:
             return f"the sources document no command {', '.join(self.unseen_commands)}"
         if self.unseen_menu_steps and not self.missing:
             return f"the sources document no menu entry {', '.join(self.unseen_menu_steps)}"
+        if self.unstated and not self.missing:
+            return f"the question asks for {self.unstated}, and no source found states one"
         if self.missing or (self.unseen and not self.answerable):
             return f"the index never mentions {', '.join(self.missing or self.unseen)}"
         if self.answerable:
@@ -160,13 +167,19 @@ class Confidence:
             "unseen_commands": list(self.unseen_commands),
             "unseen_menu_steps": list(self.unseen_menu_steps),
             "unseen_kinds": list(self.unseen_kinds),
+            "unseen_elements": list(self.unseen_elements),
+            "unstated_answer_type": self.unstated or None,
             "answerable": self.answerable,
             "reason": self.reason,
         }
 
 
-def retrieval_confidence(index: Index, query: str) -> Confidence:
-    """Read both sensors for ``query`` (see the module docstring)."""
+def retrieval_confidence(
+    index: Index, query: str, retrieved: Sequence[str] | None = None
+) -> Confidence:
+    """Read both sensors for ``query`` (see the module docstring). ``retrieved``: the
+    texts of the chunks retrieved to answer it (default: the hybrid top
+    :data:`ANSWER_TYPE_K`), read for the value the question asks for."""
     bm25 = index.retriever(SearchRequest(query, retriever="bm25"))
     result = bm25.retrieve(query, 1)
     coverage = bm25.confidence(query, result.run)  # type: ignore[attr-defined]
@@ -192,7 +205,34 @@ def retrieval_confidence(index: Index, query: str) -> Confidence:
         _unseen_commands(index, query),
         _unseen_menu_steps(index, query),
         () if names or phrases else _unseen_kinds(index, query),
+        _unseen_elements(index, query),
+        _unstated(index, query, retrieved),
     )
+
+
+def _unseen_elements(index: Index, query: str) -> tuple[str, ...]:
+    """The element names of ``query`` (:mod:`twokeys.rag.elements`) that no chunk
+    writes: a word the index lacks, or words it holds but never side by side."""
+    lexical = index.backend.lexical
+    found = []
+    for name in element_names(query):
+        terms = index.analyzer.query_terms(name)
+        if len(terms) != len(name.split()):
+            continue  # a stopword inside: not a name
+        if not all(lexical.has_term(t) for t in terms) or not _held(index, name):
+            found.append(name)
+    return tuple(dict.fromkeys(found))
+
+
+def _unstated(index: Index, query: str, retrieved: Sequence[str] | None) -> str:
+    """The kind of value ``query`` asks for (:mod:`twokeys.rag.answer_types`) when none
+    of the retrieved texts states one; "" when it asks for none or one states it."""
+    kind = expected_type(query)
+    if kind is None:
+        return ""
+    if retrieved is None:
+        retrieved = [hit.text for hit in index.search(query, k=ANSWER_TYPE_K)]
+    return "" if any(states(kind, text) for text in retrieved) else kind.name
 
 
 _NAME = re.compile(r"(?<![\w'-])[A-Z][\w-]*[\w]")

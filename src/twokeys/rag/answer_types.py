@@ -1,0 +1,118 @@
+"""Answer types: a question that asks for a quantity of some kind is answered only by
+text that states one.
+
+"How much does the cloud plan cost?" is answered by a price, "How loud is the siren?"
+by a sound level, "What radius does geofencing use?" by a distance. This is the
+*expected answer type* of factoid question answering, read here on the question's
+wording alone: a question word and a noun or adjective that name the kind of value
+(``how much ... cost``, ``how loud``, ``which temperature``, ``what radius``; not a
+word that names several kinds, such as *range*: a channel range, a temperature
+range), never
+anything learned from a collection. Both retrieval sensors see such a question as
+covered when the pages discuss its subject (the plans, the Hub, the app) without ever
+giving the value; the value's form is what they cannot check.
+
+:func:`expected_type` names the type a question asks for (None for most questions:
+what, why, how do I, can I, and counts or durations, which nearly any page can
+state). :func:`states` says whether a text holds an expression of that type: a
+number with a unit of that kind (``35 °C``, ``50 EUR``, ``2 metres``, ``15 W``), or
+words that answer it without one (``free`` for a price). A sub-query whose retrieved
+chunks hold no such expression is not answered by them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerType:
+    """A kind of value: the wording of questions asking for it and of texts stating it."""
+
+    name: str  # as the abstention reason says it: "a price"
+    asked: re.Pattern[str]
+    stated: re.Pattern[str]
+
+
+_NUMBER = r"(?:\d[\d.,]*|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|fifty|hundred|a few|several)\b)"
+_I = re.IGNORECASE
+
+TYPES: tuple[AnswerType, ...] = (
+    AnswerType(
+        "a price",
+        re.compile(
+            r"\bhow much\b[^?]*\b(?:costs?|charged?|pay|paid|priced?)\b"
+            r"|\bhow much (?:is|are)\b"
+            r"|\b(?:what|which)\b[^?]*\b(?:price|cost)s?\b",
+            _I,
+        ),
+        re.compile(
+            r"[$€£¥]\s?\d|\d\s?(?:[$€£¥]|USD|EUR|GBP|CHF|JPY)\b"
+            r"|\b(?:dollars?|euros?|pounds sterling|cents?|pence)\b"
+            r"|\bfree\b|\bno (?:extra |additional )?(?:charge|cost|fee)\b|\bat no cost\b",
+            _I,
+        ),
+    ),
+    AnswerType(
+        "a distance",
+        re.compile(
+            r"\bhow (?:far|high|tall|deep|close)\b"
+            r"|\b(?:what|which)\b[^?]*\b(?:distance|radius|height|depth)\b"
+            r"|\bin (?:metres|meters|feet|centimetres|centimeters|inches|kilometres|kilometers|miles)\b",
+            _I,
+        ),
+        re.compile(
+            rf"{_NUMBER}\s?-?(?:m|cm|mm|km|ft|in|metres?|meters?|centimetres?|centimeters?"
+            r"|millimetres?|kilometres?|kilometers?|feet|foot|inch(?:es)?|miles?|yards?)\b"
+            r"|\b(?:arm's length|eye level|head height)\b",
+            _I,
+        ),
+    ),
+    AnswerType(
+        "a temperature",
+        re.compile(
+            r"\b(?:what|which)\b[^?]*\btemperatures?\b|\bhow (?:hot|cold|warm)\b", _I
+        ),
+        re.compile(r"°|\bdegrees?\b|\bcelsius\b|\bfahrenheit\b|\d\s?[CF]\b|\bfreezing\b", _I),
+    ),
+    AnswerType(
+        "a sound level",
+        re.compile(r"\bhow loud\b|\b(?:what|which)\b[^?]*\b(?:loudness|volume level)\b", _I),
+        re.compile(r"\d\s?(?:dB|dBA|decibels?)\b", _I),
+    ),
+    AnswerType(
+        "an amount of power or energy",
+        re.compile(
+            r"\bhow much (?:electricity|power|energy|current)\b"
+            r"|\b(?:what|which)\b[^?]*\b(?:wattage|power draw|power consumption|energy use)\b",
+            _I,
+        ),
+        re.compile(r"\d\s?(?:W|kW|kWh|Wh|mW|watts?|mAh|Ah)\b", _I),
+    ),
+    AnswerType(
+        "a year",
+        re.compile(r"\b(?:what|which|in what) year\b", _I),
+        re.compile(r"\b(?:1[5-9]|20)\d\d\b"),
+    ),
+)
+
+
+_CARRIED = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+def expected_type(question: str) -> AnswerType | None:
+    """The kind of value ``question`` asks for, or None when it asks for none of
+    :data:`TYPES` (the first that matches wins). A closing parenthesis is not read: a
+    sub-query carries there the words of the part before it ("what does its light do
+    (height Hub placed)", :mod:`twokeys.rag.decompose`), which asked their own question."""
+    own = _CARRIED.sub("", question)
+    for kind in TYPES:
+        if kind.asked.search(own):
+            return kind
+    return None
+
+
+def states(kind: AnswerType, text: str) -> bool:
+    """Whether ``text`` holds an expression of ``kind``."""
+    return kind.stated.search(text) is not None
