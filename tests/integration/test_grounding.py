@@ -248,6 +248,102 @@ def test_the_kind_rule_names_no_answerable_question(kb_path: Path) -> None:
     assert all(not i.answerable for i in items if named[i.id])
 
 
+def test_a_setting_the_pages_never_name_abstains(tmp_path: Path) -> None:
+    # a constructed corpus: "detection" and "pets" are corpus words, "pet detection" is
+    # never written; "charge limit" is
+    from twokeys import IndexOptions, build_index
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    pages = {
+        "camera.md": "# Camera\n\nPerson detection ignores pets and moving trees. It runs on "
+        "the camera itself.\n",
+        "summary.md": "# Summaries\n\nA summary lists deliveries, visitors and pets.\n",
+        "power.md": "# Power\n\n## Charge limit\n\nThe charge limit setting stops charging at 80 "
+        "percent to spare the battery.\n",
+    }
+    for name, text in pages.items():
+        (docs / name).write_text(text, encoding="utf-8")
+    path = tmp_path / "kb.twokeys"
+    build_index(docs, path, IndexOptions(encoder=None))
+    with open_index(path) as kb:
+        made_up = ask(kb, "What does the pet detection setting do?", options=BM25)
+        real = retrieval_confidence(kb, "What does the charge limit setting do?")
+        verb = retrieval_confidence(kb, "Does the camera leave person detection on?")
+    confidence = made_up.plan.confidence[0]
+    assert confidence.unseen_elements == ("pet detection",) and not confidence.answerable
+    assert made_up.kind == "abstained" and "never mentions pet detection" in made_up.text
+    assert confidence.to_dict()["unseen_elements"] == ["pet detection"]
+    assert real.unseen_elements == () and real.answerable
+    assert verb.unseen_elements == ()  # no element noun: nothing is named
+
+
+def test_a_value_no_source_states_abstains(tmp_path: Path) -> None:
+    # the pages discuss plans and the siren without a price or a sound level; the
+    # shipping page gives prices
+    from twokeys import IndexOptions, build_index
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    pages = {
+        "plans.md": "# Cloud plans\n\nCloud plans keep clips for 7, 30 or 60 days. Change "
+        "your cloud plan under Settings.\n",
+        "shipping.md": "# Shipping\n\nExpress shipping costs 9 EUR and takes one day.\n",
+        "siren.md": "# Siren\n\nThe siren sounds when an alarm rule fires.\n",
+    }
+    for name, text in pages.items():
+        (docs / name).write_text(text, encoding="utf-8")
+    path = tmp_path / "kb.twokeys"
+    build_index(docs, path, IndexOptions(encoder=None))
+    with open_index(path) as kb:
+        price = ask(kb, "How much does the cloud plan cost per month?", options=BM25)
+        shipping = retrieval_confidence(kb, "How much does express shipping cost?")
+        loud = retrieval_confidence(kb, "How loud is the siren?")
+        what = retrieval_confidence(kb, "What does the siren do?")
+    confidence = price.plan.confidence[0]
+    assert confidence.unstated == "a price" and not confidence.answerable
+    assert price.kind == "abstained" and "asks for a price" in price.text
+    assert confidence.to_dict()["unstated_answer_type"] == "a price"
+    assert shipping.unstated == "" and shipping.answerable
+    assert loud.unstated == "a sound level" and not loud.answerable
+    assert what.unstated == ""
+
+
+def test_the_element_and_value_rules_name_no_answerable_question(kb_path: Path) -> None:
+    # over every split, on this lexical index: the element rule fires on 9 unanswerable
+    # questions and no answerable one; the value rule on 6 unanswerable ones and on two
+    # answerable ones whose page BM25 alone does not retrieve (a paraphrase: "how high
+    # up" for "mount the camera between 2 and 3 metres"; the default hybrid finds it)
+    items = load_qa(SUPPORT_KB / "qa.jsonl")
+    with open_index(kb_path) as kb:
+        read = {i.id: retrieval_confidence(kb, i.question) for i in items}
+    elements = {k: c.unseen_elements for k, c in read.items() if c.unseen_elements}
+    values = {k: c.unstated for k, c in read.items() if c.unstated}
+    assert elements == {
+        "qa176": ("Lumatek Cloud Plus",),
+        "qa187": ("motion sensitivity",),
+        "qa202": ("pet detection",),
+        "qa205": ("energy monitoring",),
+        "qa210": ("smart zoom",),
+        "qa231": ("wide dynamic range",),
+        "qa235": ("solar",),
+        "qa238": ("glare reduction",),
+        "qa264": ("solar",),
+    }
+    assert values == {
+        "qa26": "a distance",
+        "qa228": "a distance",
+        "qa230": "a sound level",
+        "qa233": "a temperature",
+        "qa261": "a sound level",
+        "qa266": "an amount of power or energy",
+        "qa271": "a distance",
+    }
+    answerable = {i.id for i in items if i.answerable}
+    assert not answerable & set(elements)
+    assert answerable & set(values) == {"qa26", "qa271"}
+
+
 def test_an_identifier_written_inside_a_longer_one_is_not_missing(kb_path: Path) -> None:
     # the corpus writes curl http://lumatek-hub.local/api/limits, one token indexed whole
     # and by parts; "--download" has its part "download" in the corpus, never the flag

@@ -16,8 +16,11 @@ giving the value; the value's form is what they cannot check.
 what, why, how do I, can I, and counts or durations, which nearly any page can
 state). :func:`states` says whether a text holds an expression of that type: a
 number with a unit of that kind (``35 °C``, ``50 EUR``, ``2 metres``, ``15 W``), or
-words that answer it without one (``free`` for a price). A sub-query whose retrieved
-chunks hold no such expression is not answered by them.
+words that answer it without one (``free`` for a price). A sub-query is not answered
+by its retrieved chunks when none of them states such a value *about its subject*:
+holds a term of the question besides the words that ask for the value
+(:attr:`AnswerType.words`), so that the shipping page's "costs 9 EUR" does not answer
+what a cloud plan costs.
 """
 
 from __future__ import annotations
@@ -33,9 +36,13 @@ class AnswerType:
     name: str  # as the abstention reason says it: "a price"
     asked: re.Pattern[str]
     stated: re.Pattern[str]
+    words: str  # the words questions ask for it with: not the subject of the question
 
 
-_NUMBER = r"(?:\d[\d.,]*|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|fifty|hundred|a few|several)\b)"
+_NUMBER = (
+    r"(?:\d[\d.,]*|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty"
+    r"|fifty|hundred|a few|several)\b)"
+)
 _I = re.IGNORECASE
 
 TYPES: tuple[AnswerType, ...] = (
@@ -53,13 +60,15 @@ TYPES: tuple[AnswerType, ...] = (
             r"|\bfree\b|\bno (?:extra |additional )?(?:charge|cost|fee)\b|\bat no cost\b",
             _I,
         ),
+        "how much cost charge pay paid price priced",
     ),
     AnswerType(
         "a distance",
         re.compile(
             r"\bhow (?:far|high|tall|deep|close)\b"
             r"|\b(?:what|which)\b[^?]*\b(?:distance|radius|height|depth)\b"
-            r"|\bin (?:metres|meters|feet|centimetres|centimeters|inches|kilometres|kilometers|miles)\b",
+            r"|\bin (?:metres|meters|feet|centimetres|centimeters|inches|kilometres|kilometers"
+            r"|miles)\b",
             _I,
         ),
         re.compile(
@@ -68,18 +77,19 @@ TYPES: tuple[AnswerType, ...] = (
             r"|\b(?:arm's length|eye level|head height)\b",
             _I,
         ),
+        "how far high tall deep close distance radius height depth metres meters feet",
     ),
     AnswerType(
         "a temperature",
-        re.compile(
-            r"\b(?:what|which)\b[^?]*\btemperatures?\b|\bhow (?:hot|cold|warm)\b", _I
-        ),
+        re.compile(r"\b(?:what|which)\b[^?]*\btemperatures?\b|\bhow (?:hot|cold|warm)\b", _I),
         re.compile(r"°|\bdegrees?\b|\bcelsius\b|\bfahrenheit\b|\d\s?[CF]\b|\bfreezing\b", _I),
+        "temperature hot cold warm",
     ),
     AnswerType(
         "a sound level",
         re.compile(r"\bhow loud\b|\b(?:what|which)\b[^?]*\b(?:loudness|volume level)\b", _I),
         re.compile(r"\d\s?(?:dB|dBA|decibels?)\b", _I),
+        "how loud loudness volume level",
     ),
     AnswerType(
         "an amount of power or energy",
@@ -89,11 +99,13 @@ TYPES: tuple[AnswerType, ...] = (
             _I,
         ),
         re.compile(r"\d\s?(?:W|kW|kWh|Wh|mW|watts?|mAh|Ah)\b", _I),
+        "how much electricity power energy current wattage draw consumption use",
     ),
     AnswerType(
         "a year",
         re.compile(r"\b(?:what|which|in what) year\b", _I),
         re.compile(r"\b(?:1[5-9]|20)\d\d\b"),
+        "year",
     ),
 )
 
@@ -101,12 +113,17 @@ TYPES: tuple[AnswerType, ...] = (
 _CARRIED = re.compile(r"\s*\([^()]*\)\s*$")
 
 
+def own_words(question: str) -> str:
+    """``question`` without a closing parenthesis: a sub-query carries there the words of
+    the part before it ("what does its light do (height Hub placed)",
+    :mod:`twokeys.rag.decompose`), which asked their own question."""
+    return _CARRIED.sub("", question)
+
+
 def expected_type(question: str) -> AnswerType | None:
     """The kind of value ``question`` asks for, or None when it asks for none of
-    :data:`TYPES` (the first that matches wins). A closing parenthesis is not read: a
-    sub-query carries there the words of the part before it ("what does its light do
-    (height Hub placed)", :mod:`twokeys.rag.decompose`), which asked their own question."""
-    own = _CARRIED.sub("", question)
+    :data:`TYPES` (the first that matches wins), read on :func:`own_words`."""
+    own = own_words(question)
     for kind in TYPES:
         if kind.asked.search(own):
             return kind

@@ -342,8 +342,7 @@ def _retrieve(
     )
     confidence = (
         tuple(
-            retrieval_confidence(index, run.query, [hit.text for hit in run.hits])
-            for run in runs
+            retrieval_confidence(index, run.query, [hit.text for hit in run.hits]) for run in runs
         )
         if options.abstain
         else ()

@@ -10,14 +10,17 @@ detection), so BM25 and the dense model see the question as covered although no 
 names the element. This is the lowercase counterpart of the unseen phrases of
 :mod:`twokeys.rag.grounding` (``Lumatek Smart Lock``), where capitals mark the name.
 
-:func:`element_names` finds the names; the grounding rule then asks whether some chunk
-holds a name's analysed words side by side. Words the analyzer drops (stopwords) end
-a name, so "the *way* the mode works" names nothing.
+:func:`elements` finds them. An element is *documented* when some chunk holds, side
+by side, its name's analysed words, or the last of them followed by the noun
+(:meth:`Element.writings`): "the camera leave setup mode" reads a verb into the name,
+and "setup mode" is written. A name with a word the analyzer drops (a stopword) names
+nothing. "Setting" before *up* or *off* is a verb ("keep setting off alerts").
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 #: nouns that name an element of a product's interface or offer
 ELEMENT_NOUNS = (
@@ -41,11 +44,25 @@ ELEMENT_NOUNS = (
 _ELEMENT = re.compile(
     r"\b(?:the|a|an|my|your|its|their|this|that)\s+"
     r"((?:[^\W\d_][\w'-]*\s+){1,3}?)"
-    r"(?:" + "|".join(ELEMENT_NOUNS) + r")s?\b",
+    r"(" + "|".join(ELEMENT_NOUNS) + r")s?\b(?!\s+(?:up|off)\b)",
     re.IGNORECASE,
 )
 
 
-def element_names(question: str) -> list[str]:
-    """The names ``question`` gives elements (module docstring), as written, in order."""
-    return [m.group(1).strip() for m in _ELEMENT.finditer(question)]
+@dataclass(frozen=True, slots=True)
+class Element:
+    """A name a question gives an element, and the element noun after it, as written."""
+
+    name: str  # "pet detection"
+    noun: str  # "setting"
+
+    def writings(self) -> list[str]:
+        """The phrases any of which, written in the pages, documents the element: the
+        name, then each tail of the name followed by the noun, longest first."""
+        words = self.name.split()
+        return [self.name] + [" ".join([*words[i:], self.noun]) for i in range(len(words))]
+
+
+def elements(question: str) -> list[Element]:
+    """The elements ``question`` names (module docstring), in order."""
+    return [Element(m.group(1).strip(), m.group(2)) for m in _ELEMENT.finditer(question)]

@@ -41,11 +41,21 @@ sub-query:
   with a qualifier they never give it that is rarer in the corpus than that word (the
   specific part of the name; ``the Hub take`` names nothing) (:mod:`twokeys.rag.kinds`).
   Both words are often corpus words, so both sensors see the question as covered.
+* *unseen elements*: a setting, option, feature, mode, dashboard or plan that the
+  question names after a determiner ("the *pet detection* setting") and that no chunk
+  writes, neither its name nor the name's last words with the noun
+  (:mod:`twokeys.rag.elements`): the lowercase counterpart of unseen phrases.
+* *unstated values*: a question that asks for a kind of value (a price, a distance, a
+  temperature, a sound level, an amount of power, a year:
+  :mod:`twokeys.rag.answer_types`) whose retrieved chunks state none about its
+  subject. The pages may discuss the cloud plans or the siren at length without a
+  price or a sound level, and both sensors then see the question as covered.
 
 A question that names an identifier the index has never seen, or a subcommand or menu
-entry its pages never give, asks about something the corpus does not hold; one that names an
-identifier the index holds is answerable (an exact match is the strongest lexical
-evidence). An unseen name, phrase or kind means the same
+entry its pages never give, or asks for a value no retrieved chunk states, asks about
+something the corpus does not hold; one that names an identifier the index holds is
+answerable (an exact match is the strongest lexical evidence). An unseen name, phrase,
+kind or element means the same
 unless the dense peak is very high (:data:`STRONG_PEAK`: "Britain" for a page on the
 United Kingdom). Otherwise the sub-query is answerable when
 ``peak + LEXICAL_WEIGHT * coverage >= THRESHOLD``: each sensor can vouch on its own
@@ -75,9 +85,9 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from twokeys.lexical.boolean import contains_sequence
-from twokeys.rag.answer_types import expected_type, states
-from twokeys.rag.elements import element_names
+from twokeys.rag.answer_types import expected_type, own_words, states
 from twokeys.rag.commands import Command, code_lines, commands, heads, query_runs, unseen_subcommand
+from twokeys.rag.elements import elements
 from twokeys.rag.kinds import RunWord, qualifiers, runs, unseen_kind, written_pairs
 from twokeys.rag.menus import departure, head_term, menu_paths, query_path
 from twokeys.rag.packing import Block
@@ -211,28 +221,41 @@ def retrieval_confidence(
 
 
 def _unseen_elements(index: Index, query: str) -> tuple[str, ...]:
-    """The element names of ``query`` (:mod:`twokeys.rag.elements`) that no chunk
-    writes: a word the index lacks, or words it holds but never side by side."""
+    """The names of the elements ``query`` names (:mod:`twokeys.rag.elements`) that no
+    chunk documents: none of their writings has all its terms in the index, side by
+    side in some chunk."""
     lexical = index.backend.lexical
     found = []
-    for name in element_names(query):
-        terms = index.analyzer.query_terms(name)
-        if len(terms) != len(name.split()):
+    for element in elements(query):
+        if len(index.analyzer.query_terms(element.name)) != len(element.name.split()):
             continue  # a stopword inside: not a name
-        if not all(lexical.has_term(t) for t in terms) or not _held(index, name):
-            found.append(name)
+        written = (
+            all(lexical.has_term(t) for t in index.analyzer.query_terms(w)) and _held(index, w)
+            for w in element.writings()
+        )
+        if not any(written):
+            found.append(element.name)
     return tuple(dict.fromkeys(found))
 
 
 def _unstated(index: Index, query: str, retrieved: Sequence[str] | None) -> str:
-    """The kind of value ``query`` asks for (:mod:`twokeys.rag.answer_types`) when none
-    of the retrieved texts states one; "" when it asks for none or one states it."""
+    """The kind of value ``query`` asks for (:mod:`twokeys.rag.answer_types`) when no
+    retrieved text states one about its subject (holding a term of ``query`` besides
+    the words that ask for the value; any text when ``query`` has no other term); ""
+    when it asks for none or one states it."""
     kind = expected_type(query)
     if kind is None:
         return ""
     if retrieved is None:
-        retrieved = [hit.text for hit in index.search(query, k=ANSWER_TYPE_K)]
-    return "" if any(states(kind, text) for text in retrieved) else kind.name
+        dense = index.backend.vectors is not None and index.manifest.encoder is not None
+        hits = index.search(query, mode="hybrid" if dense else "bm25", k=ANSWER_TYPE_K)
+        retrieved = [hit.text for hit in hits]
+    analyzer = index.analyzer
+    subject = set(analyzer.query_terms(own_words(query))) - set(analyzer.query_terms(kind.words))
+    for text in retrieved:
+        if states(kind, text) and (not subject or subject & set(analyzer.index_terms(text))):
+            return ""
+    return kind.name
 
 
 _NAME = re.compile(r"(?<![\w'-])[A-Z][\w-]*[\w]")

@@ -1,0 +1,75 @@
+"""The value a question asks for, and whether a text states one (twokeys.rag.answer_types)."""
+
+from __future__ import annotations
+
+import pytest
+
+from twokeys.rag.answer_types import expected_type, states
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("How much does the cloud plan cost per month?", "a price"),
+        ("How much is the optional desktop dock?", "a price"),
+        ("What is the price of a spare battery?", "a price"),
+        ("How far can the Hub be from the router?", "a distance"),
+        ("What geofencing radius does the app use?", "a distance"),
+        ("How high should a camera be mounted?", "a distance"),
+        ("What is the night vision range in metres?", "a distance"),
+        ("Which temperature does the schedule keep at night?", "a temperature"),
+        ("How cold can the Cam Go get before it stops charging?", "a temperature"),
+        ("How loud is the siren?", "a sound level"),
+        ("How much electricity does a plug use?", "an amount of power or energy"),
+        ("In what year was the Hub launched?", "a year"),
+    ],
+)
+def test_a_question_asking_for_a_value_names_its_kind(question: str, kind: str) -> None:
+    found = expected_type(question)
+    assert found is not None and found.name == kind
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What does the pet detection setting do?",
+        "How long does a Cam Go take to charge?",  # a duration: nearly any page states one
+        "How many Zigbee devices can one Hub handle?",
+        "What channel range does hubctl radio status zigbee show?",  # range: not a distance
+        "Can I get my money back if the item arrived broken?",
+        "How much memory do Studio 2 summaries need?",
+        "Who won the 2018 football World Cup?",
+    ],
+)
+def test_other_questions_ask_for_no_kind(question: str) -> None:
+    assert expected_type(question) is None
+
+
+def test_the_words_a_part_carries_from_the_part_before_are_not_read() -> None:
+    # "what does its status light do (height Hub placed)": the height was the first part's
+    assert expected_type("what does its status light do (height Hub placed)") is None
+    assert expected_type("At what height should the Hub be placed") is not None
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "stated"),
+    [
+        ("How much does it cost?", "Express delivery costs 9 EUR.", True),
+        ("How much does it cost?", "Return shipping is free.", True),
+        ("How much does it cost?", "Plans keep clips for 7, 30 or 60 days.", False),
+        ("How far can it be?", "Keep it within 10 m of the router.", True),
+        ("How far can it be?", "Keep it within three metres.", True),
+        ("How far can it be?", "It takes 5 minutes to pair.", False),
+        ("Which temperature is best?", "Charge it between 0 and 45 °C.", True),
+        ("Which temperature is best?", "Charging stops when it is too hot.", False),
+        ("How loud is it?", "The siren sounds at 85 dB.", True),
+        ("How loud is it?", "Weak signals below -70 dBm cause drops.", False),
+        ("How much power does it draw?", "It draws 0.4 W in standby.", True),
+        ("In what year was it made?", "Released in 2024.", True),
+        ("In what year was it made?", "Version 3.2.1 fixed it.", False),
+    ],
+)
+def test_a_text_states_a_value_of_the_kind_or_not(question: str, text: str, stated: bool) -> None:
+    kind = expected_type(question)
+    assert kind is not None
+    assert states(kind, text) is stated
