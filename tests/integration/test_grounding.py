@@ -23,7 +23,9 @@ from twokeys.llm.http import ServiceUnavailableError
 from twokeys.rag import AskOptions, ask
 from twokeys.rag.ask import ABSTAINED, Done, Packed, Retrieved, TextDelta, ask_events
 from twokeys.rag.grounding import (
+    HEIGHT_FLOOR,
     STRONG_PEAK,
+    THRESHOLD,
     Confidence,
     _name_runs,
     check_sentences,
@@ -228,11 +230,11 @@ def test_a_mode_the_pages_never_name_abstains(tmp_path: Path) -> None:
 
 
 def test_the_kind_rule_names_no_answerable_question(kb_path: Path) -> None:
-    # over every split: it fires on the seven questions that name a mode the pages never
+    # over every split: it fires on the eight questions that name a mode the pages never
     # name (every "mode" in the pages is setup, pairing, privacy or snapshot mode; "Dark
-    # mode" is from heldout7, written after the rule by someone who had not read it), and
-    # on none of the 182 answerable ones (5 of which name setup, pairing, snapshot or
-    # Focus mode)
+    # mode" is from heldout7 and "dark mode" from heldout8, each written after the rule
+    # by someone who had not read it), and on none of the 222 answerable ones (5 of
+    # which name setup, pairing, snapshot or Focus mode)
     items = load_qa(SUPPORT_KB / "qa.jsonl")
     with open_index(kb_path) as kb:
         named = {i.id: retrieval_confidence(kb, i.question).unseen_kinds for i in items}
@@ -244,6 +246,7 @@ def test_the_kind_rule_names_no_answerable_question(kb_path: Path) -> None:
         "qa200": ("guest mode",),
         "qa207": ("silent mode",),
         "qa263": ("Dark mode",),
+        "qa316": ("dark mode",),
     }
     assert all(not i.answerable for i in items if named[i.id])
 
@@ -310,10 +313,11 @@ def test_a_value_no_source_states_abstains(tmp_path: Path) -> None:
 
 
 def test_the_element_and_value_rules_name_no_answerable_question(kb_path: Path) -> None:
-    # over every split, on this lexical index: the element rule fires on 9 unanswerable
-    # questions and no answerable one; the value rule on 6 unanswerable ones and on two
-    # answerable ones whose page BM25 alone does not retrieve (a paraphrase: "how high
-    # up" for "mount the camera between 2 and 3 metres"; the default hybrid finds it)
+    # over every split, on this lexical index: the element rule fires on 11 unanswerable
+    # questions and no answerable one; the value rule on 10 unanswerable ones and on
+    # three answerable ones whose page BM25 alone does not retrieve (a paraphrase: "how
+    # high up" for "mount the camera between 2 and 3 metres"; the default hybrid finds
+    # it). heldout8 and heldout9 were written by people who had read no rule
     items = load_qa(SUPPORT_KB / "qa.jsonl")
     with open_index(kb_path) as kb:
         read = {i.id: retrieval_confidence(kb, i.question) for i in items}
@@ -329,6 +333,8 @@ def test_the_element_and_value_rules_name_no_answerable_question(kb_path: Path) 
         "qa235": ("solar",),
         "qa238": ("glare reduction",),
         "qa264": ("solar",),
+        "qa316": ("dark",),
+        "qa345": ("solar",),
     }
     assert values == {
         "qa26": "a distance",
@@ -338,10 +344,16 @@ def test_the_element_and_value_rules_name_no_answerable_question(kb_path: Path) 
         "qa261": "a sound level",
         "qa266": "an amount of power or energy",
         "qa271": "a distance",
+        "qa305": "a price",
+        "qa306": "a price",
+        "qa307": "a distance",
+        "qa330": "a distance",
+        "qa340": "a price",
+        "qa346": "a distance",
     }
     answerable = {i.id for i in items if i.answerable}
     assert not answerable & set(elements)
-    assert answerable & set(values) == {"qa26", "qa271"}
+    assert answerable & set(values) == {"qa26", "qa271", "qa330"}
 
 
 def test_an_identifier_written_inside_a_longer_one_is_not_missing(kb_path: Path) -> None:
@@ -371,6 +383,18 @@ def test_an_unseen_phrase_counts_like_an_unseen_name() -> None:
     assert not replace(seen, dense=None, unseen_phrases=("Lumatek Smart Lock",)).answerable
     assert not replace(seen, unseen_kinds=("vacation mode",)).answerable
     assert replace(seen, dense=STRONG_PEAK, unseen_kinds=("vacation mode",)).answerable
+
+
+def test_a_peak_of_chance_cosines_does_not_vouch() -> None:
+    # a peak of 4 sd over a low, narrow spread of cosines (an off-topic question on a
+    # large corpus) with little coverage: the height from chance decides
+    seen = Confidence("q", 0.3, 4.0, (), height=0.30)
+    assert seen.score >= THRESHOLD and seen.above_chance and seen.answerable
+    assert not replace(seen, height=0.25).answerable  # 0.25 + 0.5 * 0.3 < HEIGHT_FLOOR
+    assert replace(seen, height=HEIGHT_FLOOR).answerable
+    assert replace(seen, height=None).answerable  # no height read: the peak rule alone
+    assert replace(seen, height=0.25, found=("ZX-4821",)).answerable  # an exact identifier
+    assert replace(seen, height=0.25).to_dict()["dense_height"] == 0.25
 
 
 def test_name_runs_are_capitalised_words_side_by_side() -> None:

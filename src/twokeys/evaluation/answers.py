@@ -8,12 +8,11 @@ fact* from each, written verbatim as the document says it::
                                 "fact": "below the safe operating threshold"}]}
 
 A multi-part question has one gold entry per part; a question the corpus cannot answer
-has ``"gold": []``. ``split`` (``dev``, ``test`` or ``heldout`` to ``heldout7``)
+has ``"gold": []``. ``split`` (``dev``, ``test`` or ``heldout`` to ``heldout9``)
 keeps the questions rules were tuned on (``dev``) apart from the ones reported; ``heldout``
 questions were written after ``test`` had been looked at, ``heldout2`` after ``heldout``
-had, ``heldout3`` after ``heldout2`` had, ``heldout4`` after ``heldout3`` had, ``heldout5``
-after ``heldout4`` had, ``heldout6`` after ``heldout5`` had, ``heldout7`` after ``heldout6``
-had, and all seven are run only to report.
+had, and so on to ``heldout7``; ``heldout8`` and ``heldout9`` were written by people who
+had read no rule and no other question, and all nine are run only to report.
 
 Measures (facts compared case-insensitively, Markdown ``*`` and backticks and runs of
 whitespace ignored):
@@ -56,17 +55,6 @@ from twokeys.rag.packing import SEPARATOR, Budget
 from twokeys.text.tokens import approx_token_counter
 
 KINDS = ("identifier", "paraphrase", "multi-part", "unanswerable")
-SPLITS = (
-    "dev",
-    "test",
-    "heldout",
-    "heldout2",
-    "heldout3",
-    "heldout4",
-    "heldout5",
-    "heldout6",
-    "heldout7",
-)
 NAIVE_CHARS = (2000, 4000)  # the project's CONTEXT_INJECT_LIMIT: 2,000 in v3, 4,000 since
 EVAL_BUDGET = 1000  # tokens for prompt plus answer: what the README's answers table uses
 TOPK_K = 10
@@ -215,8 +203,6 @@ class AnswerEvaluation:
 def load_qa(path: str | Path, *, split: str | None = None) -> list[QAItem]:
     """The questions of a QA file (see the module docstring); ``split`` keeps one split."""
     path = Path(path)
-    if split is not None and split not in SPLITS:
-        raise ConfigError(f"split: {split!r} is not one of {', '.join(SPLITS)}")
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
@@ -225,6 +211,7 @@ def load_qa(path: str | Path, *, split: str | None = None) -> list[QAItem]:
         raise ConfigError(f"{path}: not UTF-8 text") from None
     items: list[QAItem] = []
     seen: set[str] = set()
+    splits: set[str] = set()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -232,10 +219,15 @@ def load_qa(path: str | Path, *, split: str | None = None) -> list[QAItem]:
         if item.id in seen:
             raise ConfigError(f"{path}:{number}: id: {item.id!r} appears twice")
         seen.add(item.id)
+        splits.add(item.split)
         if split is None or item.split == split:
             items.append(item)
+    if not items and split is not None and splits:
+        raise ConfigError(
+            f"{path}: no questions in split {split!r} (its splits: {', '.join(sorted(splits))})"
+        )
     if not items:
-        raise ConfigError(f"{path}: no questions" + (f" in split {split!r}" if split else ""))
+        raise ConfigError(f"{path}: no questions")
     return items
 
 
@@ -257,8 +249,6 @@ def _parse_item(line: str, where: str) -> QAItem:
     if kind not in KINDS:
         raise ConfigError(f"{where}: kind: {kind!r} is not one of {', '.join(KINDS)}")
     split = text("split", "test")
-    if split not in SPLITS:
-        raise ConfigError(f"{where}: split: {split!r} is not one of {', '.join(SPLITS)}")
     raw_gold = data.get("gold")
     if not isinstance(raw_gold, list):
         raise ConfigError(f"{where}: gold: expected a list of {{doc, fact}} objects")

@@ -13,7 +13,6 @@ from twokeys.cliutil import index_option, make_llm, model_options, out
 from twokeys.engine import open_index
 from twokeys.evaluation.answers import (
     EVAL_BUDGET,
-    SPLITS,
     AnswerEvaluation,
     evaluate_answers,
     load_qa,
@@ -43,9 +42,9 @@ LEGEND = (
 @budget_option(EVAL_BUDGET, "Tokens for the whole prompt plus the answer, as in 'ask'.")
 @click.option(
     "--split",
-    type=click.Choice(SPLITS),
     default=None,
-    help="Only the questions of this split [default: all].",
+    help="Only the questions of this split (a QA file's own names, such as dev or test) "
+    "[default: all].",
 )
 @model_options
 @click.option(
