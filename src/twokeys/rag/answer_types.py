@@ -6,9 +6,8 @@ by a sound level, "What radius does geofencing use?" by a distance. This is the
 *expected answer type* of factoid question answering, read here on the question's
 wording alone: a question word and a noun or adjective that name the kind of value
 (``how much ... cost``, ``how loud``, ``which temperature``, ``what radius``; not a
-word that names several kinds, such as *range*: a channel range, a temperature
-range), never
-anything learned from a collection. Both retrieval sensors see such a question as
+word that names several kinds, such as *range*: a channel range, a temperature range),
+never anything learned from a collection. Both retrieval sensors see such a question as
 covered when the pages discuss its subject (the plans, the Hub, the app) without ever
 giving the value; the value's form is what they cannot check.
 

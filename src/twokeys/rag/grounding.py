@@ -176,7 +176,7 @@ class Confidence:
 
     @property
     def unseen(self) -> tuple[str, ...]:
-        """The names, phrases and kinds of the query that no chunk holds."""
+        """The names, phrases, kinds and elements of the query that no chunk holds."""
         return self.unseen_names + self.unseen_phrases + self.unseen_kinds + self.unseen_elements
 
     @property
