@@ -196,25 +196,33 @@ def test_the_menu_rule_names_no_answerable_question(kb_path: Path) -> None:
     assert all(not i.answerable for i in items if named[i.id])
 
 
-def test_a_mode_the_pages_never_name_abstains(tmp_path: Path) -> None:
-    # a constructed corpus: "mode" is always written qualified, by three kinds; "report"
-    # is written alone too; "take" is always qualified, but by words commoner than it
+def _lexical_kb(tmp_path: Path, pages: dict[str, str]) -> Path:
+    """A lexical-only index of ``pages`` (file name -> Markdown), built under ``tmp_path``."""
     from twokeys import IndexOptions, build_index
 
     docs = tmp_path / "docs"
     docs.mkdir()
-    pages = {
-        "setup.md": "# Setup\n\nHold the button until the Hub enters setup mode.\n",
-        "pairing.md": "# Pairing\n\nPut each sensor into pairing mode as its leaflet says.\n",
-        "scenes.md": "# Scenes\n\nA scene can turn camera privacy mode on for the evening.\n",
-        "report.md": "# Reports\n\nThe weekly report lists errors. A report is kept a year.\n",
-        "restart.md": "# Restart\n\nThe Hub may take a minute. Updates can take an hour. "
-        "Large exports take a day.\n",
-    }
     for name, text in pages.items():
         (docs / name).write_text(text, encoding="utf-8")
     path = tmp_path / "kb.twokeys"
     build_index(docs, path, IndexOptions(encoder=None))
+    return path
+
+
+def test_a_mode_the_pages_never_name_abstains(tmp_path: Path) -> None:
+    # a constructed corpus: "mode" is always written qualified, by three kinds; "report"
+    # is written alone too; "take" is always qualified, but by words commoner than it
+    path = _lexical_kb(
+        tmp_path,
+        {
+            "setup.md": "# Setup\n\nHold the button until the Hub enters setup mode.\n",
+            "pairing.md": "# Pairing\n\nPut each sensor into pairing mode as its leaflet says.\n",
+            "scenes.md": "# Scenes\n\nA scene can turn camera privacy mode on for the evening.\n",
+            "report.md": "# Reports\n\nThe weekly report lists errors. A report is kept a year.\n",
+            "restart.md": "# Restart\n\nThe Hub may take a minute. Updates can take an hour. "
+            "Large exports take a day.\n",
+        },
+    )
     with open_index(path) as kb:
         made_up = ask(kb, "How do I turn on vacation mode on the Hub?", options=BM25)
         real = retrieval_confidence(kb, "How do I put a sensor into pairing mode?")
@@ -253,22 +261,17 @@ def test_the_kind_rule_names_no_answerable_question(kb_path: Path) -> None:
 
 def test_a_setting_the_pages_never_name_abstains(tmp_path: Path) -> None:
     # a constructed corpus: "detection" and "pets" are corpus words, "pet detection" is
-    # never written; "charge limit" is
-    from twokeys import IndexOptions, build_index
-
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    pages = {
-        "camera.md": "# Camera\n\nPerson detection ignores pets and moving trees. It runs on "
-        "the camera itself.\n",
-        "summary.md": "# Summaries\n\nA summary lists deliveries, visitors and pets.\n",
-        "power.md": "# Power\n\n## Charge limit\n\nThe charge limit setting stops charging at 80 "
-        "percent to spare the battery.\n",
-    }
-    for name, text in pages.items():
-        (docs / name).write_text(text, encoding="utf-8")
-    path = tmp_path / "kb.twokeys"
-    build_index(docs, path, IndexOptions(encoder=None))
+    # never written; "charge limit setting" is
+    path = _lexical_kb(
+        tmp_path,
+        {
+            "camera.md": "# Camera\n\nPerson detection ignores pets and moving trees. It runs on "
+            "the camera itself.\n",
+            "summary.md": "# Summaries\n\nA summary lists deliveries, visitors and pets.\n",
+            "power.md": "# Power\n\n## Charge limit\n\nThe charge limit setting stops "
+            "charging at 80 percent to spare the battery.\n",
+        },
+    )
     with open_index(path) as kb:
         made_up = ask(kb, "What does the pet detection setting do?", options=BM25)
         real = retrieval_confidence(kb, "What does the charge limit setting do?")
@@ -284,20 +287,15 @@ def test_a_setting_the_pages_never_name_abstains(tmp_path: Path) -> None:
 def test_a_value_no_source_states_abstains(tmp_path: Path) -> None:
     # the pages discuss plans and the siren without a price or a sound level; the
     # shipping page gives prices
-    from twokeys import IndexOptions, build_index
-
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    pages = {
-        "plans.md": "# Cloud plans\n\nCloud plans keep clips for 7, 30 or 60 days. Change "
-        "your cloud plan under Settings.\n",
-        "shipping.md": "# Shipping\n\nExpress shipping costs 9 EUR and takes one day.\n",
-        "siren.md": "# Siren\n\nThe siren sounds when an alarm rule fires.\n",
-    }
-    for name, text in pages.items():
-        (docs / name).write_text(text, encoding="utf-8")
-    path = tmp_path / "kb.twokeys"
-    build_index(docs, path, IndexOptions(encoder=None))
+    path = _lexical_kb(
+        tmp_path,
+        {
+            "plans.md": "# Cloud plans\n\nCloud plans keep clips for 7, 30 or 60 days. Change "
+            "your cloud plan under Settings.\n",
+            "shipping.md": "# Shipping\n\nExpress shipping costs 9 EUR and takes one day.\n",
+            "siren.md": "# Siren\n\nThe siren sounds when an alarm rule fires.\n",
+        },
+    )
     with open_index(path) as kb:
         price = ask(kb, "How much does the cloud plan cost per month?", options=BM25)
         shipping = retrieval_confidence(kb, "How much does express shipping cost?")
