@@ -56,6 +56,42 @@ def test_a_lead_in_carries_the_terms_of_the_code_it_introduces() -> None:
     assert quotes == ["Remove old diagnostic bundles from the Hub shell:"]
 
 
+NETWORK_HISTORY = """## Frequent disconnects
+
+If disconnects continue, export the network history from the Hub shell:
+
+```sh
+hubctl net history --days 3 > history.txt
+```
+
+The file lists each disconnect with the signal level at that moment.
+
+## Router settings
+
+Most routers need no changes.
+"""
+
+
+def test_a_lead_in_to_code_brings_the_sentence_after_the_code() -> None:
+    # the code is not quoted: what it does or shows is said after it
+    quotes = _quoted(_context(NETWORK_HISTORY), "What does hubctl net history write?")
+    assert quotes == [
+        "If disconnects continue, export the network history from the Hub shell:",
+        "The file lists each disconnect with the signal level at that moment.",
+    ]
+
+
+def test_prose_after_a_heading_or_a_new_step_does_not_follow_the_code() -> None:
+    text = NETWORK_HISTORY.replace("The file lists", "## Reading it\n\nThe file lists")
+    assert _quoted(_context(text), "What does hubctl net history write?") == [
+        "If disconnects continue, export the network history from the Hub shell:"
+    ]
+    # a numbered step after the code is the next step, not what the code shows
+    assert _quoted(_context(GUIDE), "What is hubctl diag purge for?") == [
+        "Remove old diagnostic bundles from the Hub shell:"
+    ]
+
+
 def test_without_the_code_the_lead_in_is_not_found() -> None:
     text = GUIDE.replace("hubctl diag purge --older-than 14d", "echo done")
     assert "Remove old diagnostic bundles from the Hub shell:" not in _quoted(
@@ -209,8 +245,31 @@ def test_the_dense_model_reads_a_comment_without_its_code() -> None:
 
     _quoted(_context(CLI_GUIDE), "What does lmtk-sign verify check?", similarity=similarity)
     assert "Verify a downloaded manifest against the public release key" in read
-    assert "Code: 4; Meaning: Hub unreachable" in read  # a row with its header
+    assert "Exit codes \u2014 Code: 4; Meaning: Hub unreachable" in read  # header and heading
     assert not any("#!/bin/sh" in s or "lmtk-sign" in s for s in read)
+
+
+CLI_PAGE = """## Installing
+
+Run `lumatek-cli` from the folder the installer created for you.
+
+## Exit codes
+
+| Code | Meaning |
+| --- | --- |
+| 0 | Success |
+| 4 | Hub unreachable |
+"""
+
+
+def test_the_dense_model_reads_a_row_under_its_heading() -> None:
+    # a row's cells ("Code: 4; Meaning: Hub unreachable") do not say what the table is
+    # about; its heading does, as the answer shows it ("Exit codes — Code: 4; ...")
+    similarity = _cosine_by_phrase({"Exit codes": 0.8, "lumatek-cli": 0.6})
+    quotes = _quoted(
+        _context(CLI_PAGE), "what does exit code 4 from lumatek-cli mean?", similarity=similarity
+    )
+    assert quotes[0] == "Code: 4; Meaning: Hub unreachable"
 
 
 RELEASES = """### 1.2.9

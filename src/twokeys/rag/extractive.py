@@ -19,9 +19,11 @@ Each candidate is scored by both sensors:
   which names what the whole page and section are about) and of a row's header count
   at :data:`HEADING_SHARE`, and a comment carries the terms of the code it describes;
 * *dense* (when the index has an encoder): the cosine between the sub-query and the
-  unit (a row with its header, a comment without its code), so a paraphrase ("money
-  back if it arrived broken") finds the sentence that answers it ("delivered in a
-  defective condition ... full refund") with no word in common.
+  unit (a row with its header after its heading, as it is shown: ``Exit codes — Code:
+  4; Meaning: Hub unreachable``, since a row's cells do not say what its table is
+  about; a comment without its code), so a paraphrase ("money back if it arrived
+  broken") finds the sentence that answers it ("delivered in a defective condition
+  ... full refund") with no word in common.
 
 The score is ``cosine + LEXICAL_SHARE * lexical`` (``lexical`` alone without an
 encoder); ties go to the earlier block and sentence. The best ``per_query`` units
@@ -43,8 +45,11 @@ blank line ("choose one that:", then the items) brings the items that score at l
 :data:`NEIGHBOUR_FLOOR` of the best, or else its best item: the lead-in alone says
 nothing. A lead-in to a code block or table ("Remove old
 bundles from the Hub shell:") carries that block's terms, so a question about
-``hubctl diag purge`` finds the sentence that says what the command is for. Rows and
-comments are read alone.
+``hubctl diag purge`` finds the sentence that says what the command is for; as the
+code is not quoted, a lead-in to code brings the prose right after the code block, in
+its section, which says what the command does or shows ("The file lists each
+disconnect ..."), unless that is a new list item (the next step). Rows and comments
+are read alone.
 """
 
 from __future__ import annotations
@@ -120,6 +125,7 @@ class _Sentence:
     table: int = 0  # a row's table (numbered from 1 across the context)
     own: str = ""  # when not ``text``, the words that are its own: a row's cells, a comment
     header: str = ""  # a row's header cells: they name its cells, weighed like a heading
+    after_code: bool = False  # prose right after the code a lead-in introduced (no new item)
 
     @property
     def words(self) -> str:
@@ -127,8 +133,11 @@ class _Sentence:
 
     @property
     def read(self) -> str:
-        """What the dense model reads: a row with its header, a comment without its code."""
-        return self.text if self.kind == "row" else self.words
+        """What the dense model reads: a row with its header, after its heading (as it is
+        shown), a comment without its code."""
+        if self.kind != "row":
+            return self.words
+        return f"{self.section} — {self.text}" if self.section else self.text
 
     @property
     def item(self) -> bool:
@@ -147,6 +156,7 @@ def _sentences(context: PackedContext) -> list[_Sentence]:
         heading_line: tuple[int, str] | None = None  # the last heading line read, and where
         header: list[str] | None = None  # the header cells of the table being read
         in_table = False
+        after_code = -1  # the piece after the code block the last lead-in introduced
         for k, ((a, b), piece) in enumerate(zip(spans, pieces, strict=True)):
             if "\n\n" in block.text[previous_end:a].replace(" ", ""):
                 paragraph += 1
@@ -186,9 +196,9 @@ def _sentences(context: PackedContext) -> list[_Sentence]:
                     heading_line = (a, lead.lstrip("#").strip())
                 continue
             introduces = ""
+            shown: list[str] = []
             if piece.rstrip().endswith(":"):
                 # the unquotable pieces it leads into: a code block, table rows
-                shown = []
                 for following in pieces[k + 1 :]:
                     if _quotable(following) or following.lstrip().startswith("#"):
                         break
@@ -196,7 +206,19 @@ def _sentences(context: PackedContext) -> list[_Sentence]:
                 introduces = "\n".join(shown)
             kind: Kind = "item" if _LIST_MARKER.match(lead) else "sentence"
             text = _LIST_MARKER.sub("", " ".join(piece.split()))
-            out.append(_Sentence(*where, text, block.heading_at(a), paragraph, introduces, kind))
+            out.append(
+                _Sentence(
+                    *where,
+                    text,
+                    block.heading_at(a),
+                    paragraph,
+                    introduces,
+                    kind,
+                    after_code=k == after_code and kind == "sentence",
+                )
+            )
+            if any(is_fence(p.lstrip()) for p in shown):
+                after_code = k + 1 + len(shown)
     return out
 
 
@@ -319,6 +341,7 @@ def extract(
                 and j not in chosen
                 and (scores[j] >= NEIGHBOUR_FLOOR * best or _introduces(sentences, si, j))
             ]
+            read_with += [j for j in _after_code(sentences, si) if j in scores and j not in chosen]
             items = [j for j in _list_after(sentences, si) if j in scores and j not in chosen]
             if items:
                 strong = [j for j in items if scores[j] >= NEIGHBOUR_FLOOR * best]
@@ -371,6 +394,19 @@ def _list_after(sentences: Sequence[_Sentence], i: int) -> list[int]:
             break
         items.append(j)
     return items
+
+
+def _after_code(sentences: Sequence[_Sentence], i: int) -> list[int]:
+    """The first sentence after the code block a lead-in ``i`` introduces (past the
+    code's comments), when prose follows the code in the same section: what the
+    command does or shows is said there, as the code itself is not quoted."""
+    if not sentences[i].introduces:
+        return []
+    j = i + 1
+    while j < len(sentences) and sentences[j].kind == "comment":
+        j += 1
+    after = j < len(sentences) and sentences[j].after_code
+    return [j] if after and sentences[j].number == sentences[i].number else []
 
 
 def _introduces(sentences: Sequence[_Sentence], i: int, j: int) -> bool:
