@@ -272,6 +272,47 @@ def test_the_dense_model_reads_a_row_under_its_heading() -> None:
     assert quotes[0] == "Code: 4; Meaning: Hub unreachable"
 
 
+NETWORK_RESET = """## Network reset
+
+A network reset removes saved Wi-Fi details only.
+
+1. Press and hold the button on the back for 5 seconds, until the light pulses yellow.
+2. Release the button. The Hub forgets its Wi-Fi details and returns to setup mode.
+
+Devices and rules are not affected.
+"""
+
+
+def test_a_procedure_question_brings_the_steps_before_the_quoted_one() -> None:
+    # "Release the button" and what follows it mean nothing without the step before
+    similarity = _cosine_by_phrase({"removes saved": 0.9, "forgets": 0.85, "Press": 0.2})
+    quotes = _quoted(
+        _context(NETWORK_RESET), "How do I reset only the Wi-Fi details?", similarity=similarity
+    )
+    assert quotes == [
+        "A network reset removes saved Wi-Fi details only.",
+        "Press and hold the button on the back for 5 seconds, until the light pulses yellow.",
+        "Release the button.",
+        "The Hub forgets its Wi-Fi details and returns to setup mode.",
+    ]
+
+
+def test_other_questions_and_other_lists_quote_the_step_alone() -> None:
+    similarity = _cosine_by_phrase({"removes saved": 0.9, "forgets": 0.85, "Press": 0.2})
+    quotes = _quoted(
+        _context(NETWORK_RESET), "What happens to the Wi-Fi details?", similarity=similarity
+    )
+    assert "The Hub forgets its Wi-Fi details and returns to setup mode." in quotes
+    assert "Release the button." not in quotes
+    # a bulleted list is no procedure, and a step after a blank line starts a new list
+    for text in (
+        NETWORK_RESET.replace("1. ", "- ").replace("2. ", "- "),
+        NETWORK_RESET.replace("\n2. ", "\n\n2. "),
+    ):
+        quotes = _quoted(_context(text), "How do I reset the Wi-Fi details?", similarity=similarity)
+        assert not any(q.startswith("Press and hold") for q in quotes)
+
+
 RELEASES = """### 1.2.9
 
 - Added the `--quiet` option to the command-line tool.

@@ -48,8 +48,11 @@ bundles from the Hub shell:") carries that block's terms, so a question about
 ``hubctl diag purge`` finds the sentence that says what the command is for; as the
 code is not quoted, a lead-in to code brings the prose right after the code block, in
 its section, which says what the command does or shows ("The file lists each
-disconnect ..."), unless that is a new list item (the next step). Rows and comments
-are read alone.
+disconnect ..."), unless that is a new list item (the next step). A question that
+asks for a procedure ("how do I ...", "how to ...") is answered by steps, and a step of
+a numbered list means little without the steps before it ("Release the button."), so
+there a quoted step (or a sentence of one) brings the steps of its list before it, from
+the first (the list read without a blank line). Rows and comments are read alone.
 """
 
 from __future__ import annotations
@@ -76,6 +79,11 @@ LEXICAL_SHARE = 0.6  # what the lexical share adds to the cosine (set on the dev
 NEIGHBOUR_FLOOR = 0.6  # a sentence next to a quote, in its paragraph, joins at this share
 HEADING_SHARE = 0.5  # a query word in the sentence's headings counts half (set on dev)
 _LIST_MARKER = re.compile(r"^(?:[-*+]|\d{1,9}[.)])\s+")
+_STEP_MARKER = re.compile(r"^(\d{1,9})[.)]\s+")
+# a question that asks for a procedure: "how do I ...", "how can we ...", "how to ..."
+_PROCEDURE = re.compile(
+    r"^\W*how\s+(?:(?:do|can|should|could|would|must|shall)\s+(?:i|we|you)|to)\b", re.IGNORECASE
+)
 _RULE_CELL = re.compile(r":?-{3,}:?")
 _COMMENT = re.compile(r"^\s*(?:#(?!!)|//)\s*(\S.*?)\s*$")
 
@@ -126,6 +134,7 @@ class _Sentence:
     own: str = ""  # when not ``text``, the words that are its own: a row's cells, a comment
     header: str = ""  # a row's header cells: they name its cells, weighed like a heading
     after_code: bool = False  # prose right after the code a lead-in introduced (no new item)
+    step: int = 0  # the number of the numbered list item it is (or continues on its line)
 
     @property
     def words(self) -> str:
@@ -157,8 +166,10 @@ def _sentences(context: PackedContext) -> list[_Sentence]:
         header: list[str] | None = None  # the header cells of the table being read
         in_table = False
         after_code = -1  # the piece after the code block the last lead-in introduced
+        step = 0  # the number of the numbered item the last piece was or continued
         for k, ((a, b), piece) in enumerate(zip(spans, pieces, strict=True)):
-            if "\n\n" in block.text[previous_end:a].replace(" ", ""):
+            gap = block.text[previous_end:a]
+            if "\n\n" in gap.replace(" ", ""):
                 paragraph += 1
             previous_end = b
             lead = piece.lstrip()
@@ -206,6 +217,11 @@ def _sentences(context: PackedContext) -> list[_Sentence]:
                 introduces = "\n".join(shown)
             kind: Kind = "item" if _LIST_MARKER.match(lead) else "sentence"
             text = _LIST_MARKER.sub("", " ".join(piece.split()))
+            numbered = _STEP_MARKER.match(lead)
+            if numbered is not None:
+                step = int(numbered.group(1))
+            elif kind == "item" or ("\n" in gap and not gap.endswith((" ", "\t"))):
+                step = 0  # a new unindented line that is no numbered item: the step ended
             out.append(
                 _Sentence(
                     *where,
@@ -215,6 +231,7 @@ def _sentences(context: PackedContext) -> list[_Sentence]:
                     introduces,
                     kind,
                     after_code=k == after_code and kind == "sentence",
+                    step=step,
                 )
             )
             if any(is_fence(p.lstrip()) for p in shown):
@@ -342,6 +359,9 @@ def extract(
                 and (scores[j] >= NEIGHBOUR_FLOOR * best or _introduces(sentences, si, j))
             ]
             read_with += [j for j in _after_code(sentences, si) if j in scores and j not in chosen]
+            if _PROCEDURE.match(query):
+                steps = _steps_before(sentences, si)
+                read_with += [j for j in steps if j in scores and j not in chosen]
             items = [j for j in _list_after(sentences, si) if j in scores and j not in chosen]
             if items:
                 strong = [j for j in items if scores[j] >= NEIGHBOUR_FLOOR * best]
@@ -407,6 +427,24 @@ def _after_code(sentences: Sequence[_Sentence], i: int) -> list[int]:
         j += 1
     after = j < len(sentences) and sentences[j].after_code
     return [j] if after and sentences[j].number == sentences[i].number else []
+
+
+def _steps_before(sentences: Sequence[_Sentence], i: int) -> list[int]:
+    """The steps of the numbered list before unit ``i`` (a step or a sentence of one, the
+    list read without a blank line), from its first step: a step is done after them."""
+    out: list[int] = []
+    step = sentences[i].step
+    j = i - 1
+    while step and j >= 0:
+        s = sentences[j]
+        if s.number != sentences[i].number or s.paragraph != sentences[i].paragraph:
+            break
+        if not 0 < s.step <= step:
+            break
+        out.append(j)
+        step = s.step
+        j -= 1
+    return out
 
 
 def _introduces(sentences: Sequence[_Sentence], i: int, j: int) -> bool:
