@@ -331,6 +331,24 @@ def test_a_question_asking_for_a_value_quotes_a_sentence_that_states_one() -> No
     ]
 
 
+PLACEMENT = """## General principles
+
+- **Angle:** tilt the camera down. A view that is mostly sky confuses the exposure.
+- **Distance:** the clearest detail is within 6 metres of the lens. Beyond that,
+  people are detected but not clearly identifiable.
+"""
+
+
+def test_a_sentence_of_another_list_item_is_not_read_with_a_quote() -> None:
+    similarity = _cosine_by_phrase({"Distance": 0.9, "Beyond": 0.7, "mostly sky": 0.7})
+    question = "Where must people stand to be seen clearly?"
+    quotes = _quoted(_context(PLACEMENT), question, similarity=similarity)
+    assert quotes == [
+        "**Distance:** the clearest detail is within 6 metres of the lens.",
+        "Beyond that, people are detected but not clearly identifiable.",
+    ]
+
+
 RELEASES = """### 1.2.9
 
 - Added the `--quiet` option to the command-line tool.

@@ -40,7 +40,8 @@ from the index's own analyzer, so ``ZX-4821`` matches only ``ZX-4821``.
 
 A fact often spans two sentences, and the dense model often ranks the sentence that
 sets the scene above the one that states the answer, so a quote brings the sentences
-read with it (before and after it in its paragraph: no blank line or heading between)
+read with it (before and after it in its paragraph: no blank line or heading between;
+in a list, in its own item, as each item makes its own point)
 that score at least :data:`NEIGHBOUR_FLOOR` of the best; a lead-in ending in ``:``
 brings the sentence after it in its paragraph, and a lead-in whose list follows after a
 blank line ("choose one that:", then the items) brings the items that score at least
@@ -138,6 +139,7 @@ class _Sentence:
     header: str = ""  # a row's header cells: they name its cells, weighed like a heading
     after_code: bool = False  # prose right after the code a lead-in introduced (no new item)
     step: int = 0  # the number of the numbered list item it is (or continues on its line)
+    item_no: int = 0  # the list item it is or continues (numbered across the context), 0: none
 
     @property
     def words(self) -> str:
@@ -159,7 +161,7 @@ class _Sentence:
 def _sentences(context: PackedContext) -> list[_Sentence]:
     """The quotable units of the context's blocks, in reading order (module docstring)."""
     out: list[_Sentence] = []
-    paragraph = tables = 0
+    paragraph = tables = items = 0
     for block in context.blocks:
         paragraph += 1
         spans = split_sentences(block.text)
@@ -170,6 +172,7 @@ def _sentences(context: PackedContext) -> list[_Sentence]:
         in_table = False
         after_code = -1  # the piece after the code block the last lead-in introduced
         step = 0  # the number of the numbered item the last piece was or continued
+        item_no = 0  # the list item the last piece was or continued
         for k, ((a, b), piece) in enumerate(zip(spans, pieces, strict=True)):
             gap = block.text[previous_end:a]
             if "\n\n" in gap.replace(" ", ""):
@@ -225,6 +228,11 @@ def _sentences(context: PackedContext) -> list[_Sentence]:
                 step = int(numbered.group(1))
             elif kind == "item" or ("\n" in gap and not gap.endswith((" ", "\t"))):
                 step = 0  # a new unindented line that is no numbered item: the step ended
+            if kind == "item":
+                items += 1
+                item_no = items
+            elif "\n" in gap and not gap.endswith((" ", "\t")):
+                item_no = 0  # a new unindented line that is no item: the list ended
             out.append(
                 _Sentence(
                     *where,
@@ -235,6 +243,7 @@ def _sentences(context: PackedContext) -> list[_Sentence]:
                     kind,
                     after_code=k == after_code and kind == "sentence",
                     step=step,
+                    item_no=item_no,
                 )
             )
             if any(is_fence(p.lstrip()) for p in shown):
@@ -362,7 +371,10 @@ def extract(
                 for j in _neighbours(sentences, si)
                 if j in scores
                 and j not in chosen
-                and (scores[j] >= NEIGHBOUR_FLOOR * best or _introduces(sentences, si, j))
+                and (
+                    (scores[j] >= NEIGHBOUR_FLOOR * best and _same_item(sentences, si, j))
+                    or _introduces(sentences, si, j)
+                )
             ]
             read_with += [j for j in _after_code(sentences, si) if j in scores and j not in chosen]
             if _PROCEDURE.match(query):
@@ -396,6 +408,11 @@ def _one_row_per_table(
             tables.add(table)
         out.append((score, i))
     return out
+
+
+def _same_item(sentences: Sequence[_Sentence], i: int, j: int) -> bool:
+    """Units ``i`` and ``j`` belong to the same list item, or neither to one."""
+    return sentences[i].item_no == sentences[j].item_no
 
 
 def _neighbours(sentences: Sequence[_Sentence], i: int) -> list[int]:
