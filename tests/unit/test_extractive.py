@@ -53,7 +53,10 @@ hubctl diag purge --older-than 14d
 
 def test_a_lead_in_carries_the_terms_of_the_code_it_introduces() -> None:
     quotes = _quoted(_context(GUIDE), "What is hubctl diag purge for?")
-    assert quotes == ["Remove old diagnostic bundles from the Hub shell:"]
+    # shown with the line of code it was found by
+    assert quotes == [
+        "Remove old diagnostic bundles from the Hub shell: `hubctl diag purge --older-than 14d`"
+    ]
 
 
 NETWORK_HISTORY = """## Frequent disconnects
@@ -76,7 +79,8 @@ def test_a_lead_in_to_code_brings_the_sentence_after_the_code() -> None:
     # the code is not quoted: what it does or shows is said after it
     quotes = _quoted(_context(NETWORK_HISTORY), "What does hubctl net history write?")
     assert quotes == [
-        "If disconnects continue, export the network history from the Hub shell:",
+        "If disconnects continue, export the network history from the Hub shell: "
+        "`hubctl net history --days 3 > history.txt`",
         "The file lists each disconnect with the signal level at that moment.",
     ]
 
@@ -84,12 +88,37 @@ def test_a_lead_in_to_code_brings_the_sentence_after_the_code() -> None:
 def test_prose_after_a_heading_or_a_new_step_does_not_follow_the_code() -> None:
     text = NETWORK_HISTORY.replace("The file lists", "## Reading it\n\nThe file lists")
     assert _quoted(_context(text), "What does hubctl net history write?") == [
-        "If disconnects continue, export the network history from the Hub shell:"
+        "If disconnects continue, export the network history from the Hub shell: "
+        "`hubctl net history --days 3 > history.txt`"
     ]
     # a numbered step after the code is the next step, not what the code shows
     assert _quoted(_context(GUIDE), "What is hubctl diag purge for?") == [
-        "Remove old diagnostic bundles from the Hub shell:"
+        "Remove old diagnostic bundles from the Hub shell: `hubctl diag purge --older-than 14d`"
     ]
+
+
+DASHBOARD = """### Dashboards slow with many streams
+
+**Workaround:** switch some tiles to snapshot mode, which refreshes every ten seconds:
+
+```ini
+[dashboard]
+# snapshot_interval_s below
+tile_default_mode = snapshot
+snapshot_interval_s = 10
+```
+"""
+
+
+def test_a_lead_in_is_shown_with_the_code_line_that_holds_the_query_terms() -> None:
+    # the line holding the most of the query's weight beyond the lead-in's own words
+    lead_in = (
+        "**Workaround:** switch some tiles to snapshot mode, which refreshes every ten seconds:"
+    )
+    quotes = _quoted(_context(DASHBOARD), "What does snapshot_interval_s set?")
+    assert quotes == [f"{lead_in} `snapshot_interval_s = 10`"]
+    # found by its own words, it is shown alone
+    assert _quoted(_context(DASHBOARD), "How often do snapshot tiles refresh?") == [lead_in]
 
 
 def test_without_the_code_the_lead_in_is_not_found() -> None:

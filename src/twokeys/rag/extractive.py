@@ -46,16 +46,18 @@ that score at least :data:`NEIGHBOUR_FLOOR` of the best; a lead-in ending in ``:
 brings the sentence after it in its paragraph, and a lead-in whose list follows after a
 blank line ("choose one that:", then the items) brings the items that score at least
 :data:`NEIGHBOUR_FLOOR` of the best, or else its best item: the lead-in alone says
-nothing. A lead-in to a code block or table ("Remove old
-bundles from the Hub shell:") carries that block's terms, so a question about
-``hubctl diag purge`` finds the sentence that says what the command is for; as the
-code is not quoted, a lead-in to code brings the prose right after the code block, in
-its section, which says what the command does or shows ("The file lists each
-disconnect ..."), unless that is a new list item (the next step). A question that
-asks for a procedure ("how do I ...", "how to ...") is answered by steps, and a step of
-a numbered list means little without the steps before it ("Release the button."), so
-there a quoted step (or a sentence of one) brings the steps of its list before it, from
-the first (the list read without a blank line). Rows and comments are read alone.
+nothing. A lead-in to a code block or table ("Remove old bundles from the Hub shell:")
+carries that block's terms, so a question about ``hubctl diag purge`` finds the sentence
+that says what the command is for, shown with the code line that holds the most of the
+question's weight beyond the lead-in's own words, the line it was found by (``hubctl
+diag purge --older-than 14d``); as the rest of the code is not quoted, a lead-in to code
+brings the prose right after the code block, in its section, which says what the command
+does or shows ("The file lists each disconnect ..."), unless that is a new list item
+(the next step). A question that asks for a procedure ("how do I ...", "how to ...") is
+answered by steps, and a step of a numbered list means little without the steps before
+it ("Release the button."), so there a quoted step (or a sentence of one) brings the
+steps of its list before it, from the first (the list read without a blank line). Rows
+and comments are read alone.
 """
 
 from __future__ import annotations
@@ -281,6 +283,25 @@ def _row(cells: Sequence[str], header: Sequence[str] | None) -> str:
     return "; ".join(f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=True) if c)
 
 
+def _code_line(
+    s: _Sentence, weight: dict[str, float], own: Collection[str], text_terms: Terms
+) -> str:
+    """The line of the code a lead-in introduces that holds the most of the query's
+    weight beyond the lead-in's own words (the first such line on a tie), or ``""``
+    when no line holds any: the line the lead-in was found by, shown after it."""
+    if not any(is_fence(p.lstrip()) for p in s.introduces.split("\n")):
+        return ""
+    best, shown = 0.0, ""
+    for line in s.introduces.split("\n"):
+        code = line.strip()
+        if not code or is_fence(code) or _COMMENT.match(code) or code.startswith("|"):
+            continue
+        held = sum(weight.get(t, 0.0) for t in set(text_terms(code)) - set(own))
+        if held > best:
+            best, shown = held, code
+    return shown
+
+
 def _comments(fence: str) -> list[tuple[int, str, str]]:
     """The whole-line comments of a fenced code block (``# ...``, ``// ...``; not ``#!``),
     each with its offset in ``fence``, its text, and the code lines after it up to the
@@ -388,7 +409,9 @@ def extract(
         for si in chosen:
             seen.add(si)
             s = sentences[si]
-            quotes.append(Quote(s.text, s.number, qi, s.heading, _label(s)))
+            line = _code_line(s, weight, set(text_terms(s.words)), text_terms)
+            text = f"{s.text} `{line}`" if line else s.text
+            quotes.append(Quote(text, s.number, qi, s.heading, _label(s)))
     return Extract(tuple(quotes), _render(quotes, queries, unanswered))
 
 
