@@ -342,24 +342,6 @@ def test_other_questions_and_other_lists_quote_the_step_alone() -> None:
         assert not any(q.startswith("Press and hold") for q in quotes)
 
 
-SIREN = """The siren is loud enough to wake everyone in a large house.
-
-At full volume the siren reaches 95 dB at one metre.
-"""
-
-
-def test_a_question_asking_for_a_value_quotes_a_sentence_that_states_one() -> None:
-    # the dense model prefers the sentence about loudness; only the other gives a level
-    similarity = _cosine_by_phrase({"wake everyone": 0.9, "95 dB": 0.5})
-    assert _quoted(_context(SIREN), "How loud is the siren?", similarity=similarity) == [
-        "At full volume the siren reaches 95 dB at one metre."
-    ]
-    # a question that asks for no kind of value keeps the best sentence
-    assert _quoted(_context(SIREN), "Is the siren any good?", similarity=similarity) == [
-        "The siren is loud enough to wake everyone in a large house."
-    ]
-
-
 PLACEMENT = """## General principles
 
 - **Angle:** tilt the camera down. A view that is mostly sky confuses the exposure.

@@ -29,9 +29,7 @@ The score is ``cosine + LEXICAL_SHARE * lexical`` (``lexical`` alone without an
 encoder); ties go to the earlier block and sentence. The best ``per_query`` units
 (that score at least :data:`DENSE_FLOOR`, or :data:`RELATIVE_FLOOR` without an encoder,
 of the best; one row per table, as a row answers one lookup and every row holds its
-table's header words; when the sub-query asks for a kind of value, "How loud is the
-siren?", only units that state one, "95 dB", if any do: :mod:`twokeys.rag.answer_types`)
-are quoted as written, each followed by its block's citation
+table's header words) are quoted as written, each followed by its block's citation
 ``[n]``; a row, a list item or a comment, a fragment of a larger structure, is shown
 after the heading right above it (``1.2.9 — Added the --quiet option``), prose
 stands alone. Each quote remembers the heading of the chunk it comes from, so a block
@@ -70,7 +68,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from twokeys.errors import ConfigError
-from twokeys.rag.answer_types import expected_type, states
 from twokeys.rag.packing import Block, PackedContext
 from twokeys.text.sentences import is_fence, split_sentences
 from twokeys.types import HEADING_SEPARATOR
@@ -373,14 +370,11 @@ def extract(
         if not any(lexical[i] > 0 for i in own) and similarity is None:
             own = [i for i in range(n) if i not in seen]  # fall back to the whole context
         ranked = _one_row_per_table(_rank(query, own, sentences, lexical, similarity), sentences)
-        scores = dict.fromkeys(own, 0.0) | {i: score for score, i in ranked}
         if not ranked:
             continue
-        best = ranked[0][0]  # neighbours are weighed against the best unit of all
-        kind = expected_type(query)
-        if kind is not None and any(states(kind, sentences[i].text) for _, i in ranked):
-            ranked = [(score, i) for score, i in ranked if states(kind, sentences[i].text)]
-        floor = (DENSE_FLOOR if similarity is not None else RELATIVE_FLOOR) * ranked[0][0]
+        best = ranked[0][0]
+        floor = (DENSE_FLOOR if similarity is not None else RELATIVE_FLOOR) * best
+        scores = dict.fromkeys(own, 0.0) | {i: score for score, i in ranked}
         chosen: list[int] = []
         for score, si in ranked[:per_query]:
             if score < floor:
