@@ -360,6 +360,27 @@ def test_a_sentence_of_another_list_item_is_not_read_with_a_quote() -> None:
     ]
 
 
+ERROR_PAGE = """# Error ZX-4821
+
+This page explains error code ZX-4821 on the Lumatek Hub. ZX-4821 means the voltage on the
+input rail is below the safe operating threshold.
+"""
+
+
+def test_a_sentence_about_the_page_itself_is_not_quoted() -> None:
+    # the dense model likes the page's own summary best; it states nothing about ZX-4821
+    similarity = _cosine_by_phrase({"This page": 0.9, "voltage": 0.8})
+    quotes = _quoted(_context(ERROR_PAGE), "What does ZX-4821 mean?", similarity=similarity)
+    assert quotes == [
+        "ZX-4821 means the voltage on the input rail is below the safe operating threshold."
+    ]
+    # unless it is all there is
+    only = "# Error ZX-4821\n\nThis page explains error code ZX-4821 on the Lumatek Hub.\n"
+    assert _quoted(_context(only), "What does ZX-4821 mean?", similarity=similarity) == [
+        "This page explains error code ZX-4821 on the Lumatek Hub."
+    ]
+
+
 RELEASES = """### 1.2.9
 
 - Added the `--quiet` option to the command-line tool.

@@ -29,7 +29,9 @@ The score is ``cosine + LEXICAL_SHARE * lexical`` (``lexical`` alone without an
 encoder); ties go to the earlier block and sentence. The best ``per_query`` units
 (that score at least :data:`DENSE_FLOOR`, or :data:`RELATIVE_FLOOR` without an encoder,
 of the best; one row per table, as a row answers one lookup and every row holds its
-table's header words) are quoted as written, each followed by its block's citation
+table's header words; not a sentence about the page itself, "This page explains error
+code ZX-4821 ...", which states nothing about the subject, unless no other unit is
+there) are quoted as written, each followed by its block's citation
 ``[n]``; a row, a list item or a comment, a fragment of a larger structure, is shown
 after the heading right above it (``1.2.9 — Added the --quiet option``), prose
 stands alone. Each quote remembers the heading of the chunk it comes from, so a block
@@ -86,6 +88,10 @@ _STEP_MARKER = re.compile(r"^(\d{1,9})[.)]\s+")
 # a question that asks for a procedure: "how do I ...", "how can we ...", "how to ..."
 _PROCEDURE = re.compile(
     r"^\W*how\s+(?:(?:do|can|should|could|would|must|shall)\s+(?:i|we|you)|to)\b", re.IGNORECASE
+)
+# a sentence about the document itself: "This page explains ...", "This guide covers ..."
+_ABOUT_THE_PAGE = re.compile(
+    r"This (?:page|guide|article|document|section|policy|changelog|chapter|FAQ|glossary)\b"
 )
 _RULE_CELL = re.compile(r":?-{3,}:?")
 _COMMENT = re.compile(r"^\s*(?:#(?!!)|//)\s*(\S.*?)\s*$")
@@ -369,6 +375,9 @@ def extract(
         own = [i for i, s in enumerate(sentences) if qi in s.queries and i not in seen]
         if not any(lexical[i] > 0 for i in own) and similarity is None:
             own = [i for i in range(n) if i not in seen]  # fall back to the whole context
+        about = [i for i in own if _ABOUT_THE_PAGE.match(sentences[i].text)]
+        if len(about) < len(own):
+            own = [i for i in own if i not in about]
         ranked = _one_row_per_table(_rank(query, own, sentences, lexical, similarity), sentences)
         if not ranked:
             continue
