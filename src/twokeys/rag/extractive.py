@@ -228,16 +228,18 @@ def _sentences(context: PackedContext) -> list[_Sentence]:
                 introduces = "\n".join(shown)
             kind: Kind = "item" if _LIST_MARKER.match(lead) else "sentence"
             text = _LIST_MARKER.sub("", " ".join(piece.split()))
+            # a new unindented line that is no item ends the item (and the step) before it
+            new_line = "\n" in gap and not gap.endswith((" ", "\t"))
             numbered = _STEP_MARKER.match(lead)
             if numbered is not None:
                 step = int(numbered.group(1))
-            elif kind == "item" or ("\n" in gap and not gap.endswith((" ", "\t"))):
-                step = 0  # a new unindented line that is no numbered item: the step ended
+            elif kind == "item" or new_line:
+                step = 0
             if kind == "item":
                 items += 1
                 item_no = items
-            elif "\n" in gap and not gap.endswith((" ", "\t")):
-                item_no = 0  # a new unindented line that is no item: the list ended
+            elif new_line:
+                item_no = 0
             out.append(
                 _Sentence(
                     *where,
@@ -286,9 +288,7 @@ def _row(cells: Sequence[str], header: Sequence[str] | None) -> str:
     return "; ".join(f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=True) if c)
 
 
-def _code_line(
-    s: _Sentence, weight: dict[str, float], own: Collection[str], text_terms: Terms
-) -> str:
+def _code_line(s: _Sentence, weight: dict[str, float], own: set[str], text_terms: Terms) -> str:
     """The line of the code a lead-in introduces that holds the most of the query's
     weight beyond the lead-in's own words (the first such line on a tie), or ``""``
     when no line holds any: the line the lead-in was found by, shown after it."""
@@ -299,7 +299,7 @@ def _code_line(
         code = line.strip()
         if not code or is_fence(code) or _COMMENT.match(code) or code.startswith("|"):
             continue
-        held = sum(weight.get(t, 0.0) for t in set(text_terms(code)) - set(own))
+        held = sum(weight.get(t, 0.0) for t in set(text_terms(code)) - own)
         if held > best:
             best, shown = held, code
     return shown
@@ -375,7 +375,7 @@ def extract(
         own = [i for i, s in enumerate(sentences) if qi in s.queries and i not in seen]
         if not any(lexical[i] > 0 for i in own) and similarity is None:
             own = [i for i in range(n) if i not in seen]  # fall back to the whole context
-        about = [i for i in own if _ABOUT_THE_PAGE.match(sentences[i].text)]
+        about = {i for i in own if _ABOUT_THE_PAGE.match(sentences[i].text)}
         if len(about) < len(own):
             own = [i for i in own if i not in about]
         ranked = _one_row_per_table(_rank(query, own, sentences, lexical, similarity), sentences)
