@@ -61,16 +61,20 @@ def test_table_rows_and_code_comments_are_quoted(kb_path: Path) -> None:
 
 def test_the_whole_file_at_1000_tokens(kb_path: Path) -> None:
     # every split of the shipped file: recall 0.959 (naive 0.318) and fact containment
-    # 0.802 (146 of 182) meet the issue; abstention is 80/100 (the issue asks all:
-    # "motion sensitivity setting" and features of heldout5-7 are still answered),
-    # kept from falling further
+    # 0.835 (152 of 182; 0.802 before table rows were read under their heading, lead-ins
+    # to code brought what follows the code and showed its line, and procedure questions
+    # the steps before the quoted one), citation precision 0.711 (0.703 before sentences
+    # about the page itself were left out) meet the issue; abstention is 80/100 (the issue
+    # asks all: "motion sensitivity setting" and features of heldout5-7 are still
+    # answered), kept from falling further
     items = load_qa(SUPPORT_KB / "qa.jsonl")
     with open_index(kb_path) as kb:
         result = evaluate_answers(kb, items, budget=1000, naive_chars=(2000,))
     ours, naive = (result.system(name) for name in ("twokeys", "naive-2000chars"))
     assert ours.context_recall is not None and naive.context_recall is not None
     assert ours.context_recall >= 0.95 and ours.context_recall >= naive.context_recall + 0.15
-    assert ours.fact_containment is not None and ours.fact_containment >= 0.80
+    assert ours.fact_containment is not None and ours.fact_containment >= 0.83
+    assert ours.citation_precision is not None and ours.citation_precision >= 0.71
     assert ours.abstention is not None and ours.abstention >= 80 / 100
 
 

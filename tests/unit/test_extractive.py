@@ -53,7 +53,72 @@ hubctl diag purge --older-than 14d
 
 def test_a_lead_in_carries_the_terms_of_the_code_it_introduces() -> None:
     quotes = _quoted(_context(GUIDE), "What is hubctl diag purge for?")
-    assert quotes == ["Remove old diagnostic bundles from the Hub shell:"]
+    # shown with the line of code it was found by
+    assert quotes == [
+        "Remove old diagnostic bundles from the Hub shell: `hubctl diag purge --older-than 14d`"
+    ]
+
+
+NETWORK_HISTORY = """## Frequent disconnects
+
+If disconnects continue, export the network history from the Hub shell:
+
+```sh
+hubctl net history --days 3 > history.txt
+```
+
+The file lists each disconnect with the signal level at that moment.
+
+## Router settings
+
+Most routers need no changes.
+"""
+
+
+def test_a_lead_in_to_code_brings_the_sentence_after_the_code() -> None:
+    # the code is not quoted: what it does or shows is said after it
+    quotes = _quoted(_context(NETWORK_HISTORY), "What does hubctl net history write?")
+    assert quotes == [
+        "If disconnects continue, export the network history from the Hub shell: "
+        "`hubctl net history --days 3 > history.txt`",
+        "The file lists each disconnect with the signal level at that moment.",
+    ]
+
+
+def test_prose_after_a_heading_or_a_new_step_does_not_follow_the_code() -> None:
+    text = NETWORK_HISTORY.replace("The file lists", "## Reading it\n\nThe file lists")
+    assert _quoted(_context(text), "What does hubctl net history write?") == [
+        "If disconnects continue, export the network history from the Hub shell: "
+        "`hubctl net history --days 3 > history.txt`"
+    ]
+    # a numbered step after the code is the next step, not what the code shows
+    assert _quoted(_context(GUIDE), "What is hubctl diag purge for?") == [
+        "Remove old diagnostic bundles from the Hub shell: `hubctl diag purge --older-than 14d`"
+    ]
+
+
+DASHBOARD = """### Dashboards slow with many streams
+
+**Workaround:** switch some tiles to snapshot mode, which refreshes every ten seconds:
+
+```ini
+[dashboard]
+# snapshot_interval_s below
+tile_default_mode = snapshot
+snapshot_interval_s = 10
+```
+"""
+
+
+def test_a_lead_in_is_shown_with_the_code_line_that_holds_the_query_terms() -> None:
+    # the line holding the most of the query's weight beyond the lead-in's own words
+    lead_in = (
+        "**Workaround:** switch some tiles to snapshot mode, which refreshes every ten seconds:"
+    )
+    quotes = _quoted(_context(DASHBOARD), "What does snapshot_interval_s set?")
+    assert quotes == [f"{lead_in} `snapshot_interval_s = 10`"]
+    # found by its own words, it is shown alone
+    assert _quoted(_context(DASHBOARD), "How often do snapshot tiles refresh?") == [lead_in]
 
 
 def test_without_the_code_the_lead_in_is_not_found() -> None:
@@ -209,8 +274,111 @@ def test_the_dense_model_reads_a_comment_without_its_code() -> None:
 
     _quoted(_context(CLI_GUIDE), "What does lmtk-sign verify check?", similarity=similarity)
     assert "Verify a downloaded manifest against the public release key" in read
-    assert "Code: 4; Meaning: Hub unreachable" in read  # a row with its header
+    assert "Exit codes \u2014 Code: 4; Meaning: Hub unreachable" in read  # header and heading
     assert not any("#!/bin/sh" in s or "lmtk-sign" in s for s in read)
+
+
+CLI_PAGE = """## Installing
+
+Run `lumatek-cli` from the folder the installer created for you.
+
+## Exit codes
+
+| Code | Meaning |
+| --- | --- |
+| 0 | Success |
+| 4 | Hub unreachable |
+"""
+
+
+def test_the_dense_model_reads_a_row_under_its_heading() -> None:
+    # a row's cells ("Code: 4; Meaning: Hub unreachable") do not say what the table is
+    # about; its heading does, as the answer shows it ("Exit codes — Code: 4; ...")
+    similarity = _cosine_by_phrase({"Exit codes": 0.8, "lumatek-cli": 0.6})
+    quotes = _quoted(
+        _context(CLI_PAGE), "what does exit code 4 from lumatek-cli mean?", similarity=similarity
+    )
+    assert quotes[0] == "Code: 4; Meaning: Hub unreachable"
+
+
+NETWORK_RESET = """## Network reset
+
+A network reset removes saved Wi-Fi details only.
+
+1. Press and hold the button on the back for 5 seconds, until the light pulses yellow.
+2. Release the button. The Hub forgets its Wi-Fi details and returns to setup mode.
+
+Devices and rules are not affected.
+"""
+
+
+def test_a_procedure_question_brings_the_steps_before_the_quoted_one() -> None:
+    # "Release the button" and what follows it mean nothing without the step before
+    similarity = _cosine_by_phrase({"removes saved": 0.9, "forgets": 0.85, "Press": 0.2})
+    quotes = _quoted(
+        _context(NETWORK_RESET), "How do I reset only the Wi-Fi details?", similarity=similarity
+    )
+    assert quotes == [
+        "A network reset removes saved Wi-Fi details only.",
+        "Press and hold the button on the back for 5 seconds, until the light pulses yellow.",
+        "Release the button.",
+        "The Hub forgets its Wi-Fi details and returns to setup mode.",
+    ]
+
+
+def test_other_questions_and_other_lists_quote_the_step_alone() -> None:
+    similarity = _cosine_by_phrase({"removes saved": 0.9, "forgets": 0.85, "Press": 0.2})
+    quotes = _quoted(
+        _context(NETWORK_RESET), "What happens to the Wi-Fi details?", similarity=similarity
+    )
+    assert "The Hub forgets its Wi-Fi details and returns to setup mode." in quotes
+    assert "Release the button." not in quotes
+    # a bulleted list is no procedure, and a step after a blank line starts a new list
+    for text in (
+        NETWORK_RESET.replace("1. ", "- ").replace("2. ", "- "),
+        NETWORK_RESET.replace("\n2. ", "\n\n2. "),
+    ):
+        quotes = _quoted(_context(text), "How do I reset the Wi-Fi details?", similarity=similarity)
+        assert not any(q.startswith("Press and hold") for q in quotes)
+
+
+PLACEMENT = """## General principles
+
+- **Angle:** tilt the camera down. A view that is mostly sky confuses the exposure.
+- **Distance:** the clearest detail is within 6 metres of the lens. Beyond that,
+  people are detected but not clearly identifiable.
+"""
+
+
+def test_a_sentence_of_another_list_item_is_not_read_with_a_quote() -> None:
+    similarity = _cosine_by_phrase({"Distance": 0.9, "Beyond": 0.7, "mostly sky": 0.7})
+    question = "Where must people stand to be seen clearly?"
+    quotes = _quoted(_context(PLACEMENT), question, similarity=similarity)
+    assert quotes == [
+        "**Distance:** the clearest detail is within 6 metres of the lens.",
+        "Beyond that, people are detected but not clearly identifiable.",
+    ]
+
+
+ERROR_PAGE = """# Error ZX-4821
+
+This page explains error code ZX-4821 on the Lumatek Hub. ZX-4821 means the voltage on the
+input rail is below the safe operating threshold.
+"""
+
+
+def test_a_sentence_about_the_page_itself_is_not_quoted() -> None:
+    # the dense model likes the page's own summary best; it states nothing about ZX-4821
+    similarity = _cosine_by_phrase({"This page": 0.9, "voltage": 0.8})
+    quotes = _quoted(_context(ERROR_PAGE), "What does ZX-4821 mean?", similarity=similarity)
+    assert quotes == [
+        "ZX-4821 means the voltage on the input rail is below the safe operating threshold."
+    ]
+    # unless it is all there is
+    only = "# Error ZX-4821\n\nThis page explains error code ZX-4821 on the Lumatek Hub.\n"
+    assert _quoted(_context(only), "What does ZX-4821 mean?", similarity=similarity) == [
+        "This page explains error code ZX-4821 on the Lumatek Hub."
+    ]
 
 
 RELEASES = """### 1.2.9

@@ -19,15 +19,19 @@ Each candidate is scored by both sensors:
   which names what the whole page and section are about) and of a row's header count
   at :data:`HEADING_SHARE`, and a comment carries the terms of the code it describes;
 * *dense* (when the index has an encoder): the cosine between the sub-query and the
-  unit (a row with its header, a comment without its code), so a paraphrase ("money
-  back if it arrived broken") finds the sentence that answers it ("delivered in a
-  defective condition ... full refund") with no word in common.
+  unit (a row with its header after its heading, as it is shown: ``Exit codes — Code:
+  4; Meaning: Hub unreachable``, since a row's cells do not say what its table is
+  about; a comment without its code), so a paraphrase ("money back if it arrived
+  broken") finds the sentence that answers it ("delivered in a defective condition
+  ... full refund") with no word in common.
 
 The score is ``cosine + LEXICAL_SHARE * lexical`` (``lexical`` alone without an
 encoder); ties go to the earlier block and sentence. The best ``per_query`` units
 (that score at least :data:`DENSE_FLOOR`, or :data:`RELATIVE_FLOOR` without an encoder,
 of the best; one row per table, as a row answers one lookup and every row holds its
-table's header words) are quoted as written, each followed by its block's citation
+table's header words; not a sentence about the page itself, "This page explains error
+code ZX-4821 ...", which states nothing about the subject, unless no other unit is
+there) are quoted as written, each followed by its block's citation
 ``[n]``; a row, a list item or a comment, a fragment of a larger structure, is shown
 after the heading right above it (``1.2.9 — Added the --quiet option``), prose
 stands alone. Each quote remembers the heading of the chunk it comes from, so a block
@@ -36,15 +40,24 @@ from the index's own analyzer, so ``ZX-4821`` matches only ``ZX-4821``.
 
 A fact often spans two sentences, and the dense model often ranks the sentence that
 sets the scene above the one that states the answer, so a quote brings the sentences
-read with it (before and after it in its paragraph: no blank line or heading between)
+read with it (before and after it in its paragraph: no blank line or heading between;
+in a list, in its own item, as each item makes its own point)
 that score at least :data:`NEIGHBOUR_FLOOR` of the best; a lead-in ending in ``:``
 brings the sentence after it in its paragraph, and a lead-in whose list follows after a
 blank line ("choose one that:", then the items) brings the items that score at least
 :data:`NEIGHBOUR_FLOOR` of the best, or else its best item: the lead-in alone says
-nothing. A lead-in to a code block or table ("Remove old
-bundles from the Hub shell:") carries that block's terms, so a question about
-``hubctl diag purge`` finds the sentence that says what the command is for. Rows and
-comments are read alone.
+nothing. A lead-in to a code block or table ("Remove old bundles from the Hub shell:")
+carries that block's terms, so a question about ``hubctl diag purge`` finds the sentence
+that says what the command is for, shown with the code line that holds the most of the
+question's weight beyond the lead-in's own words, the line it was found by (``hubctl
+diag purge --older-than 14d``); as the rest of the code is not quoted, a lead-in to code
+brings the prose right after the code block, in its section, which says what the command
+does or shows ("The file lists each disconnect ..."), unless that is a new list item
+(the next step). A question that asks for a procedure ("how do I ...", "how to ...") is
+answered by steps, and a step of a numbered list means little without the steps before
+it ("Release the button."), so there a quoted step (or a sentence of one) brings the
+steps of its list before it, from the first (the list read without a blank line). Rows
+and comments are read alone.
 """
 
 from __future__ import annotations
@@ -71,6 +84,15 @@ LEXICAL_SHARE = 0.6  # what the lexical share adds to the cosine (set on the dev
 NEIGHBOUR_FLOOR = 0.6  # a sentence next to a quote, in its paragraph, joins at this share
 HEADING_SHARE = 0.5  # a query word in the sentence's headings counts half (set on dev)
 _LIST_MARKER = re.compile(r"^(?:[-*+]|\d{1,9}[.)])\s+")
+_STEP_MARKER = re.compile(r"^(\d{1,9})[.)]\s+")
+# a question that asks for a procedure: "how do I ...", "how can we ...", "how to ..."
+_PROCEDURE = re.compile(
+    r"^\W*how\s+(?:(?:do|can|should|could|would|must|shall)\s+(?:i|we|you)|to)\b", re.IGNORECASE
+)
+# a sentence about the document itself: "This page explains ...", "This guide covers ..."
+_ABOUT_THE_PAGE = re.compile(
+    r"This (?:page|guide|article|document|section|policy|changelog|chapter|FAQ|glossary)\b"
+)
 _RULE_CELL = re.compile(r":?-{3,}:?")
 _COMMENT = re.compile(r"^\s*(?:#(?!!)|//)\s*(\S.*?)\s*$")
 
@@ -120,6 +142,9 @@ class _Sentence:
     table: int = 0  # a row's table (numbered from 1 across the context)
     own: str = ""  # when not ``text``, the words that are its own: a row's cells, a comment
     header: str = ""  # a row's header cells: they name its cells, weighed like a heading
+    after_code: bool = False  # prose right after the code a lead-in introduced (no new item)
+    step: int = 0  # the number of the numbered list item it is (or continues on its line)
+    item_no: int = 0  # the list item it is or continues (numbered across the context), 0: none
 
     @property
     def words(self) -> str:
@@ -127,8 +152,11 @@ class _Sentence:
 
     @property
     def read(self) -> str:
-        """What the dense model reads: a row with its header, a comment without its code."""
-        return self.text if self.kind == "row" else self.words
+        """What the dense model reads: a row with its header, after its heading (as it is
+        shown), a comment without its code."""
+        if self.kind != "row":
+            return self.words
+        return f"{self.section} — {self.text}" if self.section else self.text
 
     @property
     def item(self) -> bool:
@@ -138,7 +166,7 @@ class _Sentence:
 def _sentences(context: PackedContext) -> list[_Sentence]:
     """The quotable units of the context's blocks, in reading order (module docstring)."""
     out: list[_Sentence] = []
-    paragraph = tables = 0
+    paragraph = tables = items = 0
     for block in context.blocks:
         paragraph += 1
         spans = split_sentences(block.text)
@@ -147,8 +175,12 @@ def _sentences(context: PackedContext) -> list[_Sentence]:
         heading_line: tuple[int, str] | None = None  # the last heading line read, and where
         header: list[str] | None = None  # the header cells of the table being read
         in_table = False
+        after_code = -1  # the piece after the code block the last lead-in introduced
+        step = 0  # the number of the numbered item the last piece was or continued
+        item_no = 0  # the list item the last piece was or continued
         for k, ((a, b), piece) in enumerate(zip(spans, pieces, strict=True)):
-            if "\n\n" in block.text[previous_end:a].replace(" ", ""):
+            gap = block.text[previous_end:a]
+            if "\n\n" in gap.replace(" ", ""):
                 paragraph += 1
             previous_end = b
             lead = piece.lstrip()
@@ -186,9 +218,9 @@ def _sentences(context: PackedContext) -> list[_Sentence]:
                     heading_line = (a, lead.lstrip("#").strip())
                 continue
             introduces = ""
+            shown: list[str] = []
             if piece.rstrip().endswith(":"):
                 # the unquotable pieces it leads into: a code block, table rows
-                shown = []
                 for following in pieces[k + 1 :]:
                     if _quotable(following) or following.lstrip().startswith("#"):
                         break
@@ -196,7 +228,33 @@ def _sentences(context: PackedContext) -> list[_Sentence]:
                 introduces = "\n".join(shown)
             kind: Kind = "item" if _LIST_MARKER.match(lead) else "sentence"
             text = _LIST_MARKER.sub("", " ".join(piece.split()))
-            out.append(_Sentence(*where, text, block.heading_at(a), paragraph, introduces, kind))
+            # a new unindented line that is no item ends the item (and the step) before it
+            new_line = "\n" in gap and not gap.endswith((" ", "\t"))
+            numbered = _STEP_MARKER.match(lead)
+            if numbered is not None:
+                step = int(numbered.group(1))
+            elif kind == "item" or new_line:
+                step = 0
+            if kind == "item":
+                items += 1
+                item_no = items
+            elif new_line:
+                item_no = 0
+            out.append(
+                _Sentence(
+                    *where,
+                    text,
+                    block.heading_at(a),
+                    paragraph,
+                    introduces,
+                    kind,
+                    after_code=k == after_code and kind == "sentence",
+                    step=step,
+                    item_no=item_no,
+                )
+            )
+            if any(is_fence(p.lstrip()) for p in shown):
+                after_code = k + 1 + len(shown)
     return out
 
 
@@ -228,6 +286,23 @@ def _row(cells: Sequence[str], header: Sequence[str] | None) -> str:
     if header is None or len(header) != len(cells):
         return "; ".join(c for c in cells if c)
     return "; ".join(f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=True) if c)
+
+
+def _code_line(s: _Sentence, weight: dict[str, float], own: set[str], text_terms: Terms) -> str:
+    """The line of the code a lead-in introduces that holds the most of the query's
+    weight beyond the lead-in's own words (the first such line on a tie), or ``""``
+    when no line holds any: the line the lead-in was found by, shown after it."""
+    if not any(is_fence(p.lstrip()) for p in s.introduces.split("\n")):
+        return ""
+    best, shown = 0.0, ""
+    for line in s.introduces.split("\n"):
+        code = line.strip()
+        if not code or is_fence(code) or _COMMENT.match(code) or code.startswith("|"):
+            continue
+        held = sum(weight.get(t, 0.0) for t in set(text_terms(code)) - own)
+        if held > best:
+            best, shown = held, code
+    return shown
 
 
 def _comments(fence: str) -> list[tuple[int, str, str]]:
@@ -300,6 +375,9 @@ def extract(
         own = [i for i, s in enumerate(sentences) if qi in s.queries and i not in seen]
         if not any(lexical[i] > 0 for i in own) and similarity is None:
             own = [i for i in range(n) if i not in seen]  # fall back to the whole context
+        about = {i for i in own if _ABOUT_THE_PAGE.match(sentences[i].text)}
+        if len(about) < len(own):
+            own = [i for i in own if i not in about]
         ranked = _one_row_per_table(_rank(query, own, sentences, lexical, similarity), sentences)
         if not ranked:
             continue
@@ -317,8 +395,15 @@ def extract(
                 for j in _neighbours(sentences, si)
                 if j in scores
                 and j not in chosen
-                and (scores[j] >= NEIGHBOUR_FLOOR * best or _introduces(sentences, si, j))
+                and (
+                    (scores[j] >= NEIGHBOUR_FLOOR * best and _same_item(sentences, si, j))
+                    or _introduces(sentences, si, j)
+                )
             ]
+            read_with += [j for j in _after_code(sentences, si) if j in scores and j not in chosen]
+            if _PROCEDURE.match(query):
+                steps = _steps_before(sentences, si)
+                read_with += [j for j in steps if j in scores and j not in chosen]
             items = [j for j in _list_after(sentences, si) if j in scores and j not in chosen]
             if items:
                 strong = [j for j in items if scores[j] >= NEIGHBOUR_FLOOR * best]
@@ -327,7 +412,9 @@ def extract(
         for si in chosen:
             seen.add(si)
             s = sentences[si]
-            quotes.append(Quote(s.text, s.number, qi, s.heading, _label(s)))
+            line = _code_line(s, weight, set(text_terms(s.words)), text_terms)
+            text = f"{s.text} `{line}`" if line else s.text
+            quotes.append(Quote(text, s.number, qi, s.heading, _label(s)))
     return Extract(tuple(quotes), _render(quotes, queries, unanswered))
 
 
@@ -347,6 +434,11 @@ def _one_row_per_table(
             tables.add(table)
         out.append((score, i))
     return out
+
+
+def _same_item(sentences: Sequence[_Sentence], i: int, j: int) -> bool:
+    """Units ``i`` and ``j`` belong to the same list item, or neither to one."""
+    return sentences[i].item_no == sentences[j].item_no
 
 
 def _neighbours(sentences: Sequence[_Sentence], i: int) -> list[int]:
@@ -371,6 +463,37 @@ def _list_after(sentences: Sequence[_Sentence], i: int) -> list[int]:
             break
         items.append(j)
     return items
+
+
+def _after_code(sentences: Sequence[_Sentence], i: int) -> list[int]:
+    """The first sentence after the code block a lead-in ``i`` introduces (past the
+    code's comments), when prose follows the code in the same section: what the
+    command does or shows is said there, as the code itself is not quoted."""
+    if not sentences[i].introduces:
+        return []
+    j = i + 1
+    while j < len(sentences) and sentences[j].kind == "comment":
+        j += 1
+    after = j < len(sentences) and sentences[j].after_code
+    return [j] if after and sentences[j].number == sentences[i].number else []
+
+
+def _steps_before(sentences: Sequence[_Sentence], i: int) -> list[int]:
+    """The steps of the numbered list before unit ``i`` (a step or a sentence of one, the
+    list read without a blank line), from its first step: a step is done after them."""
+    out: list[int] = []
+    step = sentences[i].step
+    j = i - 1
+    while step and j >= 0:
+        s = sentences[j]
+        if s.number != sentences[i].number or s.paragraph != sentences[i].paragraph:
+            break
+        if not 0 < s.step <= step:
+            break
+        out.append(j)
+        step = s.step
+        j -= 1
+    return out
 
 
 def _introduces(sentences: Sequence[_Sentence], i: int, j: int) -> bool:
