@@ -8,11 +8,11 @@ fact* from each, written verbatim as the document says it::
                                 "fact": "below the safe operating threshold"}]}
 
 A multi-part question has one gold entry per part; a question the corpus cannot answer
-has ``"gold": []``. ``split`` (``dev``, ``test`` or ``heldout`` to ``heldout9``)
-keeps the questions rules were tuned on (``dev``) apart from the ones reported; ``heldout``
-questions were written after ``test`` had been looked at, ``heldout2`` after ``heldout``
-had, and so on to ``heldout7``; ``heldout8`` and ``heldout9`` were written by people who
-had read no rule and no other question, and all nine are run only to report.
+has ``"gold": []``. ``split`` (any name; ``test`` when left out) keeps the questions rules
+were tuned on apart from the ones only reported: the shipped
+``examples/support-kb/qa.jsonl`` tunes on ``dev`` and reports ``test`` and ``heldout``
+to ``heldout10``, each written after the splits before it had been looked at, the last
+four by people who had read no rule (its README tells them apart).
 
 Measures (facts compared case-insensitively, Markdown ``*`` and backticks and runs of
 whitespace ignored):
