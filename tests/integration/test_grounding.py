@@ -20,7 +20,7 @@ from twokeys.cli import main
 from twokeys.evaluation.answers import load_qa
 from twokeys.llm.base import LLM, Prompt
 from twokeys.llm.http import ServiceUnavailableError
-from twokeys.rag import AskOptions, ask
+from twokeys.rag import Answer, AskOptions, ask
 from twokeys.rag.ask import ABSTAINED, Done, Packed, Retrieved, TextDelta, ask_events
 from twokeys.rag.grounding import (
     HEIGHT_FLOOR,
@@ -209,6 +209,15 @@ def _lexical_kb(tmp_path: Path, pages: dict[str, str]) -> Path:
     return path
 
 
+def _abstains_naming(answer: Answer, rule: str, name: str) -> None:
+    """``answer`` abstained on its one part, whose confidence names ``name`` under
+    ``rule`` (a field of :class:`Confidence` and of its JSON), as the reason says."""
+    confidence = answer.plan.confidence[0]
+    assert getattr(confidence, rule) == (name,) and not confidence.answerable
+    assert answer.kind == "abstained" and f"never mentions {name}" in answer.text
+    assert confidence.to_dict()[rule] == [name]
+
+
 def test_a_mode_the_pages_never_name_abstains(tmp_path: Path) -> None:
     # a constructed corpus: "mode" is always written qualified, by three kinds; "report"
     # is written alone too; "take" is always qualified, but by words commoner than it
@@ -228,10 +237,7 @@ def test_a_mode_the_pages_never_name_abstains(tmp_path: Path) -> None:
         real = retrieval_confidence(kb, "How do I put a sensor into pairing mode?")
         alone = retrieval_confidence(kb, "What does the monthly report list?")
         common = retrieval_confidence(kb, "How long does the Hub take after a restart?")
-    confidence = made_up.plan.confidence[0]
-    assert confidence.unseen_kinds == ("vacation mode",) and not confidence.answerable
-    assert made_up.kind == "abstained" and "never mentions vacation mode" in made_up.text
-    assert confidence.to_dict()["unseen_kinds"] == ["vacation mode"]
+    _abstains_naming(made_up, "unseen_kinds", "vacation mode")
     assert real.unseen_kinds == () and real.answerable
     assert alone.unseen_kinds == ()  # "report" is written alone: a thing, not a family
     assert common.unseen_kinds == ()  # "Hub" is commoner than "take": no member named
@@ -276,10 +282,7 @@ def test_a_setting_the_pages_never_name_abstains(tmp_path: Path) -> None:
         made_up = ask(kb, "What does the pet detection setting do?", options=BM25)
         real = retrieval_confidence(kb, "What does the charge limit setting do?")
         verb = retrieval_confidence(kb, "Does the camera leave person detection on?")
-    confidence = made_up.plan.confidence[0]
-    assert confidence.unseen_elements == ("pet detection",) and not confidence.answerable
-    assert made_up.kind == "abstained" and "never mentions pet detection" in made_up.text
-    assert confidence.to_dict()["unseen_elements"] == ["pet detection"]
+    _abstains_naming(made_up, "unseen_elements", "pet detection")
     assert real.unseen_elements == () and real.answerable
     assert verb.unseen_elements == ()  # no element noun: nothing is named
 
