@@ -282,13 +282,9 @@ def test_a_setting_the_pages_never_name_abstains(tmp_path: Path) -> None:
         made_up = ask(kb, "What does the pet detection setting do?", options=BM25)
         real = retrieval_confidence(kb, "What does the charge limit setting do?")
         verb = retrieval_confidence(kb, "Does the camera leave person detection on?")
-        exists = retrieval_confidence(kb, "Does the camera have a pet filter?")
-        written = retrieval_confidence(kb, "Is there a person detection mode?")
     _abstains_naming(made_up, "unseen_elements", "pet detection")
     assert real.unseen_elements == () and real.answerable
     assert verb.unseen_elements == ()  # no element noun: nothing is named
-    assert exists.unseen_elements == ("pet filter",) and not exists.answerable
-    assert written.unseen_elements == ()  # "person detection" is written
 
 
 def test_a_value_no_source_states_abstains(tmp_path: Path) -> None:
@@ -318,7 +314,7 @@ def test_a_value_no_source_states_abstains(tmp_path: Path) -> None:
 
 
 def test_the_element_and_value_rules_name_no_answerable_question(kb_path: Path) -> None:
-    # over every split, on this lexical index: the element rule fires on 19 unanswerable
+    # over every split, on this lexical index: the element rule fires on 12 unanswerable
     # questions and no answerable one; the value rule on 11 unanswerable ones and on
     # three answerable ones whose page BM25 alone does not retrieve (a paraphrase: "how
     # high up" for "mount the camera between 2 and 3 metres"; the default hybrid finds
@@ -335,19 +331,12 @@ def test_the_element_and_value_rules_name_no_answerable_question(kb_path: Path) 
         "qa205": ("energy monitoring",),
         "qa210": ("smart zoom",),
         "qa231": ("wide dynamic range",),
-        "qa232": ("child lock",),  # existence questions from here on: "Is there a ..."
         "qa235": ("solar",),
         "qa238": ("glare reduction",),
-        "qa257": ("student discount",),
-        "qa262": ("extended warranty",),
         "qa264": ("solar",),
-        "qa316": ("dark", "dark mode"),
-        "qa345": ("solar", "solar panel"),
-        "qa348": ("free trial",),
-        "qa350": ("built-in backup battery",),
-        "qa379": ("solar", "solar panel"),
-        "qa384": ("RTSP stream",),
-        "qa388": ("professional monitoring service",),
+        "qa316": ("dark",),
+        "qa345": ("solar",),
+        "qa379": ("solar",),
     }
     assert values == {
         "qa26": "a distance",

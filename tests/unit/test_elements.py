@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from twokeys.rag.elements import Element, asked_to_exist, elements, parts_of
+from twokeys.rag.elements import Element, elements
 
 
 @pytest.mark.parametrize(
@@ -50,30 +50,3 @@ def test_an_element_is_documented_by_its_name_or_a_tail_of_it_with_the_noun() ->
         "leave setup mode",
         "setup mode",
     ]
-
-
-@pytest.mark.parametrize(
-    ("question", "asked"),
-    [
-        ("Is there a free trial of the cloud plan?", ["free trial of"]),
-        (
-            "Does the Hub have a built-in backup battery so it keeps running?",
-            ["built-in backup battery"],
-        ),
-        ("Can I buy an extended warranty for my cameras?", ["extended warranty for"]),
-        ("Does Studio come with any dark themes?", ["dark themes"]),
-        ("Can I get my money back?", []),  # no determiner: nothing asked to exist
-        ("Is there a way?", []),  # one word
-    ],
-)
-def test_an_existence_question_asks_about_its_object(question: str, asked: list[str]) -> None:
-    assert asked_to_exist(question) == asked
-
-
-def test_an_object_is_documented_by_two_or_more_of_its_words() -> None:
-    assert parts_of(["built-in", "backup", "battery"]) == [
-        "built-in backup battery",
-        "built-in backup",
-        "backup battery",
-    ]
-    assert parts_of(["trial"]) == []

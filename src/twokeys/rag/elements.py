@@ -15,13 +15,6 @@ by side, its name's analysed words, or the last of them followed by the noun
 (:meth:`Element.writings`): "the camera leave setup mode" reads a verb into the name,
 and "setup mode" is written. A name with a word the analyzer drops (a stopword) names
 nothing. "Setting" before *up* or *off* is a verb ("keep setting off alerts").
-
-An existence question presupposes its object the same way: "Is there *a free trial*?",
-"Does the Hub have *a backup battery*?", "Can I buy *an extended warranty*?".
-:func:`asked_to_exist` finds the object when it is a compound of two or three words
-after ``a``, ``an``, ``any`` or ``some``; it is documented when some chunk writes two or
-more of its words side by side (the compound, or a part of it: "a built-in backup
-battery" is documented by "backup battery"). A single word says too little to count.
 """
 
 from __future__ import annotations
@@ -73,25 +66,3 @@ class Element:
 def elements(question: str) -> list[Element]:
     """The elements ``question`` names (module docstring), in order."""
     return [Element(m.group(1).strip(), m.group(2)) for m in _ELEMENT.finditer(question)]
-
-
-_EXISTS = re.compile(
-    r"\b(?:is there|are there|(?:does|do|did|will|can|could)\s+(?:[\w'-]+\s+){1,3}?"
-    r"(?:have|has|support|supports|offer|offers|include|includes|come with|sell|sells"
-    r"|buy|get|order|add|attach))\s+(?:a|an|any|some)\s+"
-    r"((?:[^\W\d_][\w'-]*)(?:\s+[^\W\d_][\w'-]*){1,2})",
-    re.IGNORECASE,
-)
-
-
-def asked_to_exist(question: str) -> list[str]:
-    """The objects of the existence questions in ``question`` (module docstring): up to
-    three words each, as written; the caller cuts them at the first stopword."""
-    return [m.group(1) for m in _EXISTS.finditer(question)]
-
-
-def parts_of(words: list[str]) -> list[str]:
-    """The phrases of two or more consecutive ``words``, longest first: what documents
-    an object asked to exist."""
-    n = len(words)
-    return [" ".join(words[i : i + k]) for k in range(n, 1, -1) for i in range(n - k + 1)]

@@ -46,10 +46,8 @@ sub-query:
   Both words are often corpus words, so both sensors see the question as covered.
 * *unseen elements*: a setting, option, feature, mode, dashboard or plan that the
   question names after a determiner ("the *pet detection* setting") and that no chunk
-  writes, neither its name nor the name's last words with the noun, or the compound an
-  existence question asks about ("Is there *a free trial*?") when no chunk writes two
-  of its words side by side (:mod:`twokeys.rag.elements`): the lowercase counterpart of
-  unseen phrases.
+  writes, neither its name nor the name's last words with the noun
+  (:mod:`twokeys.rag.elements`): the lowercase counterpart of unseen phrases.
 * *unstated values*: a question that asks for a kind of value (a price, a distance, a
   temperature, a sound level, an amount of power, a year:
   :mod:`twokeys.rag.answer_types`) whose retrieved chunks state none about its
@@ -106,7 +104,7 @@ import numpy as np
 from twokeys.lexical.boolean import contains_sequence
 from twokeys.rag.answer_types import expected_type, own_words, states
 from twokeys.rag.commands import Command, code_lines, commands, heads, query_runs, unseen_subcommand
-from twokeys.rag.elements import asked_to_exist, elements, parts_of
+from twokeys.rag.elements import elements
 from twokeys.rag.kinds import RunWord, qualifiers, runs, unseen_kind, written_pairs
 from twokeys.rag.menus import departure, head_term, menu_paths, query_path
 from twokeys.rag.packing import Block
@@ -268,20 +266,6 @@ def _unseen_elements(index: Index, query: str) -> tuple[str, ...]:
         )
         if not any(written):
             found.append(element.name)
-    for asked in asked_to_exist(query):
-        words: list[str] = []
-        for word in asked.split():
-            if not index.analyzer.query_terms(word):
-                break  # a stopword ends the compound
-            words.append(word)
-        if len(words) < 2:
-            continue
-        held = (
-            all(lexical.has_term(t) for t in index.analyzer.query_terms(w)) and _held(index, w)
-            for w in parts_of(words)
-        )
-        if not any(held):
-            found.append(" ".join(words))
     return tuple(dict.fromkeys(found))
 
 
