@@ -11,8 +11,8 @@ names the element. This is the lowercase counterpart of the unseen phrases of
 :mod:`twokeys.rag.grounding` (``Lumatek Smart Lock``), where capitals mark the name.
 
 :func:`elements` finds them. An element is *documented* when some chunk holds, side
-by side, its name's analysed words, or the last of them followed by the noun
-(:meth:`Element.writings`): "the camera leave setup mode" reads a verb into the name,
+by side, its name's analysed words, or the name's last word or words followed by the
+noun (:meth:`Element.writings`): "the camera leave setup mode" reads a verb into the name,
 and "setup mode" is written. A name with a word the analyzer drops (a stopword) names
 nothing. "Setting" before *up* or *off* is a verb ("keep setting off alerts").
 """
