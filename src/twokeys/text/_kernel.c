@@ -248,30 +248,54 @@ static Py_ssize_t approx_count(PyObject *text, Py_ssize_t i, Py_ssize_t n) {
     APPROX_COUNT(Py_UCS4)
 }
 
+/* The counts of ``seq``'s items: each a whole str when ``text`` is NULL, else each a
+ * (start, end) span of ``text``; a new list, or NULL with an error naming ``name``. */
+static PyObject *counts_of(PyObject *seq, const char *name, PyObject *text) {
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t length = text == NULL ? 0 : PyUnicode_GET_LENGTH(text);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    PyObject *out = PyList_New(n);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Py_ssize_t count;
+        if (text == NULL) {
+            if (!PyUnicode_Check(items[k])) {
+                PyErr_Format(PyExc_TypeError, "%s: item %zd is %.100s, not str", name, k,
+                             Py_TYPE(items[k])->tp_name);
+                goto fail;
+            }
+            count = approx_count(items[k], 0, PyUnicode_GET_LENGTH(items[k]));
+        } else {
+            if (!PyTuple_Check(items[k]) || PyTuple_GET_SIZE(items[k]) != 2) {
+                PyErr_Format(PyExc_TypeError, "%s: span %zd is not a pair", name, k);
+                goto fail;
+            }
+            Py_ssize_t a = PyLong_AsSsize_t(PyTuple_GET_ITEM(items[k], 0));
+            Py_ssize_t b = PyLong_AsSsize_t(PyTuple_GET_ITEM(items[k], 1));
+            if ((a == -1 || b == -1) && PyErr_Occurred()) goto fail;
+            if (a < 0 || b > length || a > b) {
+                PyErr_Format(PyExc_ValueError, "%s: span %zd (%zd, %zd) is not within the text",
+                             name, k, a, b);
+                goto fail;
+            }
+            count = approx_count(text, a, b);
+        }
+        PyObject *value = PyLong_FromSsize_t(count);
+        if (value == NULL) goto fail;
+        PyList_SET_ITEM(out, k, value);
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
 static PyObject *approx_counts(PyObject *self, PyObject *texts) {
     PyObject *seq = PySequence_Fast(texts, "approx_counts: expected a sequence of str");
     if (seq == NULL) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    PyObject *out = PyList_New(n);
-    if (out == NULL) goto fail;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        if (!PyUnicode_Check(items[k])) {
-            PyErr_Format(PyExc_TypeError, "approx_counts: item %zd is %.100s, not str", k,
-                         Py_TYPE(items[k])->tp_name);
-            goto fail;
-        }
-        PyObject *count =
-            PyLong_FromSsize_t(approx_count(items[k], 0, PyUnicode_GET_LENGTH(items[k])));
-        if (count == NULL) goto fail;
-        PyList_SET_ITEM(out, k, count);
-    }
+    PyObject *out = counts_of(seq, "approx_counts", NULL);
     Py_DECREF(seq);
     return out;
-fail:
-    Py_XDECREF(out);
-    Py_DECREF(seq);
-    return NULL;
 }
 
 static PyObject *approx_span_counts(PyObject *self, PyObject *args) {
@@ -279,34 +303,9 @@ static PyObject *approx_span_counts(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "UO:approx_span_counts", &text, &spans)) return NULL;
     PyObject *seq = PySequence_Fast(spans, "approx_span_counts: expected a sequence of spans");
     if (seq == NULL) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), length = PyUnicode_GET_LENGTH(text);
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    PyObject *out = PyList_New(n);
-    if (out == NULL) goto fail;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        if (!PyTuple_Check(items[k]) || PyTuple_GET_SIZE(items[k]) != 2) {
-            PyErr_Format(PyExc_TypeError, "approx_span_counts: span %zd is not a pair", k);
-            goto fail;
-        }
-        Py_ssize_t a = PyLong_AsSsize_t(PyTuple_GET_ITEM(items[k], 0));
-        Py_ssize_t b = PyLong_AsSsize_t(PyTuple_GET_ITEM(items[k], 1));
-        if ((a == -1 || b == -1) && PyErr_Occurred()) goto fail;
-        if (a < 0 || b > length || a > b) {
-            PyErr_Format(PyExc_ValueError,
-                         "approx_span_counts: span %zd (%zd, %zd) is not within the text", k,
-                         a, b);
-            goto fail;
-        }
-        PyObject *count = PyLong_FromSsize_t(approx_count(text, a, b));
-        if (count == NULL) goto fail;
-        PyList_SET_ITEM(out, k, count);
-    }
+    PyObject *out = counts_of(seq, "approx_span_counts", text);
     Py_DECREF(seq);
     return out;
-fail:
-    Py_XDECREF(out);
-    Py_DECREF(seq);
-    return NULL;
 }
 
 /* --- packing ----------------------------------------------------------------------- */
