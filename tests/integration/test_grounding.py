@@ -7,7 +7,7 @@ A lexical-only index of the support KB (fast); stub models stand in for real one
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from conftest import SUPPORT_KB, ScriptedLLM
 from twokeys import open_index
 from twokeys.cli import main
-from twokeys.evaluation.answers import load_qa
+from twokeys.evaluation.answers import QAItem, load_qa
 from twokeys.llm.base import LLM, Prompt
 from twokeys.llm.http import ServiceUnavailableError
 from twokeys.rag import Answer, AskOptions, ask
@@ -41,6 +41,22 @@ pytestmark = pytest.mark.usefixtures("no_llm_from_environment")
 @pytest.fixture(scope="module")
 def kb_path(support_kb_bm25: Path) -> Path:
     return support_kb_bm25
+
+
+@pytest.fixture(scope="module")
+def shipped(kb_path: Path) -> dict[str, tuple[QAItem, Confidence]]:
+    """Every question of the shipped QA file with its confidence on the lexical index,
+    by id (read once for the rule tests below)."""
+    items = load_qa(SUPPORT_KB / "qa.jsonl")
+    with open_index(kb_path) as kb:
+        return {i.id: (i, retrieval_confidence(kb, i.question)) for i in items}
+
+
+def _named(
+    shipped: dict[str, tuple[QAItem, Confidence]], rule: Callable[[Confidence], object]
+) -> dict[str, object]:
+    """The shipped questions ``rule`` names something for, by id, with what it names."""
+    return {k: rule(c) for k, (_, c) in shipped.items() if rule(c)}
 
 
 def stub_llm(answer: str) -> ScriptedLLM:
@@ -145,19 +161,19 @@ def test_a_subcommand_the_pages_never_give_abstains(kb_path: Path) -> None:
     assert real.kind == "extractive" and real.plan.confidence[0].unseen_commands == ()
 
 
-def test_the_command_rule_names_no_answerable_question(kb_path: Path) -> None:
+def test_the_command_rule_names_no_answerable_question(
+    shipped: dict[str, tuple[QAItem, Confidence]],
+) -> None:
     # over every split of the shipped questions: it fires on the three that write an
     # undocumented subcommand of hubctl, and on none of the 125 answerable ones (13 of
     # which write a documented hubctl, lumatek-cli, lmtk-sign or ping command)
-    items = load_qa(SUPPORT_KB / "qa.jsonl")
-    with open_index(kb_path) as kb:
-        named = {i.id: retrieval_confidence(kb, i.question).unseen_commands for i in items}
-    assert {k: v for k, v in named.items() if v} == {
+    named = _named(shipped, lambda c: c.unseen_commands)
+    assert named == {
         "qa140": ("hubctl diag upload",),
         "qa164": ("hubctl cam reboot",),
         "qa165": ("hubctl net reset",),
     }
-    assert all(not i.answerable for i in items if named[i.id])
+    assert all(not shipped[k][0].answerable for k in named)
 
 
 def test_a_menu_path_a_step_past_the_documented_ones_abstains(kb_path: Path) -> None:
@@ -177,14 +193,14 @@ def test_a_menu_path_a_step_past_the_documented_ones_abstains(kb_path: Path) -> 
     assert real.kind == "extractive" and real.plan.confidence[0].unseen_menu_steps == ()
 
 
-def test_the_menu_rule_names_no_answerable_question(kb_path: Path) -> None:
+def test_the_menu_rule_names_no_answerable_question(
+    shipped: dict[str, tuple[QAItem, Confidence]],
+) -> None:
     # over every split: it fires on the seven questions that write a step past a
     # documented path, and on none of the 152 answerable ones (7 of which write a
     # documented path)
-    items = load_qa(SUPPORT_KB / "qa.jsonl")
-    with open_index(kb_path) as kb:
-        named = {i.id: retrieval_confidence(kb, i.question).unseen_menu_steps for i in items}
-    assert {k: v for k, v in named.items() if v} == {
+    named = _named(shipped, lambda c: c.unseen_menu_steps)
+    assert named == {
         "qa173": ("Camera settings > Audio > Noise filter option",),
         "qa178": ("Settings > Hub > Network > Speed test measure",),
         "qa179": ("Camera settings > Power > Sleep schedule",),
@@ -193,7 +209,7 @@ def test_the_menu_rule_names_no_answerable_question(kb_path: Path) -> None:
         "qa182": ("Camera settings > Hardware > Infrared",),
         "qa183": ("Settings > Hub > Storage > Auto-delete",),
     }
-    assert all(not i.answerable for i in items if named[i.id])
+    assert all(not shipped[k][0].answerable for k in named)
 
 
 def _lexical_kb(tmp_path: Path, pages: dict[str, str]) -> Path:
@@ -243,16 +259,16 @@ def test_a_mode_the_pages_never_name_abstains(tmp_path: Path) -> None:
     assert common.unseen_kinds == ()  # "Hub" is commoner than "take": no member named
 
 
-def test_the_kind_rule_names_no_answerable_question(kb_path: Path) -> None:
+def test_the_kind_rule_names_no_answerable_question(
+    shipped: dict[str, tuple[QAItem, Confidence]],
+) -> None:
     # over every split: it fires on the nine questions that name a mode the pages never
     # name (every "mode" in the pages is setup, pairing, privacy or snapshot mode; "Dark
     # mode" is from heldout7 and "dark mode" from heldout8 and heldout11, each written
     # after the rule by someone who had not read it), and on none of the 264 answerable
     # ones (5 of which name setup, pairing, snapshot or Focus mode)
-    items = load_qa(SUPPORT_KB / "qa.jsonl")
-    with open_index(kb_path) as kb:
-        named = {i.id: retrieval_confidence(kb, i.question).unseen_kinds for i in items}
-    assert {k: v for k, v in named.items() if v} == {
+    named = _named(shipped, lambda c: c.unseen_kinds)
+    assert named == {
         "qa142": ("vacation mode",),
         "qa184": ("away mode",),
         "qa185": ("eco mode",),
@@ -263,7 +279,7 @@ def test_the_kind_rule_names_no_answerable_question(kb_path: Path) -> None:
         "qa316": ("dark mode",),
         "qa426": ("dark mode",),
     }
-    assert all(not i.answerable for i in items if named[i.id])
+    assert all(not shipped[k][0].answerable for k in named)
 
 
 def test_a_setting_the_pages_never_name_abstains(tmp_path: Path) -> None:
@@ -314,17 +330,16 @@ def test_a_value_no_source_states_abstains(tmp_path: Path) -> None:
     assert what.unstated == ""
 
 
-def test_the_element_and_value_rules_name_no_answerable_question(kb_path: Path) -> None:
+def test_the_element_and_value_rules_name_no_answerable_question(
+    shipped: dict[str, tuple[QAItem, Confidence]],
+) -> None:
     # over every split, on this lexical index: the element rule fires on 14 unanswerable
     # questions and no answerable one; the value rule on 11 unanswerable ones and on
     # three answerable ones whose page BM25 alone does not retrieve (a paraphrase: "how
     # high up" for "mount the camera between 2 and 3 metres"; the default hybrid finds
     # it). heldout8 to heldout11 were written by people who had read no rule
-    items = load_qa(SUPPORT_KB / "qa.jsonl")
-    with open_index(kb_path) as kb:
-        read = {i.id: retrieval_confidence(kb, i.question) for i in items}
-    elements = {k: c.unseen_elements for k, c in read.items() if c.unseen_elements}
-    values = {k: c.unstated for k, c in read.items() if c.unstated}
+    elements = _named(shipped, lambda c: c.unseen_elements)
+    values = _named(shipped, lambda c: c.unstated)
     assert elements == {
         "qa176": ("Lumatek Cloud Plus",),
         "qa187": ("motion sensitivity",),
@@ -357,7 +372,7 @@ def test_the_element_and_value_rules_name_no_answerable_question(kb_path: Path) 
         "qa346": "a distance",
         "qa378": "a price",
     }
-    answerable = {i.id for i in items if i.answerable}
+    answerable = {k for k, (i, _) in shipped.items() if i.answerable}
     assert not answerable & set(elements)
     assert answerable & set(values) == {"qa26", "qa271", "qa330"}
 
