@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import HashEncoder, write_docs
@@ -156,6 +157,10 @@ def test_a_chunks_similarity_is_its_search_score(build: Build) -> None:
         assert len(every) >= 3
         for hit in every:
             assert vectors.similarity(q, hit.row) == pytest.approx(hit.score, abs=1e-5)
+        # read together (what grounding reads for its sample), in the order asked
+        rows = np.array([hit.row for hit in reversed(every)], np.int64)
+        together = vectors.similarities(q, rows)
+        assert together.tolist() == pytest.approx([h.score for h in reversed(every)], abs=1e-5)
 
 
 def test_filters_apply_before_top_k(build: Build) -> None:

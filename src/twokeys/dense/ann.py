@@ -226,6 +226,11 @@ class HnswVectorIndex(VectorIndex):
     def similarity(self, query: npt.NDArray[np.float32], row: int) -> float:
         return self._exact.similarity(query, row)
 
+    def similarities(
+        self, query: npt.NDArray[np.float32], rows: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.float64]:
+        return self._exact.similarities(query, rows)
+
     def mean_similarity(self, query: npt.NDArray[np.float32]) -> float:
         return self._exact.mean_similarity(query)
 

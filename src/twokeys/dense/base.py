@@ -28,6 +28,13 @@ class VectorIndex(ABC):
     def similarity(self, query: npt.NDArray[np.float32], row: int) -> float:
         """Cosine similarity between the query and one chunk."""
 
+    def similarities(
+        self, query: npt.NDArray[np.float32], rows: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.float64]:
+        """:meth:`similarity` for each of ``rows``, in their order (an index that can
+        read them together does, in one go)."""
+        return np.array([self.similarity(query, int(r)) for r in rows], np.float64)
+
     @abstractmethod
     def mean_similarity(self, query: npt.NDArray[np.float32]) -> float:
         """The query's mean cosine over all chunks: what a chunk picked at random scores,

@@ -111,6 +111,12 @@ class ExactVectorIndex(VectorIndex):
     def similarity(self, query: npt.NDArray[np.float32], row: int) -> float:
         return float(np.asarray(self._embeddings[row], np.float32) @ query)
 
+    def similarities(
+        self, query: npt.NDArray[np.float32], rows: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.float64]:
+        block = np.asarray(self._embeddings[np.asarray(rows, np.int64)], np.float32)
+        return (block @ np.asarray(query, np.float32)).astype(np.float64)
+
     def mean_similarity(self, query: npt.NDArray[np.float32]) -> float:
         if self._mean is None:  # two threads may both compute it: the same value
             self._mean = mean_vector(self._embeddings)

@@ -533,7 +533,7 @@ def _dense_peak(index: Index, query: str) -> tuple[float | None, float | None]:
     if not top:
         return None, None
     rows = np.unique(np.linspace(0, n - 1, min(n, DENSE_SAMPLE)).astype(np.int64))
-    sims = np.array([vectors.similarity(vector, int(r)) for r in rows], np.float64)
+    sims = vectors.similarities(vector, rows)
     chance, sd = float(sims.mean()), float(sims.std())
     height = (top[0].score - chance) / (1.0 - chance) if chance < 1.0 else None
     if sd <= 0:

@@ -359,6 +359,23 @@ class PgVectorIndex(VectorIndex):
             ).fetchone()
         return float(found[0]) if found and found[0] is not None else 0.0
 
+    def similarities(
+        self, query: npt.NDArray[np.float32], rows: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.float64]:
+        q = np.asarray(query, np.float32)
+        wanted = [int(r) for r in rows]
+        with self._db.connection() as conn:
+            found = dict(
+                conn.execute(
+                    f"SELECT row_id, -(embedding::vector <#> %s::vector) FROM {self._s}.chunks "
+                    "WHERE row_id = ANY(%s)",
+                    (q, wanted),
+                ).fetchall()
+            )
+        return np.array(
+            [float(found[r]) if found.get(r) is not None else 0.0 for r in wanted], np.float64
+        )
+
     def mean_similarity(self, query: npt.NDArray[np.float32]) -> float:
         """The query times the mean chunk vector, kept until a write changes the
         index's generation (as the embedded index keeps it while it is open)."""
