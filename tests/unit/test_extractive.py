@@ -423,3 +423,61 @@ def test_a_word_of_the_page_heading_counts_for_each_of_its_sentences() -> None:
         PackedContext(blocks, (), ()), "how long is the warranty of cameras", per_query=1
     )
     assert quotes == ["The warranty lasts two years."]
+
+
+FAQ = """## Power
+
+### Can I use my Hub abroad?
+
+Yes. The supplied adapter accepts 100 to 240 V, so you only need a plug adaptor.
+
+### Does the Hub need a surge protector?
+
+A surge protector is not required, but it protects the Hub when you travel between rooms.
+"""
+
+
+def _cosine_of_framing(alone: dict[str, float], framed: dict[str, float]):  # type: ignore[no-untyped-def]
+    """A stand-in dense model that tells a sentence read alone from one read after its
+    heading ("Heading — sentence"): each is scored by a phrase it holds."""
+
+    def similarity(query: str, sentences: Sequence[str]) -> list[float]:
+        table = [framed if " \u2014 " in s else alone for s in sentences]
+        return [
+            max((w for p, w in t.items() if p in s), default=0.0)
+            for t, s in zip(table, sentences, strict=True)
+        ]
+
+    return similarity
+
+
+def test_a_sentence_is_read_as_the_answer_to_its_heading() -> None:
+    # the answer repeats none of the question; its heading paraphrases it
+    similarity = _cosine_of_framing(
+        {"supplied adapter": 0.2, "travel": 0.5}, {"use my Hub abroad": 0.8, "travel": 0.5}
+    )
+    quotes = _quoted(
+        _context(FAQ), "Can I take the Hub when I move overseas?", similarity=similarity
+    )
+    assert quotes[0].startswith("The supplied adapter accepts 100 to 240 V")
+
+
+def test_a_sentence_keeps_its_own_reading_when_that_is_better() -> None:
+    # read after a heading about something else, the sentence would score lower
+    similarity = _cosine_of_framing({"travel": 0.9}, {"travel": 0.1, "abroad": 0.4})
+    quotes = _quoted(_context(FAQ), "Can I travel with the Hub?", similarity=similarity)
+    assert quotes[0].startswith("A surge protector")
+
+
+def test_only_prose_sentences_are_read_twice() -> None:
+    read: list[str] = []
+
+    def similarity(query: str, sentences: Sequence[str]) -> list[float]:
+        read.extend(sentences)
+        return [0.5] * len(sentences)
+
+    _quoted(_context(FAQ, CLI_PAGE), "Can I use the Hub abroad?", similarity=similarity)
+    framed = [s for s in read if " \u2014 " in s]
+    assert any(s.startswith("Can I use my Hub abroad? \u2014 The supplied adapter") for s in framed)
+    assert framed.count("Exit codes \u2014 Code: 4; Meaning: Hub unreachable") == 1  # a row: once
+    assert len(read) == len(set(read))

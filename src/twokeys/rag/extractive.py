@@ -23,7 +23,12 @@ Each candidate is scored by both sensors:
   4; Meaning: Hub unreachable``, since a row's cells do not say what its table is
   about; a comment without its code), so a paraphrase ("money back if it arrived
   broken") finds the sentence that answers it ("delivered in a defective condition
-  ... full refund") with no word in common.
+  ... full refund") with no word in common. A prose sentence counts with the better of
+  two readings: alone, and after the heading right above it (``Can I use my Hub
+  abroad? — Yes. The supplied adapter accepts 100 to 240 V``), as a section answers
+  its heading: a question that paraphrases the heading finds the answer beneath it
+  even when the answer repeats none of the question (an FAQ's "Yes."), while a
+  sentence that matches the question on its own keeps its own cosine.
 
 The score is ``cosine + LEXICAL_SHARE * lexical`` (``lexical`` alone without an
 encoder); ties go to the earlier block and sentence. The best ``per_query`` units
@@ -157,6 +162,14 @@ class _Sentence:
         if self.kind != "row":
             return self.words
         return f"{self.section} — {self.text}" if self.section else self.text
+
+    @property
+    def framed(self) -> str:
+        """A prose sentence as the answer to its heading (the section's question or
+        topic); any other unit as :attr:`read`."""
+        if self.kind == "sentence" and self.section:
+            return f"{self.section} — {self.words}"
+        return self.read
 
     @property
     def item(self) -> bool:
@@ -515,7 +528,15 @@ def _rank(
     if similarity is None:
         scored = [(lexical[i], i) for i in candidates if lexical[i] > 0]
     else:
-        cosines = similarity(query, [sentences[i].read for i in candidates])
+        # each unit read alone and, a prose sentence, as the answer to its heading, in
+        # one call; the better reading counts
+        reads = [sentences[i].read for i in candidates]
+        framed = {k: sentences[i].framed for k, i in enumerate(candidates)}
+        framed = {k: text for k, text in framed.items() if text != reads[k]}
+        both = similarity(query, reads + list(framed.values()))
+        cosines = both[: len(reads)]
+        for k, under in zip(framed, both[len(reads) :], strict=True):
+            cosines[k] = max(cosines[k], under)
         scored = [
             (cos + LEXICAL_SHARE * lexical[i], i)
             for cos, i in zip(cosines, candidates, strict=True)
