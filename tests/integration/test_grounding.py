@@ -441,6 +441,16 @@ def test_a_part_the_sources_do_not_answer_is_said_so(kb_path: Path) -> None:
     assert "below the safe operating threshold" in answer.text
 
 
+def test_a_name_a_part_carries_from_the_part_before_is_not_its_own(kb_path: Path) -> None:
+    # a sub-query carries the words of the part before it in a closing parenthesis; an
+    # unseen name there ("VPN") was that part's question, not this one's
+    with open_index(kb_path) as kb:
+        carried = retrieval_confidence(kb, "how long does a factory reset take (Hub behind a VPN)")
+        own = retrieval_confidence(kb, "what does the VPN mode do (power supply)")
+    assert carried.unseen == ()
+    assert own.unseen_names == ("VPN",) and not own.answerable
+
+
 def test_an_unreachable_model_gives_the_extractive_answer(kb_path: Path) -> None:
     with open_index(kb_path) as kb:
         events = list(

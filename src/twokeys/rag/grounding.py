@@ -54,6 +54,11 @@ sub-query:
   subject. The pages may discuss the cloud plans or the siren at length without a
   price or a sound level, and both sensors then see the question as covered.
 
+Names, phrases, kinds and elements are read on the sub-query's own words: a sub-query
+carries the words of the part before it in a closing parenthesis (for retrieval,
+:mod:`twokeys.rag.decompose`), and a name there ("How much RAM ... (much RAM desktop)")
+was the other part's question.
+
 A question that names an identifier the index has never seen, or a subcommand or menu
 entry its pages never give, or asks for a value no retrieved chunk states, asks about
 something the corpus does not hold; one that names an identifier the index holds is
@@ -223,9 +228,10 @@ def retrieval_confidence(
     result = bm25.retrieve(query, 1)
     coverage = bm25.confidence(query, result.run)  # type: ignore[attr-defined]
     features = bm25.features(query, result)  # type: ignore[attr-defined]
-    names = tuple(n for n in _names(query) if not _indexed(index, n))
+    own = own_words(query)  # not the words a sub-query carries from the part before it
+    names = tuple(n for n in _names(own) if not _indexed(index, n))
     phrases = tuple(
-        p for p in _name_runs(query) if not names and _indexed(index, p) and not _held(index, p)
+        p for p in _name_runs(own) if not names and _indexed(index, p) and not _held(index, p)
     )
     inside = tuple(
         m
@@ -244,8 +250,8 @@ def retrieval_confidence(
         phrases,
         _unseen_commands(index, query),
         _unseen_menu_steps(index, query),
-        () if names or phrases else _unseen_kinds(index, query),
-        _unseen_elements(index, query),
+        () if names or phrases else _unseen_kinds(index, own),
+        _unseen_elements(index, own),
         _unstated(index, query, retrieved),
         height,
     )
