@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from twokeys.rag.answer_types import expected_type, states
+from twokeys.rag.answer_types import COUNT, DURATION, expected_type, states, value_type
 
 
 @pytest.mark.parametrize(
@@ -73,3 +73,37 @@ def test_a_text_states_a_value_of_the_kind_or_not(question: str, text: str, stat
     kind = expected_type(question)
     assert kind is not None
     assert states(kind, text) is stated
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("How long is the Hub's hardware warranty?", DURATION),
+        ("How soon will my refund arrive?", DURATION),
+        ("how many days do I have to send it back", DURATION),
+        ("How many devices can one Hub manage?", COUNT),
+        ("How much does the cloud plan cost?", None),  # a price: expected_type's
+        ("What does the siren do?", None),
+        ("what does it show (how long warranty)", None),  # carried words are not asked
+    ],
+)
+def test_value_type_adds_durations_and_numbers(question: str, kind: object) -> None:
+    got = value_type(question)
+    if kind is None:
+        assert got is expected_type(question)
+    else:
+        assert got is kind and expected_type(question) is None  # never a reason to abstain
+
+
+@pytest.mark.parametrize(
+    ("text", "held"),
+    [
+        ("The warranty lasts 24 months from purchase.", True),
+        ("Unplug it for a full thirty seconds.", True),
+        ("Refunds take up to ten working days.", True),
+        ("Every Hub comes with a limited hardware warranty.", False),
+        ("Restart the Hub so it recalculates free space.", False),
+    ],
+)
+def test_a_duration_is_a_number_with_a_unit_of_time(text: str, held: bool) -> None:
+    assert states(DURATION, text) is held

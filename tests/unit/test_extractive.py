@@ -481,3 +481,23 @@ def test_only_prose_sentences_are_read_twice() -> None:
     assert any(s.startswith("Can I use my Hub abroad? \u2014 The supplied adapter") for s in framed)
     assert framed.count("Exit codes \u2014 Code: 4; Meaning: Hub unreachable") == 1  # a row: once
     assert len(read) == len(set(read))
+
+
+WARRANTY = """## Limited hardware warranty
+
+Every Hub comes with a limited hardware warranty against defects.
+
+The warranty lasts 24 months from purchase and is not extended by a repair.
+"""
+
+
+def test_a_question_for_a_value_gets_a_unit_that_states_one() -> None:
+    # the dense model prefers the sentence that names the topic; "how long" asks for a
+    # duration, which only the second sentence gives
+    similarity = _cosine_by_phrase({"limited hardware": 0.9, "24 months": 0.4})
+    how_long = _quoted(
+        _context(WARRANTY), "How long is the hardware warranty?", similarity=similarity
+    )
+    what = _quoted(_context(WARRANTY), "What is the hardware warranty?", similarity=similarity)
+    assert how_long[0].startswith("Every Hub") and any("24 months" in q for q in how_long)
+    assert not any("24 months" in q for q in what)

@@ -11,13 +11,15 @@ never anything learned from a collection. Both retrieval sensors see such a ques
 covered when the pages discuss its subject (the plans, the Hub, the app) without ever
 giving the value; the value's form is what they cannot check.
 
-:func:`expected_type` names the type a question asks for (None for most questions:
-what, why, how do I, can I, and counts or durations, which nearly any page can
-state). :func:`states` says whether a text holds an expression of that type: a
-number with a unit of that kind (``35 °C``, ``50 EUR``, ``2 metres``, ``15 W``), or
-words that answer it without one (``free`` for a price). A sub-query is not answered
-by its retrieved chunks when none of them states such a value *about its subject*:
-holds a term of the question besides the words that ask for the value
+:func:`expected_type` names the type a question asks for (None for most questions: what,
+why, how do I, can I, and counts or durations, which nearly any page can state).
+:func:`value_type` adds those two (:data:`DURATION`, :data:`COUNT`): not a reason to
+abstain, but the form an answer to "how long" or "how many" takes, which the extractive
+answer makes sure to quote. :func:`states` says whether a text holds an expression of
+that type: a number with a unit of that kind (``35 °C``, ``50 EUR``, ``2 metres``,
+``15 W``), or words that answer it without one (``free`` for a price). A sub-query is not
+answered by its retrieved chunks when none of them states such a value *about its
+subject*: holds a term of the question besides the words that ask for the value
 (:attr:`AnswerType.words`), so that the shipping page's "costs 9 EUR" does not answer
 what a cloud plan costs.
 """
@@ -109,6 +111,38 @@ TYPES: tuple[AnswerType, ...] = (
 )
 
 
+_COUNT = (
+    r"(?:\d[\d.,]*|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+    r"|fifteen|twenty|thirty|forty|forty-eight|sixty|ninety|hundred|a few|several|a couple of"
+    r"|an?|half an?)\b)"
+)
+
+# Kinds of value that nearly any page states somewhere, so never a reason to abstain
+# (:func:`expected_type` leaves them out), but the form an answer to them takes: an
+# extractive answer to "how long ..." that quotes no duration has missed it.
+DURATION = AnswerType(
+    "a duration",
+    re.compile(
+        r"\bhow (?:long|soon|quickly|fast)\b"
+        r"|\bhow (?:many|much) (?:time|milliseconds|seconds|minutes|hours|days|weeks|months"
+        r"|years)\b",
+        _I,
+    ),
+    re.compile(
+        rf"{_COUNT}\s?-?(?:milliseconds?|ms|seconds?|secs?|minutes?|mins?|hours?|hrs?|days?"
+        r"|working days|business days|weeks?|months?|years?)\b"
+        r"|\b(?:overnight|immediately|instantly|straight away|right away)\b",
+        _I,
+    ),
+    "how long soon quickly fast time",
+)
+COUNT = AnswerType(
+    "a number",
+    re.compile(r"\bhow many\b", _I),
+    re.compile(rf"{_COUNT}|\b(?:no|none|unlimited|any number of)\b", _I),
+    "how many",
+)
+
 _CARRIED = re.compile(r"\s*\([^()]*\)\s*$")
 
 
@@ -124,6 +158,19 @@ def expected_type(question: str) -> AnswerType | None:
     :data:`TYPES` (the first that matches wins), read on :func:`own_words`."""
     own = own_words(question)
     for kind in TYPES:
+        if kind.asked.search(own):
+            return kind
+    return None
+
+
+def value_type(question: str) -> AnswerType | None:
+    """The kind of value ``question`` asks for, durations and numbers included: what
+    an answer quotes (:mod:`twokeys.rag.extractive`), read on :func:`own_words`."""
+    kind = expected_type(question)
+    if kind is not None:
+        return kind
+    own = own_words(question)
+    for kind in (DURATION, COUNT):
         if kind.asked.search(own):
             return kind
     return None

@@ -37,7 +37,11 @@ of the best; one row per table, as a row answers one lookup and every row holds 
 table's header words; not a sentence about the page itself, "This page explains error
 code ZX-4821 ...", which states nothing about the subject, unless no other unit is
 there) are quoted as written, each followed by its block's citation
-``[n]``; a row, a list item or a comment, a fragment of a larger structure, is shown
+``[n]``. A question that asks for a value (a duration, a number, a price, a distance:
+:func:`twokeys.rag.answer_types.value_type`) whose quotes state none also gets its best
+unit that states one: the dense model often ranks the sentence that names the topic
+("comes with a limited hardware warranty") above the one that gives the figure ("24
+months from purchase"); a row, a list item or a comment, a fragment of a larger structure, is shown
 after the heading right above it (``1.2.9 — Added the --quiet option``), prose
 stands alone. Each quote remembers the heading of the chunk it comes from, so a block
 merged from several sections cites the right one. Headings are not quoted. Terms come
@@ -75,6 +79,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from twokeys.errors import ConfigError
+from twokeys.rag.answer_types import states, value_type
 from twokeys.rag.packing import Block, PackedContext
 from twokeys.text.sentences import is_fence, split_sentences
 from twokeys.types import HEADING_SEPARATOR
@@ -422,6 +427,13 @@ def extract(
                 strong = [j for j in items if scores[j] >= NEIGHBOUR_FLOOR * best]
                 read_with += strong or [max(items, key=lambda j: (scores[j], -j))]
             chosen.extend(sorted({si, *read_with}))
+        asked = value_type(query)
+        if asked is not None and not any(states(asked, sentences[i].text) for i in chosen):
+            # the question asks for a value the quotes do not give: its best unit that does
+            stating = [
+                si for _, si in ranked if si not in chosen and states(asked, sentences[si].text)
+            ]
+            chosen.extend(stating[:1])
         for si in chosen:
             seen.add(si)
             s = sentences[si]
