@@ -11,7 +11,7 @@ import pytest
 
 from conftest import SUPPORT_KB
 from twokeys import IndexOptions, build_index, open_index
-from twokeys.evaluation.answers import SystemScore, evaluate_answers, load_qa
+from twokeys.evaluation.answers import GoldFact, QAItem, SystemScore, evaluate_answers, load_qa
 from twokeys.rag import ask
 
 pytestmark = pytest.mark.slow
@@ -57,6 +57,19 @@ def test_table_rows_and_code_comments_are_quoted(kb_path: Path) -> None:
     assert "Model: Lumatek Cam Exterior; Horizontal field of view: 130 degrees" in view.text
     assert "Verify a downloaded manifest against the public release key" in verify.text
     assert "1.2.9 \u2014 Added the `--quiet` option" in quiet.text
+
+
+def test_context_recall_reads_a_block_with_its_label(kb_path: Path) -> None:
+    # the release is named only in the changelog chunk's heading path, which the block's
+    # label line gives the model; top-k passes the chunk's text alone
+    question = "Which Studio release added the --quiet option to the command-line tool?"
+    item = QAItem(
+        "q", question, "identifier", "test", (GoldFact("release-notes/changelog.md", "1.2.9"),)
+    )
+    with open_index(kb_path) as kb:
+        result = evaluate_answers(kb, [item], budget=1000, naive_chars=())
+    assert result.system("twokeys").context_recall == 1.0
+    assert result.system("top-k").context_recall == 0.0
 
 
 def test_the_whole_file_at_1000_tokens(kb_path: Path) -> None:

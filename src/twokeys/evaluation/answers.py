@@ -18,7 +18,10 @@ Measures (facts compared case-insensitively, Markdown ``*`` and backticks and ru
 whitespace ignored):
 
 * **context recall**: share of a question's gold facts found inside a context piece
-  taken from the gold document;
+  taken from the gold document, read as the model reads it: a twokeys block with its
+  label line, whose heading path may hold the fact (``[2] release-notes/changelog.md |
+  Changelog > Lumatek Studio > 1.2.9`` answers which release added an option); a
+  baseline's piece is the chunk or paragraph text it passes on;
 * **citation precision**: share of the blocks an answer cites that hold a gold fact;
 * **fact containment**: share of gold facts quoted in the (extractive) answer itself;
 * **abstention**: share of unanswerable questions answered "the sources do not answer
@@ -321,7 +324,7 @@ def _tokens(text: str) -> int:
 def run_twokeys(index: Index, item: QAItem, options: AskOptions, llm: LLM | None = None) -> Outcome:
     answer = ask(index, item.question, options=options, llm=llm)
     blocks = answer.context.blocks
-    pieces = tuple(Piece(b.path, b.text) for b in blocks)
+    pieces = tuple(Piece(b.path, b.render()) for b in blocks)  # as the model reads it
     cited = tuple(n - 1 for n in answer.cited)
     return Outcome(
         item,
