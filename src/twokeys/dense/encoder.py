@@ -9,9 +9,12 @@ refuse to be searched with another; a *family* resolves ``PREFIX:MODEL`` names, 
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -69,7 +72,39 @@ class Encoder(ABC):
         return out
 
     def encode_query(self, text: str) -> npt.NDArray[np.float32]:
-        return self.encode([text], "query").reshape(-1)
+        """The query's vector (read-only). The last :data:`QUERY_CACHE_SIZE` queries are
+        kept: one question is read by search, by grounding's dense peak and by the
+        extractive answer, each of which would otherwise run the model on it again."""
+        cache = self._query_cache()
+        with cache.lock:
+            vector = cache.vectors.get(text)
+            if vector is not None:
+                cache.vectors.move_to_end(text)
+                return vector
+        vector = self.encode([text], "query").reshape(-1)
+        vector.flags.writeable = False
+        with cache.lock:
+            cache.vectors[text] = vector
+            if len(cache.vectors) > QUERY_CACHE_SIZE:
+                cache.vectors.popitem(last=False)
+        return vector
+
+    def _query_cache(self) -> _QueryCache:
+        cache: _QueryCache | None = self.__dict__.get("_queries")
+        if cache is None:  # setdefault: two threads get the same cache
+            cache = cast(_QueryCache, self.__dict__.setdefault("_queries", _QueryCache()))
+        return cache
+
+
+QUERY_CACHE_SIZE = 256
+
+
+@dataclass
+class _QueryCache:
+    """Recent query texts and their vectors, oldest first; shared by threads."""
+
+    vectors: OrderedDict[str, npt.NDArray[np.float32]] = field(default_factory=OrderedDict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 EncoderFactory = Callable[[], Encoder]
