@@ -13,6 +13,7 @@ from conftest import SUPPORT_KB
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.evaluation.answers import GoldFact, QAItem, SystemScore, evaluate_answers, load_qa
 from twokeys.rag import ask
+from twokeys.rag.grounding import retrieval_confidence
 
 pytestmark = pytest.mark.slow
 
@@ -70,6 +71,18 @@ def test_context_recall_reads_a_block_with_its_label(kb_path: Path) -> None:
         result = evaluate_answers(kb, [item], budget=1000, naive_chars=())
     assert result.system("twokeys").context_recall == 1.0
     assert result.system("top-k").context_recall == 0.0
+
+
+def test_a_name_the_passages_write_otherwise_is_not_unseen(kb_path: Path) -> None:
+    # the pages say "television", never "TV"; they name no VPN, and error codes are
+    # identifiers, matched as written however alike ZX-4813 and ZX-4812 read
+    with open_index(kb_path) as kb:
+        tv = retrieval_confidence(kb, "Will the camera's people spotting be fooled by my TV?")
+        vpn = retrieval_confidence(kb, "How do I set up the Hub as a VPN server?")
+        code = retrieval_confidence(kb, "What does error ZX-4813 mean on my Hub?")
+    assert tv.unseen_names == () and tv.answerable
+    assert vpn.unseen_names == ("VPN",) and not vpn.answerable
+    assert not code.answerable
 
 
 def test_the_whole_file_at_1000_tokens(kb_path: Path) -> None:

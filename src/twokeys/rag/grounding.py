@@ -20,7 +20,10 @@ sub-query:
   digit must match whole, as in search; a dotted qualified name such as
   ``ftplib.FTP.getwelcome`` is found when one chunk holds each of its dotted parts as
   a word, see :func:`_held_by_parts`), and *unseen names*: capitalised words past a
-  sentence's start (``VPN``, ``Kubernetes``, ``Chromebook``) that no chunk contains;
+  sentence's start (``VPN``, ``Kubernetes``, ``Chromebook``) that no chunk contains,
+  nor writes otherwise: a name is seen where a retrieved passage holds a word the dense
+  model reads as the same word, such as "television" for ``TV``
+  (:func:`_written_otherwise`);
 * *unseen phrases*: runs of two or more capitalised words past a sentence's start
   (``Lumatek Smart Lock``) whose words the index holds but never side by side: no chunk
   holds the analysed words as a contiguous sequence, the check a quoted phrase gets in
@@ -130,6 +133,8 @@ DENSE_SAMPLE = 512
 PHRASE_CANDIDATES = 256  # chunks read to find a phrase; past that many, it is taken as held
 ANSWER_TYPE_K = 6  # chunks read for the value a question asks for, as ask retrieves
 SUPPORT_MIN = 0.5  # share of a sentence's content terms its cited blocks must hold
+SAME_WORD = 0.9  # a word this close to an unseen name, for the dense model, writes it
+SAME_WORD_CANDIDATES = 512  # distinct words of the retrieved texts compared with a name
 
 Status = Literal["supported", "unsupported", "uncited"]
 Terms = Callable[[str], list[str]]
@@ -230,6 +235,9 @@ def retrieval_confidence(
     features = bm25.features(query, result)  # type: ignore[attr-defined]
     own = own_words(query)  # not the words a sub-query carries from the part before it
     names = tuple(n for n in _names(own) if not _indexed(index, n))
+    if names:
+        texts = _retrieved_texts(index, query, retrieved)
+        names = tuple(n for n in names if not _written_otherwise(index, n, texts))
     phrases = tuple(
         p for p in _name_runs(own) if not names and _indexed(index, p) and not _held(index, p)
     )
@@ -275,6 +283,39 @@ def _unseen_elements(index: Index, query: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
+def _retrieved_texts(index: Index, query: str, retrieved: Sequence[str] | None) -> Sequence[str]:
+    """``retrieved``, or the texts of the hybrid (BM25 without vectors) top
+    :data:`ANSWER_TYPE_K` for ``query``, as ``ask`` retrieves them."""
+    if retrieved is not None:
+        return retrieved
+    dense = index.backend.vectors is not None and index.manifest.encoder is not None
+    hits = index.search(query, mode="hybrid" if dense else "bm25", k=ANSWER_TYPE_K)
+    return [hit.text for hit in hits]
+
+
+_WORD = re.compile(r"[^\W\d_](?:[\w'-]*[^\W\d_])?")
+
+
+def _written_otherwise(index: Index, name: str, texts: Sequence[str]) -> bool:
+    """Whether a retrieved text writes the letters-only ``name`` another way: one of
+    the words of ``texts`` (the first :data:`SAME_WORD_CANDIDATES`) is one the dense
+    model reads as the same word, at a cosine of at least :data:`SAME_WORD` ("TV" and
+    "television": 0.96; a country and its neighbour, a payment service and "payment", an
+    acronym and the word it abbreviates in part, such as "RAM" and "memory", stay under
+    0.75 in the support KB). A name with a digit (``ZX-4813``) is an identifier, matched
+    as written, since its neighbours (``ZX-4812``) read alike. False without an
+    encoder."""
+    if any(c.isdigit() for c in name) or index.manifest.encoder is None:
+        return False
+    words = list(dict.fromkeys(w.lower() for text in texts for w in _WORD.findall(text)))
+    words = [w for w in words[:SAME_WORD_CANDIDATES] if len(w) > 1]
+    if not words:
+        return False
+    encoder = index.encoder
+    vectors = encoder.encode([name, *words], "document")
+    return bool((vectors[1:] @ vectors[0]).max() >= SAME_WORD)
+
+
 def _unstated(index: Index, query: str, retrieved: Sequence[str] | None) -> str:
     """The kind of value ``query`` asks for (:mod:`twokeys.rag.answer_types`) when no
     retrieved text states one about its subject (holding a term of ``query`` besides
@@ -283,10 +324,7 @@ def _unstated(index: Index, query: str, retrieved: Sequence[str] | None) -> str:
     kind = expected_type(query)
     if kind is None:
         return ""
-    if retrieved is None:
-        dense = index.backend.vectors is not None and index.manifest.encoder is not None
-        hits = index.search(query, mode="hybrid" if dense else "bm25", k=ANSWER_TYPE_K)
-        retrieved = [hit.text for hit in hits]
+    retrieved = _retrieved_texts(index, query, retrieved)
     analyzer = index.analyzer
     subject = set(analyzer.query_terms(own_words(query))) - set(analyzer.query_terms(kind.words))
     for text in retrieved:
