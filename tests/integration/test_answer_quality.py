@@ -88,7 +88,7 @@ def test_a_name_the_passages_write_otherwise_is_not_unseen(kb_path: Path) -> Non
 def test_the_whole_file_at_1000_tokens(kb_path: Path) -> None:
     # every split of the shipped file (578 questions in 17 splits, 9 written blind): recall
     # 0.951 (naive 0.297; 0.945 reading blocks without their label line) and fact
-    # containment 0.833 meet the issue; citation precision 0.697; abstention is 172/222
+    # containment 0.836 meet the issue; citation precision 0.695; abstention is 172/222
     # (the issue asks all: features, prices and procedures the pages never give are
     # still answered), kept from falling further
     items = load_qa(SUPPORT_KB / "qa.jsonl")
@@ -100,7 +100,7 @@ def test_the_whole_file_at_1000_tokens(kb_path: Path) -> None:
     assert ours.fact_containment is not None and ours.fact_containment >= 0.82
     assert ours.citation_precision is not None and ours.citation_precision >= 0.69
     assert ours.abstention is not None and ours.abstention >= 172 / 222
-    assert ours.false_abstention is not None and ours.false_abstention <= 17 / 356
+    assert ours.false_abstention is not None and ours.false_abstention <= 15 / 356
 
 
 def test_general_knowledge_questions_are_declined(kb_path: Path) -> None:
