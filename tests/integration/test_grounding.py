@@ -396,6 +396,16 @@ def test_an_identifier_written_inside_a_longer_one_is_not_missing(kb_path: Path)
     assert code.missing == ("zx-482",)  # one with a digit must match whole (ZX-4821 is no help)
 
 
+def test_a_quantity_written_apart_is_not_missing(kb_path: Path) -> None:
+    # the pages write "2.4 GHz"; a customer writes "2.4GHz": one quantity, neither a
+    # missing identifier nor one whose exact match vouches for the question
+    with open_index(kb_path) as kb:
+        glued = retrieval_confidence(kb, "Which 2.4GHz channel should the router use?")
+        other = retrieval_confidence(kb, "Does the Hub have a 6.5GHz radio?")
+    assert glued.missing == () and glued.found == ()
+    assert other.missing == ("6.5ghz",) and not other.answerable
+
+
 def test_an_unseen_subcommand_outweighs_every_other_sign() -> None:
     seen = Confidence("q", 1.0, STRONG_PEAK + 1, (), found=("--note",))
     assert seen.answerable

@@ -19,7 +19,8 @@ sub-query:
   and by parts; letters-only identifiers are looked for that way, while one with a
   digit must match whole, as in search; a dotted qualified name such as
   ``ftplib.FTP.getwelcome`` is found when one chunk holds each of its dotted parts as
-  a word, see :func:`_held_by_parts`), and *unseen names*: capitalised words past a
+  a word, see :func:`_held_by_parts`; a number with its unit, ``2.4GHz``, is found
+  where a chunk writes "2.4 GHz"), and *unseen names*: capitalised words past a
   sentence's start (``VPN``, ``Kubernetes``, ``Chromebook``) that no chunk contains,
   nor writes otherwise: a name is seen where a retrieved passage holds a word the dense
   model reads as the same word, such as "television" for ``TV``
@@ -246,7 +247,10 @@ def retrieval_confidence(
         for m in features.missing_identifiers
         if _written_inside(index, m) or _held_by_parts(index, m)
     )
-    missing = tuple(m for m in features.missing_identifiers if m not in inside)
+    # a quantity written apart ("2.4 GHz") is no missing identifier, nor an identifying
+    # string whose exact match vouches for the question
+    apart = {m for m in features.missing_identifiers if _written_apart(index, m)}
+    missing = tuple(m for m in features.missing_identifiers if m not in inside and m not in apart)
     peak, height = _dense_peak(index, query)
     return Confidence(
         query,
@@ -412,6 +416,22 @@ def _written_inside(index: Index, identifier: str) -> bool:
     right = "" if not identifier[-1].isalnum() else r"(?![^\W_])"
     pattern = re.compile(left + re.escape(identifier) + right, re.IGNORECASE)
     return any(pattern.search(text) for text in texts)
+
+
+_QUANTITY = re.compile(r"(\d+(?:[.,]\d+)?)([^\W\d_]+)")
+
+
+def _written_apart(index: Index, identifier: str) -> bool:
+    """Whether some chunk writes a number with a unit (``2.4ghz``, ``10w``: a query
+    term) with a space between them, as "2.4 GHz" or "10 W": one quantity, written
+    either way."""
+    match = _QUANTITY.fullmatch(identifier)
+    if match is None:
+        return False
+    phrase = f"{match.group(1)} {match.group(2)}"
+    terms = index.analyzer.query_terms(phrase)
+    lexical = index.backend.lexical
+    return bool(terms) and all(lexical.has_term(t) for t in terms) and _held(index, phrase)
 
 
 _DOTTED_NAME = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)+")
