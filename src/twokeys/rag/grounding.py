@@ -297,7 +297,7 @@ def _retrieved_texts(index: Index, query: str, retrieved: Sequence[str] | None) 
     return [hit.text for hit in hits]
 
 
-_WORD = re.compile(r"[^\W\d_](?:[\w'-]*[^\W\d_])?")
+_WORD = re.compile(r"(?<![\w'-])[^\W\d_]+(?:['-][^\W\d_]+)*(?![\w'-])")  # letters only, whole
 
 
 def _written_otherwise(index: Index, name: str, texts: Sequence[str]) -> bool:
