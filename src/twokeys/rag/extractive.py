@@ -25,10 +25,10 @@ Each candidate is scored by both sensors:
   broken") finds the sentence that answers it ("delivered in a defective condition
   ... full refund") with no word in common. A prose sentence counts with the better of
   two readings: alone, and after the heading right above it (``Can I use my Hub
-  abroad? — Yes. The supplied adapter accepts 100 to 240 V``), as a section answers
-  its heading: a question that paraphrases the heading finds the answer beneath it
-  even when the answer repeats none of the question (an FAQ's "Yes."), while a
-  sentence that matches the question on its own keeps its own cosine.
+  abroad? — The supplied adapter accepts 100 to 240 V ...``), as a section answers its
+  heading: a question that paraphrases the heading ("can I take my hub overseas")
+  finds the answer beneath it even when the answer repeats none of the question, while
+  a sentence that matches the question on its own keeps its own cosine.
 
 The score is ``cosine + LEXICAL_SHARE * lexical`` (``lexical`` alone without an
 encoder); ties go to the earlier block and sentence. The best ``per_query`` units
@@ -41,8 +41,8 @@ there) are quoted as written, each followed by its block's citation
 :func:`twokeys.rag.answer_types.value_type`) whose quotes state none also gets its best
 unit that states one: the dense model often ranks the sentence that names the topic
 ("comes with a limited hardware warranty") above the one that gives the figure ("24
-months from purchase"); a row, a list item or a comment, a fragment of a larger structure, is shown
-after the heading right above it (``1.2.9 — Added the --quiet option``), prose
+months from purchase"). A row, a list item or a comment, a fragment of a larger
+structure, is shown after the heading right above it (``1.2.9 — Added the --quiet option``), prose
 stands alone. Each quote remembers the heading of the chunk it comes from, so a block
 merged from several sections cites the right one. Headings are not quoted. Terms come
 from the index's own analyzer, so ``ZX-4821`` matches only ``ZX-4821``.

@@ -236,9 +236,9 @@ def retrieval_confidence(
     features = bm25.features(query, result)  # type: ignore[attr-defined]
     own = own_words(query)  # not the words a sub-query carries from the part before it
     names = tuple(n for n in _names(own) if not _indexed(index, n))
-    if names:
-        texts = _retrieved_texts(index, query, retrieved)
-        names = tuple(n for n in names if not _written_otherwise(index, n, texts))
+    if names or expected_type(query) is not None:  # at most one search for both rules
+        retrieved = _retrieved_texts(index, query, retrieved)
+    names = tuple(n for n in names if not _written_otherwise(index, n, retrieved or ()))
     phrases = tuple(
         p for p in _name_runs(own) if not names and _indexed(index, p) and not _held(index, p)
     )
