@@ -111,9 +111,9 @@ TYPES: tuple[AnswerType, ...] = (
 )
 
 
+# a number as durations and counts are written: _NUMBER's, and more words for one
 _COUNT = (
-    r"(?:\d[\d.,]*|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
-    r"|fifteen|twenty|thirty|forty|forty-eight|sixty|ninety|hundred|a few|several|a couple of"
+    rf"(?:{_NUMBER}|\b(?:eleven|fifteen|thirty|forty|forty-eight|sixty|ninety|a couple of"
     r"|an?|half an?)\b)"
 )
 

@@ -24,7 +24,7 @@ sub-query:
   sentence's start (``VPN``, ``Kubernetes``, ``Chromebook``) that no chunk contains,
   nor writes otherwise: a name is seen where a retrieved passage holds a word the dense
   model reads as the same word, such as "television" for ``TV``
-  (:func:`_written_otherwise`);
+  (:func:`_not_written_otherwise`);
 * *unseen phrases*: runs of two or more capitalised words past a sentence's start
   (``Lumatek Smart Lock``) whose words the index holds but never side by side: no chunk
   holds the analysed words as a contiguous sequence, the check a quoted phrase gets in
@@ -238,7 +238,7 @@ def retrieval_confidence(
     names = tuple(n for n in _names(own) if not _indexed(index, n))
     if names or expected_type(query) is not None:  # at most one search for both rules
         retrieved = _retrieved_texts(index, query, retrieved)
-    names = tuple(n for n in names if not _written_otherwise(index, n, retrieved or ()))
+    names = _not_written_otherwise(index, names, retrieved or ())
     phrases = tuple(
         p for p in _name_runs(own) if not names and _indexed(index, p) and not _held(index, p)
     )
@@ -300,24 +300,28 @@ def _retrieved_texts(index: Index, query: str, retrieved: Sequence[str] | None) 
 _WORD = re.compile(r"(?<![\w'-])[^\W\d_]+(?:['-][^\W\d_]+)*(?![\w'-])")  # letters only, whole
 
 
-def _written_otherwise(index: Index, name: str, texts: Sequence[str]) -> bool:
-    """Whether a retrieved text writes the letters-only ``name`` another way: one of
+def _not_written_otherwise(
+    index: Index, names: Sequence[str], texts: Sequence[str]
+) -> tuple[str, ...]:
+    """``names`` less the letters-only ones a retrieved text writes another way: one of
     the words of ``texts`` (the first :data:`SAME_WORD_CANDIDATES`) is one the dense
     model reads as the same word, at a cosine of at least :data:`SAME_WORD` ("TV" and
     "television": 0.96; a country and its neighbour, a payment service and "payment", an
     acronym and the word it abbreviates in part, such as "RAM" and "memory", stay under
     0.75 in the support KB). A name with a digit (``ZX-4813``) is an identifier, matched
-    as written, since its neighbours (``ZX-4812``) read alike. False without an
-    encoder."""
-    if any(c.isdigit() for c in name) or index.manifest.encoder is None:
-        return False
+    as written, since its neighbours (``ZX-4812``) read alike. All ``names`` without an
+    encoder. The words are encoded once, with every name."""
+    letters = [n for n in names if not any(c.isdigit() for c in n)]
+    if not letters or index.manifest.encoder is None:
+        return tuple(names)
     words = list(dict.fromkeys(w.lower() for text in texts for w in _WORD.findall(text)))
     words = [w for w in words[:SAME_WORD_CANDIDATES] if len(w) > 1]
     if not words:
-        return False
-    encoder = index.encoder
-    vectors = encoder.encode([name, *words], "document")
-    return bool((vectors[1:] @ vectors[0]).max() >= SAME_WORD)
+        return tuple(names)
+    vectors = index.encoder.encode([*letters, *words], "document")
+    best = (vectors[len(letters) :] @ vectors[: len(letters)].T).max(axis=0)
+    seen = {n for n, cos in zip(letters, best, strict=True) if cos >= SAME_WORD}
+    return tuple(n for n in names if n not in seen)
 
 
 def _unstated(index: Index, query: str, retrieved: Sequence[str] | None) -> str:
