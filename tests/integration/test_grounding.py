@@ -462,6 +462,19 @@ def test_a_part_the_sources_do_not_answer_is_said_so(kb_path: Path) -> None:
     assert "The sources do not answer this part." in answer.text
     assert all(s.path != "errors/zx-9001.md" for s in answer.sources)
     assert "below the safe operating threshold" in answer.text
+    # BM25 finds nothing for ZX-9001; a part with hits gets its closest sources, packed
+    # after the answered part's, and nothing is quoted from a block only it brought
+    with open_index(kb_path) as kb:
+        answer = ask(
+            kb, "What does error code ZX-4821 mean, and does the Hub support Z-Wave?", options=BM25
+        )
+    assert answer.plan.unanswered == ("does the Hub support Z-Wave",)
+    blocks = answer.plan.context.blocks
+    assert blocks[0].queries == (0,)
+    own = [b.number for b in blocks if b.queries == (1,)]
+    answered = [b.number for b in blocks if 0 in b.queries]
+    assert own and min(own) > max(answered)
+    assert not set(own) & set(answer.cited)
 
 
 def test_a_name_a_part_carries_from_the_part_before_is_not_its_own(kb_path: Path) -> None:

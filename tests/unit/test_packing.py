@@ -215,6 +215,28 @@ def test_every_sub_query_gets_its_best_evidence_before_any_gets_its_second() -> 
     assert "changelog#0" not in {cid for b in single.blocks for cid in b.chunk_ids}
 
 
+def test_deferred_sub_queries_only_fill_the_room_the_others_leave() -> None:
+    topics = ("embedding", "bootloader", "changelog")
+    docs = {t: make_doc(t, 3, sentences=3, topic=t) for t in topics}
+    runs = [run(f"about {t}", [docs[t][0], docs[t][2]]) for t in topics]
+    # the middle sub-query is deferred: the others get both their hits first
+    packed = pack(runs, budget_for_context(5 * 40), words, deferred={1})  # 39 a block
+    firsts = [b.chunk_ids[0] for b in packed.blocks]
+    assert firsts == [
+        docs["embedding"][0].id,
+        docs["changelog"][0].id,
+        docs["embedding"][2].id,
+        docs["changelog"][2].id,
+        docs["bootloader"][0].id,
+    ]
+    assert packed.queries[1].blocks == (5,)
+    # with no room left after the others, it gets nothing
+    tight = pack(runs, budget_for_context(4 * 40), words, deferred={1})
+    assert all(b.queries != (1,) for b in tight.blocks) and len(tight.blocks) == 4
+    with pytest.raises(ConfigError, match="deferred: no sub-query 3"):
+        pack(runs, budget_for_context(90), words, deferred={3})
+
+
 def test_in_the_first_round_a_long_best_hit_cannot_crowd_out_the_others() -> None:
     long_doc = make_doc("long", 1, sentences=12, topic="embedding")[0]
     short = [make_doc(t, 1, sentences=2, topic=t)[0] for t in ("bootloader", "changelog")]

@@ -19,8 +19,10 @@ model failed, text delta, done with the answer), for a CLI or a server to stream
 
 Before any model runs, each sub-query's retrieval confidence is read
 (:mod:`twokeys.rag.grounding`); when no part is answerable the answer is "the sources
-do not answer this" with the closest sources (kind ``abstained``), and parts the sources
-do not answer get no context. After generation each sentence is checked against the
+do not answer this" with the closest sources (kind ``abstained``). A part the sources
+do not answer is said so, and its closest sources are packed only in the room the
+answered parts leave (:func:`~twokeys.rag.packing.pack`'s ``deferred``); no quote is taken
+for it. After generation each sentence is checked against the
 blocks it cites; ``strict`` drops unsupported and uncited ones. When the model cannot be
 reached the extractive answer is given instead, with ``model_error`` saying why.
 
@@ -359,22 +361,22 @@ def _plan(
     options: AskOptions,
 ) -> Plan:
     question = question.strip()
-    if confidence and any(c.answerable for c in confidence):
-        # parts the sources do not answer get no context, leaving room for the others
-        runs_to_pack = tuple(
-            run if c.answerable else replace(run, hits=())
-            for run, c in zip(runs, confidence, strict=True)
-        )
-    else:
-        runs_to_pack = runs  # nothing answerable: pack the closest sources to show them
+    # parts the sources do not answer get their closest sources (as a whole question that
+    # abstains does), but only in the room the answered parts leave
+    deferred = (
+        {i for i, c in enumerate(confidence) if not c.answerable}
+        if any(c.answerable for c in confidence)
+        else set()
+    )
     template = Template(_style(options.prompt_style, llm))
     counter: TokenCounter | None = llm.token_counter() if llm is not None else None
     asked = question_text(question, parts)
     context = pack(
-        runs_to_pack,
+        runs,
         options.budget,
         counter or approx_token_counter,
         fixed={"instructions": template.instructions, "question": asked},
+        deferred=deferred,
     )
     return Plan(
         question=question,

@@ -13,6 +13,10 @@ Within the context budget, :func:`pack` builds numbered *blocks*:
   sub-query its r-th best hit, in sub-query order, so every sub-query gets its best
   evidence before any gets its second. In the first round a sub-query may use at most an
   equal share of what is left, so one long passage cannot crowd out the others' best.
+* **Deferred sub-queries last.** Sub-queries named in ``deferred`` (those the sources
+  were judged not to answer) take part only once every other sub-query has had all its
+  hits offered, in rounds of their own: their closest passages fill what room is left
+  and never take it from an answered part.
 * **De-duplicated.** A chunk already in the context is not added twice, and neither is a
   chunk whose word trigrams are at least 80% contained in a block already chosen
   (near-duplicate text, such as a page copied into two folders).
@@ -38,7 +42,7 @@ punctuation run) is the documented estimate used when the generator's tokenizer 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from twokeys.errors import ConfigError
@@ -209,11 +213,14 @@ def pack(
     count_tokens: TokenCounter,
     *,
     fixed: Mapping[str, str] | None = None,
+    deferred: Collection[int] = (),
 ) -> PackedContext:
     """Pack the hits of ``runs`` into the context section of ``budget``.
 
     ``fixed`` holds the text of the capped sections (``instructions``, ``question``),
     counted against their own budgets; whatever they leave goes to the context.
+    ``deferred`` holds indices of ``runs`` packed only after all the others (module
+    docstring).
     """
     counter = _CachedCounter(count_tokens)
     sections: list[SectionUsage] = []
@@ -232,8 +239,12 @@ def pack(
         sections.append(SectionUsage(name, cap, used))
         fixed_used += used
     context_budget = budget.total - budget.answer - fixed_used
+    for i in deferred:
+        if not 0 <= i < len(runs):
+            raise ConfigError(f"deferred: no sub-query {i} (there are {len(runs)})")
     packer = _Packer(context_budget, counter, len(runs))
-    packer.run(runs)
+    packer.run([i for i in range(len(runs)) if i not in deferred], runs)
+    packer.run(sorted(set(deferred)), runs)
     blocks = packer.fit_total()
     used = counter.one(SEPARATOR.join(b.render() for b in blocks)) if blocks else 0
     sections.append(SectionUsage("context", context_budget, used))
@@ -337,10 +348,11 @@ class _Packer:
         self.query_tokens = [0] * n_queries
         self.query_blocks: list[set[int]] = [set() for _ in range(n_queries)]
 
-    def run(self, runs: Sequence[SubQueryHits]) -> None:
-        depth = max((len(r.hits) for r in runs), default=0)
+    def run(self, which: Sequence[int], runs: Sequence[SubQueryHits]) -> None:
+        """Offer the hits of ``runs[i]`` for each i in ``which``, in rounds."""
+        depth = max((len(runs[i].hits) for i in which), default=0)
         for rank in range(depth):
-            offered = [i for i, r in enumerate(runs) if rank < len(r.hits)]
+            offered = [i for i in which if rank < len(runs[i].hits)]
             for turn, i in enumerate(offered):
                 if self.remaining < MIN_BLOCK_TOKENS:
                     return
