@@ -304,6 +304,28 @@ def test_a_setting_the_pages_never_name_abstains(tmp_path: Path) -> None:
     assert verb.unseen_elements == ()  # no element noun: nothing is named
 
 
+def test_an_offer_the_pages_never_name_abstains(tmp_path: Path) -> None:
+    # a constructed corpus: "extended" and "warranty" are corpus words, never in one
+    # passage; "charging dock" is named in other words ("charges ... desktop dock")
+    path = _lexical_kb(
+        tmp_path,
+        {
+            "warranty.md": "# Warranty\n\nThe warranty covers faults for two years from "
+            "delivery.\n",
+            "updates.md": "# Updates\n\nThe extended changelog lists every fix.\n",
+            "power.md": "# Power\n\nThe camera charges over USB-C or in the optional "
+            "desktop dock, sold separately.\n",
+        },
+    )
+    with open_index(path) as kb:
+        made_up = ask(kb, "Can I buy an extended warranty for the camera?", options=BM25)
+        real = retrieval_confidence(kb, "Do you sell a charging dock for the camera?")
+        part = retrieval_confidence(kb, "Does the camera have a swappable battery?")
+    _abstains_naming(made_up, "unseen_things", "extended warranty")
+    assert real.unseen_things == () and real.answerable
+    assert part.unseen_things == ()  # what a product has is described, not named
+
+
 def test_a_value_no_source_states_abstains(tmp_path: Path) -> None:
     # the pages discuss plans and the siren without a price or a sound level; the
     # shipping page gives prices
@@ -338,7 +360,7 @@ def test_the_element_and_value_rules_name_no_answerable_question(
     # the pages call it Express); the value rule on 18 unanswerable ones and on five
     # answerable ones whose page BM25 alone does not retrieve (a paraphrase: "how high
     # up" for "mount the camera between 2 and 3 metres"; the default hybrid finds it for
-    # all but qa587). heldout7 to heldout16 were written by people who had read no rule
+    # all but qa587). heldout7 to heldout17 were written by people who had read no rule
     elements = _named(shipped, lambda c: c.unseen_elements)
     values = _named(shipped, lambda c: c.unstated)
     assert elements == {
@@ -384,10 +406,32 @@ def test_the_element_and_value_rules_name_no_answerable_question(
         "qa587": "a distance",
         "qa610": "a distance",
         "qa614": "a price",
+        "qa640": "a price",
     }
     answerable = {k for k, (i, _) in shipped.items() if i.answerable}
     assert answerable & set(elements) == {"qa591"}
     assert answerable & set(values) == {"qa26", "qa271", "qa330", "qa551", "qa587"}
+
+
+def test_the_offer_rule_names_one_answerable_question(
+    shipped: dict[str, tuple[QAItem, Confidence]],
+) -> None:
+    # over every split: the existence rule names 29 unanswerable questions and one
+    # answerable one, written blind ("a developer version of the Hub": the pages call it
+    # the Developer Edition; already declined before the rule by the sensors). It came
+    # after heldout17; the questions of the paraphrase splits about what a product has
+    # ("Does the Cam Go have a swappable battery?") are why it reads offers only
+    things = _named(shipped, lambda c: c.unseen_things)
+    assert set(things) == {
+        *("qa232", "qa257", "qa262", "qa345", "qa348", "qa379", "qa388", "qa411"),
+        *("qa416", "qa417", "qa418", "qa420", "qa421", "qa422", "qa424", "qa425"),
+        *("qa427", "qa430", "qa454", "qa455", "qa456", "qa467", "qa468", "qa474"),
+        *("qa480", "qa482", "qa495", "qa606", "qa641", "qa643"),
+    }
+    assert things["qa468"] == ("extended warranty",)
+    assert things["qa430"] == ("trade-in programme",)
+    answerable = {k for k, (i, _) in shipped.items() if i.answerable}
+    assert answerable & set(things) == {"qa411"}
 
 
 def test_an_identifier_written_inside_a_longer_one_is_not_missing(kb_path: Path) -> None:

@@ -52,13 +52,18 @@ sub-query:
   question names after a determiner ("the *pet detection* setting") and that no chunk
   writes, neither its name nor the name's last words with the noun
   (:mod:`twokeys.rag.elements`): the lowercase counterpart of unseen phrases.
+* *unseen things*: a thing an existence question asks for ("Is there a *student
+  discount*?", "Can I buy an *extended warranty*?", "Do you offer *gift wrapping*?")
+  whose name, a compound, no chunk holds all the words of, in any order
+  (:mod:`twokeys.rag.existence`). A company that offers the thing names it; the words
+  are often corpus words ("warranty"), so both sensors see the question as covered.
 * *unstated values*: a question that asks for a kind of value (a price, a distance, a
   temperature, a sound level, an amount of power, a year:
   :mod:`twokeys.rag.answer_types`) whose retrieved chunks state none about its
   subject. The pages may discuss the cloud plans or the siren at length without a
   price or a sound level, and both sensors then see the question as covered.
 
-Names, phrases, kinds and elements are read on the sub-query's own words: a sub-query
+Names, phrases, kinds, elements and things are read on the sub-query's own words: a sub-query
 carries the words of the part before it in a closing parenthesis (for retrieval,
 :mod:`twokeys.rag.decompose`), and a name there ("How much RAM ... (much RAM desktop)")
 was the other part's question.
@@ -67,7 +72,7 @@ A question that names an identifier the index has never seen, or a subcommand or
 entry its pages never give, or asks for a value no retrieved chunk states, asks about
 something the corpus does not hold; one that names an identifier the index holds is
 answerable (an exact match is the strongest lexical evidence). An unseen name, phrase,
-kind or element means the same
+kind, element or thing means the same
 unless the dense peak is very high (:data:`STRONG_PEAK`: "Britain" for a page on the
 United Kingdom). Otherwise the sub-query is answerable when
 ``peak + LEXICAL_WEIGHT * coverage >= THRESHOLD``: each sensor can vouch on its own
@@ -114,6 +119,7 @@ from twokeys.lexical.boolean import contains_sequence
 from twokeys.rag.answer_types import expected_type, own_words, states
 from twokeys.rag.commands import Command, code_lines, commands, heads, query_runs, unseen_subcommand
 from twokeys.rag.elements import elements
+from twokeys.rag.existence import asked_for
 from twokeys.rag.kinds import RunWord, qualifiers, runs, unseen_kind, written_pairs
 from twokeys.rag.menus import departure, head_term, menu_paths, query_path
 from twokeys.rag.packing import Block
@@ -158,6 +164,7 @@ class Confidence:
     unseen_elements: tuple[str, ...] = ()  # names of settings (pet detection) no chunk writes
     unstated: str = ""  # the kind of value asked for ("a price") that no retrieved chunk states
     height: float | None = None  # the best cosine from chance (0) to identity (1); None: no vectors
+    unseen_things: tuple[str, ...] = ()  # things asked about (student discount) no chunk names
 
     @property
     def score(self) -> float:
@@ -187,8 +194,14 @@ class Confidence:
 
     @property
     def unseen(self) -> tuple[str, ...]:
-        """The names, phrases, kinds and elements of the query that no chunk holds."""
-        return self.unseen_names + self.unseen_phrases + self.unseen_kinds + self.unseen_elements
+        """The names, phrases, kinds, elements and things of the query that no chunk holds."""
+        return (
+            self.unseen_names
+            + self.unseen_phrases
+            + self.unseen_kinds
+            + self.unseen_elements
+            + self.unseen_things
+        )
 
     @property
     def reason(self) -> str:
@@ -218,6 +231,7 @@ class Confidence:
             "unseen_menu_steps": list(self.unseen_menu_steps),
             "unseen_kinds": list(self.unseen_kinds),
             "unseen_elements": list(self.unseen_elements),
+            "unseen_things": list(self.unseen_things),
             "unstated_answer_type": self.unstated or None,
             "answerable": self.answerable,
             "reason": self.reason,
@@ -266,6 +280,7 @@ def retrieval_confidence(
         _unseen_elements(index, own),
         _unstated(index, query, retrieved),
         height,
+        _unseen_things(index, own),
     )
 
 
@@ -285,6 +300,25 @@ def _unseen_elements(index: Index, query: str) -> tuple[str, ...]:
         if not any(written):
             found.append(element.name)
     return tuple(dict.fromkeys(found))
+
+
+def _unseen_things(index: Index, query: str) -> tuple[str, ...]:
+    """The names of the things ``query`` asks the existence of
+    (:mod:`twokeys.rag.existence`) that no chunk names: none holds every analysed term of
+    the name (past :data:`PHRASE_CANDIDATES` chunks holding its rarest term, it is taken
+    as named)."""
+    lexical = index.backend.lexical
+    found = []
+    for name in asked_for(query, index.analyzer):
+        terms = index.analyzer.query_terms(name)
+        if all(lexical.has_term(t) for t in terms):
+            texts = _texts_holding(index, [_rarest(index, terms)], complete=True)
+            if texts is None or any(
+                set(terms) <= set(index.analyzer.query_terms(t)) for t in texts
+            ):
+                continue
+        found.append(name)
+    return tuple(found)
 
 
 def _retrieved_texts(index: Index, query: str, retrieved: Sequence[str] | None) -> Sequence[str]:
