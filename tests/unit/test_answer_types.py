@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from twokeys.rag.answer_types import COUNT, DURATION, expected_type, states, value_type
+from twokeys.rag.answer_types import (
+    COUNT,
+    DURATION,
+    expected_type,
+    named_unit,
+    states,
+    value_type,
+)
 
 
 @pytest.mark.parametrize(
@@ -22,6 +29,13 @@ from twokeys.rag.answer_types import COUNT, DURATION, expected_type, states, val
         ("How loud is the siren?", "a sound level"),
         ("How much electricity does a plug use?", "an amount of power or energy"),
         ("In what year was the Hub launched?", "a year"),
+        ("How much memory do Studio 2 summaries need?", "an amount of storage or memory"),
+        ("How large a memory card does the camera take?", "an amount of storage or memory"),
+        ("What frame rate does the Cam Indoor record at?", "a frame rate"),
+        ("How many frames per second does it record?", "a frame rate"),
+        ("What video resolution does the camera record in?", "a resolution"),
+        ("What is the capacity in mAh of the battery?", "an amount of power or energy"),
+        ("How loud is the siren in decibels?", "a sound level"),
     ],
 )
 def test_a_question_asking_for_a_value_names_its_kind(question: str, kind: str) -> None:
@@ -37,7 +51,7 @@ def test_a_question_asking_for_a_value_names_its_kind(question: str, kind: str) 
         "How many Zigbee devices can one Hub handle?",
         "What channel range does hubctl radio status zigbee show?",  # range: not a distance
         "Can I get my money back if the item arrived broken?",
-        "How much memory do Studio 2 summaries need?",
+        "How large is the Hub's log buffer?",  # not a card, disk or drive: any size
         "Who won the 2018 football World Cup?",
     ],
 )
@@ -67,6 +81,11 @@ def test_the_words_a_part_carries_from_the_part_before_are_not_read() -> None:
         ("How much power does it draw?", "It draws 0.4 W in standby.", True),
         ("In what year was it made?", "Released in 2024.", True),
         ("In what year was it made?", "Version 3.2.1 fixed it.", False),
+        ("How much memory does it need?", "At least 16 GB of memory.", True),
+        ("How much memory does it need?", "Memory use grows with the number of tiles.", False),
+        ("What frame rate does it record at?", "Clips are recorded at 15 fps.", True),
+        ("What frame rate does it record at?", "Clips are recorded at 2K.", False),
+        ("What video resolution does it record?", "Lower the quality from 2K to 1080p.", True),
     ],
 )
 def test_a_text_states_a_value_of_the_kind_or_not(question: str, text: str, stated: bool) -> None:
@@ -107,3 +126,28 @@ def test_value_type_adds_durations_and_numbers(question: str, kind: object) -> N
 )
 def test_a_duration_is_a_number_with_a_unit_of_time(text: str, held: bool) -> None:
     assert states(DURATION, text) is held
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "stated"),
+    [
+        ("What is the capacity in mAh of the battery?", "A 2600 mAh cell.", True),
+        ("What is the capacity in mAh of the battery?", "Charge from a 10 W adapter.", False),
+        ("What is the range in metres?", "Up to 30 m indoors.", True),
+        ("What is the range in metres?", "Up to 30 meters indoors.", True),
+        ("What is the range in metres?", "Up to 100 ft indoors.", False),
+        ("How loud is it in decibels?", "It sounds at 85 dB.", True),
+    ],
+)
+def test_a_named_unit_is_the_unit_the_value_must_be_in(
+    question: str, text: str, stated: bool
+) -> None:
+    kind, unit = expected_type(question), named_unit(question)
+    assert kind is not None and unit is not None
+    assert states(kind, text, unit) is stated
+    assert states(kind, text)  # without the unit, any value of the kind does
+
+
+def test_no_unit_is_named_without_in_and_a_unit() -> None:
+    assert named_unit("How far can the Hub be from the router?") is None
+    assert named_unit("Which room is it in?") is None

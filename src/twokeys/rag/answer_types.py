@@ -21,7 +21,13 @@ that type: a number with a unit of that kind (``35 °C``, ``50 EUR``, ``2 metres
 answered by its retrieved chunks when none of them states such a value *about its
 subject*: holds a term of the question besides the words that ask for the value
 (:attr:`AnswerType.words`), so that the shipping page's "costs 9 EUR" does not answer
-what a cloud plan costs.
+what a cloud plan costs. A question that names the unit it wants ("the capacity in
+mAh", "the range in metres") is answered only by a value in that unit
+(:func:`named_unit`): "a 10 W adapter" is a value of power, not the battery's capacity.
+
+The kinds: a price, a distance, a temperature, a sound level, an amount of power or
+energy, an amount of storage or memory (``16 GB``), a frame rate (``15 fps``), a
+resolution (``1080p``, ``2K``) and a year.
 """
 
 from __future__ import annotations
@@ -82,13 +88,21 @@ TYPES: tuple[AnswerType, ...] = (
     ),
     AnswerType(
         "a temperature",
-        re.compile(r"\b(?:what|which)\b[^?]*\btemperatures?\b|\bhow (?:hot|cold|warm)\b", _I),
+        re.compile(
+            r"\b(?:what|which)\b[^?]*\btemperatures?\b|\bhow (?:hot|cold|warm)\b"
+            r"|\bin (?:degrees|celsius|fahrenheit)\b",
+            _I,
+        ),
         re.compile(r"°|\bdegrees?\b|\bcelsius\b|\bfahrenheit\b|\d\s?[CF]\b|\bfreezing\b", _I),
         "temperature hot cold warm",
     ),
     AnswerType(
         "a sound level",
-        re.compile(r"\bhow loud\b|\b(?:what|which)\b[^?]*\b(?:loudness|volume level)\b", _I),
+        re.compile(
+            r"\bhow loud\b|\b(?:what|which)\b[^?]*\b(?:loudness|volume level)\b"
+            r"|\bin (?:decibels|dB)\b",
+            _I,
+        ),
         re.compile(r"\d\s?(?:dB|dBA|decibels?)\b", _I),
         "how loud loudness volume level",
     ),
@@ -96,11 +110,50 @@ TYPES: tuple[AnswerType, ...] = (
         "an amount of power or energy",
         re.compile(
             r"\bhow much (?:electricity|power|energy|current)\b"
-            r"|\b(?:what|which)\b[^?]*\b(?:wattage|power draw|power consumption|energy use)\b",
+            r"|\b(?:what|which)\b[^?]*\b(?:wattage|power draw|power consumption|energy use"
+            r"|battery capacity)\b"
+            r"|\bin (?:watts|W|kW|kWh|Wh|mAh|milliamp[- ]hours)\b",
             _I,
         ),
         re.compile(r"\d\s?(?:W|kW|kWh|Wh|mW|watts?|mAh|Ah)\b", _I),
-        "how much electricity power energy current wattage draw consumption use",
+        "how much electricity power energy current wattage draw consumption use capacity",
+    ),
+    AnswerType(
+        "an amount of storage or memory",
+        re.compile(
+            r"\bhow much (?:storage|space|memory|RAM|disk)\b"
+            r"|\bhow (?:large|big) (?:a |an )?(?:memory card|microSD card|SD card|card|disk"
+            r"|drive)\b"
+            r"|\b(?:what|which)\b[^?]*\b(?:storage capacity|memory size)\b"
+            r"|\bin (?:GB|MB|TB|gigabytes|megabytes|terabytes)\b",
+            _I,
+        ),
+        re.compile(r"\d\s?(?:GB|MB|TB|KB|GiB|MiB|gigabytes?|megabytes?|terabytes?)\b", _I),
+        "how much large big storage space memory ram disk capacity size",
+    ),
+    AnswerType(
+        "a frame rate",
+        re.compile(
+            r"\b(?:what|which)\b[^?]*\bframe[- ]?rates?\b|\bhow many frames\b"
+            r"|\bframes per second\b|\bin fps\b",
+            _I,
+        ),
+        re.compile(r"\d\s?(?:fps|frames?\s+(?:per|a|each)\s+second)\b", _I),
+        "frame rate frames per second fps how many",
+    ),
+    AnswerType(
+        "a resolution",
+        re.compile(
+            r"\b(?:what|which)\b[^?]*\b(?:video|image|picture|camera|recording|maximum|max)"
+            r" resolution\b|\b(?:what|which) resolution\b|\bhow many (?:megapixels|pixels)\b",
+            _I,
+        ),
+        re.compile(
+            r"\b\d{3,4}p\b|\b\d(?:\.\d)?K\b|\b\d{3,4}\s?[x×]\s?\d{3,4}\b|\bmegapixels?\b"
+            r"|\d\s?MP\b|\b(?:full |ultra )?HD\b",
+            _I,
+        ),
+        "resolution video image picture maximum max megapixels pixels",
     ),
     AnswerType(
         "a year",
@@ -176,6 +229,50 @@ def value_type(question: str) -> AnswerType | None:
     return None
 
 
-def states(kind: AnswerType, text: str) -> bool:
-    """Whether ``text`` holds an expression of ``kind``."""
+# A question that names its unit ("in metres", "in mAh") asks for a value in that unit:
+# each group holds the ways one unit is written, the first the question's own words.
+_UNITS: tuple[tuple[str, ...], ...] = (
+    ("metres", "meters", "m"),
+    ("centimetres", "centimeters", "cm"),
+    ("kilometres", "kilometers", "km"),
+    ("feet", "foot", "ft"),
+    ("inches", "inch"),
+    ("miles", "mile"),
+    ("mAh", "milliamp-hours", "milliamp hours"),
+    ("watts", "watt", "W"),
+    ("Wh", "watt-hours", "watt hours"),
+    ("kWh", "kilowatt-hours", "kilowatt hours"),
+    ("decibels", "decibel", "dB", "dBA"),
+    ("celsius", "°C", "C"),
+    ("fahrenheit", "°F", "F"),
+    ("GB", "gigabytes", "gigabyte", "GiB"),
+    ("MB", "megabytes", "megabyte", "MiB"),
+    ("TB", "terabytes", "terabyte"),
+    ("fps", "frames per second"),
+)
+_NAMED_UNIT = re.compile(
+    r"\bin (" + "|".join(re.escape(u) for g in _UNITS for u in g if len(u) > 1) + r")\b", _I
+)
+
+
+def named_unit(question: str) -> re.Pattern[str] | None:
+    """A number written with the unit ``question`` asks its value in ("What is the
+    capacity in mAh"), in any of that unit's spellings; None when it names none. A text
+    giving the value in another unit ("10 W" for a capacity in mAh) does not answer it."""
+    found = _NAMED_UNIT.search(own_words(question))
+    if found is None:
+        return None
+    said = found.group(1).lower()
+    for group in _UNITS:
+        if said in (u.lower() for u in group):
+            spellings = "|".join(re.escape(u) for u in sorted(group, key=len, reverse=True))
+            return re.compile(rf"\d\s?-?(?:{spellings})(?![\w])", _I)
+    return None  # pragma: no cover - every name in _NAMED_UNIT is in a group
+
+
+def states(kind: AnswerType, text: str, unit: re.Pattern[str] | None = None) -> bool:
+    """Whether ``text`` holds an expression of ``kind`` (in ``unit``, when given:
+    :func:`named_unit`)."""
+    if unit is not None and unit.search(text) is None:
+        return False
     return kind.stated.search(text) is not None

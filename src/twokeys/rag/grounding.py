@@ -58,10 +58,11 @@ sub-query:
   (:mod:`twokeys.rag.existence`). A company that offers the thing names it; the words
   are often corpus words ("warranty"), so both sensors see the question as covered.
 * *unstated values*: a question that asks for a kind of value (a price, a distance, a
-  temperature, a sound level, an amount of power, a year:
-  :mod:`twokeys.rag.answer_types`) whose retrieved chunks state none about its
-  subject. The pages may discuss the cloud plans or the siren at length without a
-  price or a sound level, and both sensors then see the question as covered.
+  temperature, a sound level, an amount of power, of storage or memory, a frame rate, a
+  resolution, a year: :mod:`twokeys.rag.answer_types`) whose retrieved chunks state none
+  about its subject, in the unit the question names if it names one ("in mAh"). The
+  pages may discuss the cloud plans or the siren at length without a price or a sound
+  level, and both sensors then see the question as covered.
 
 Names, phrases, kinds, elements and things are read on the sub-query's own words: a sub-query
 carries the words of the part before it in a closing parenthesis (for retrieval,
@@ -116,7 +117,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from twokeys.lexical.boolean import contains_sequence
-from twokeys.rag.answer_types import expected_type, own_words, states
+from twokeys.rag.answer_types import expected_type, named_unit, own_words, states
 from twokeys.rag.commands import Command, code_lines, commands, heads, query_runs, unseen_subcommand
 from twokeys.rag.elements import elements
 from twokeys.rag.existence import asked_for
@@ -369,8 +370,9 @@ def _unstated(index: Index, query: str, retrieved: Sequence[str] | None) -> str:
     retrieved = _retrieved_texts(index, query, retrieved)
     analyzer = index.analyzer
     subject = set(analyzer.query_terms(own_words(query))) - set(analyzer.query_terms(kind.words))
+    unit = named_unit(query)
     for text in retrieved:
-        if states(kind, text) and (not subject or subject & set(analyzer.index_terms(text))):
+        if states(kind, text, unit) and (not subject or subject & set(analyzer.index_terms(text))):
             return ""
     return kind.name
 
