@@ -265,10 +265,14 @@ def test_the_kind_rule_names_no_answerable_question(
     # over every split: it fires on the nine questions that name a mode the pages never
     # name (every "mode" in the pages is setup, pairing, privacy or snapshot mode; "Dark
     # mode" is from heldout7 and "dark mode" from heldout8 and heldout11, each written
-    # after the rule by someone who had not read it), and on none of the 264 answerable
-    # ones (5 of which name setup, pairing, snapshot or Focus mode)
+    # after the rule by someone who had not read it), on the two that ask what exit code
+    # 5 means (the lumatek-cli table numbers its codes 0 to 4), and on none of the 424
+    # answerable ones (5 of which name setup, pairing, snapshot or Focus mode, and three
+    # exit code 3 or 4)
     named = _named(shipped, lambda c: c.unseen_kinds)
     assert named == {
+        "qa539": ("code 5",),
+        "qa575": ("code 5",),
         "qa142": ("vacation mode",),
         "qa184": ("away mode",),
         "qa185": ("eco mode",),
@@ -280,6 +284,31 @@ def test_the_kind_rule_names_no_answerable_question(
         "qa426": ("dark mode",),
     }
     assert all(not shipped[k][0].answerable for k in named)
+
+
+def test_a_number_the_pages_never_give_a_numbered_family_abstains(tmp_path: Path) -> None:
+    # a constructed corpus: exit codes 0 to 3 in a table, reset levels 1 to 3 in
+    # headings; "wait 10 seconds" measures and numbers nothing
+    path = _lexical_kb(
+        tmp_path,
+        {
+            "cli.md": "# The command-line tool\n\n## Exit codes\n\n| Code | Meaning |\n"
+            "| --- | --- |\n| 0 | Success |\n| 1 | General failure |\n| 2 | Bad arguments |\n"
+            "| 3 | Not signed in |\n\nScripts check the exit code before they retry.\n",
+            "reset.md": "# Resetting\n\n## Level 1: Restart\n\nUnplug it.\n\n"
+            "## Level 2: Network reset\n\nHold the button.\n\n## Level 3: Factory reset\n\n"
+            "Hold the button longer, then wait 10 seconds.\n",
+        },
+    )
+    with open_index(path) as kb:
+        made_up = ask(kb, "What does exit code 7 from the tool mean?", options=BM25)
+        real = retrieval_confidence(kb, "What does exit code 3 from the tool mean?")
+        level = retrieval_confidence(kb, "What does a level 4 reset remove?")
+        quantity = retrieval_confidence(kb, "Should I wait 20 seconds after a level 3 reset?")
+    _abstains_naming(made_up, "unseen_kinds", "code 7")
+    assert real.unseen_kinds == () and real.answerable
+    assert level.unseen_kinds == ("level 4",)
+    assert quantity.unseen_kinds == ()  # a number of seconds, and a level the pages give
 
 
 def test_a_setting_the_pages_never_name_abstains(tmp_path: Path) -> None:

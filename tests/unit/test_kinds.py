@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
+import pytest
+
 from twokeys.analysis import Analyzer
-from twokeys.rag.kinds import RunWord, qualifiers, runs, unseen_kind, written_pairs
+from twokeys.rag.kinds import (
+    RunWord,
+    is_quantity,
+    numbered,
+    qualifiers,
+    runs,
+    table_members,
+    unseen_kind,
+    unseen_number,
+    written_pairs,
+)
 
 A = Analyzer()
 
@@ -71,3 +83,43 @@ def test_a_pair_written_inside_a_longer_run_counts_as_written() -> None:
     family = qualifiers(_word("mode"), _runs(page))
     assert family is not None and "night" not in family  # "mode" does not end that run
     assert unseen_kind(_pair("night mode"), family, written_pairs(_runs(page)), True) is None
+
+
+# --- numbered members ----------------------------------------------------------------------
+
+
+def test_a_word_and_a_number_that_is_no_quantity_name_a_member() -> None:
+    found = numbered("What does exit code 5 from lumatek-cli mean? And a level 4 reset?", A)
+    assert [(n.term, n.number, n.text) for n in found] == [
+        ("code", 5, "code 5"),
+        ("level", 4, "level 4"),
+    ]
+    assert numbered("### Level 1: Restart", A)[0].text == "Level 1"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "wait 10 seconds",  # a duration
+        "mount it 2 metres up",  # a distance
+        "version 3.2.1 fixed it",  # a version, not a whole number
+        "set it to 5",  # a stopword before the number
+        "code 1234",  # more than three digits
+    ],
+)
+def test_quantities_versions_and_stopwords_name_no_member(text: str) -> None:
+    assert numbered(text, A) == []
+
+
+def test_a_table_column_headed_by_one_word_numbers_its_members() -> None:
+    text = "Exit codes\n| Code | Meaning |\n| --- | --- |\n| 0 | Success |\n| 4 | Unreachable |"
+    assert table_members(text, A) == {"code": {0, 4}}
+    assert table_members("| Exit code | Meaning |\n| --- | --- |\n| 0 | Success |", A) == {}
+
+
+def test_a_number_outside_a_family_of_three_is_unseen() -> None:
+    asked = numbered("exit code 5", A)[0]
+    assert unseen_number(asked, {0, 1, 2, 3, 4}) == "code 5"
+    assert unseen_number(asked, {0, 5}) is None  # two members: no family
+    assert unseen_number(numbered("exit code 3", A)[0], {0, 1, 2, 3, 4}) is None
+    assert not is_quantity("4 reset") and is_quantity("10 seconds")

@@ -47,7 +47,9 @@ sub-query:
   ``privacy``, ``snapshot mode``: the word names a family, never a thing of its own),
   with a qualifier they never give it that is rarer in the corpus than that word (the
   specific part of the name; ``the Hub take`` names nothing) (:mod:`twokeys.rag.kinds`).
-  Both words are often corpus words, so both sensors see the question as covered.
+  Both words are often corpus words, so both sensors see the question as covered. A
+  number is a qualifier too: "exit code 5" where the pages number their codes 0 to 4
+  (in prose, "Level 1", or in a table column the word heads), at least three of them.
 * *unseen elements*: a setting, option, feature, mode, dashboard or plan that the
   question names after a determiner ("the *pet detection* setting") and that no chunk
   writes, neither its name nor the name's last words with the noun
@@ -121,7 +123,16 @@ from twokeys.rag.answer_types import expected_type, named_unit, own_words, state
 from twokeys.rag.commands import Command, code_lines, commands, heads, query_runs, unseen_subcommand
 from twokeys.rag.elements import elements
 from twokeys.rag.existence import asked_for
-from twokeys.rag.kinds import RunWord, qualifiers, runs, unseen_kind, written_pairs
+from twokeys.rag.kinds import (
+    RunWord,
+    numbered,
+    qualifiers,
+    runs,
+    table_members,
+    unseen_kind,
+    unseen_number,
+    written_pairs,
+)
 from twokeys.rag.menus import departure, head_term, menu_paths, query_path
 from twokeys.rag.packing import Block
 from twokeys.request import SearchRequest
@@ -575,7 +586,28 @@ def _unseen_kinds(index: Index, query: str) -> tuple[str, ...]:
             unseen = unseen_kind((qualifier, head), *read[head.word], rarer=True)
             if unseen is not None:
                 found.append(unseen)
+    for asked in numbered(query, index.analyzer):
+        if not lexical.has_term(asked.term):
+            continue
+        members = _numbers(index, asked.term)
+        unseen = unseen_number(asked, members) if members is not None else None
+        if unseen is not None:
+            found.append(unseen)
     return tuple(dict.fromkeys(found))
+
+
+def _numbers(index: Index, term: str) -> set[int] | None:
+    """The numbers the chunks holding ``term`` give it as members, in prose or in a
+    table column it heads (:mod:`twokeys.rag.kinds`); None past :data:`PHRASE_CANDIDATES`
+    such chunks."""
+    texts = _texts_holding(index, [term], complete=True)
+    if texts is None:
+        return None
+    found: set[int] = set()
+    for text in texts:
+        found.update(n.number for n in numbered(text, index.analyzer) if n.term == term)
+        found.update(table_members(text, index.analyzer).get(term, ()))
+    return found
 
 
 def _rarer(index: Index, term: str, than: str) -> bool:

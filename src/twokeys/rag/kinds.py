@@ -23,6 +23,15 @@ pair whose second word is a kind word and whose first word qualifies it nowhere 
 texts (compared by the analyzer's term, so ``pair mode`` is ``pairing mode``) and is
 the rarer word of the two in the corpus: the specific part of a name, where the kind
 word is the generic one (``app take`` names nothing).
+
+Numbers name members too: "Level 1", "Level 2", "Level 3" of a reset page, the exit
+codes 0 to 4 of a table headed "Code". A *numbered member* is a content word followed
+by a whole number of at most three digits that is not a quantity with its unit ("wait
+10 seconds" measures, it names nothing; "a level 4 reset" names a level), or a number
+in a table column whose header is that one word. When the texts holding a word number
+at least :data:`MIN_MEMBERS` different members of it, :func:`unseen_number` reads a
+question's "exit code 5" or "level 4" as a member they do not document; a question
+giving a number they do give ("exit code 3") is answerable by the same reading.
 """
 
 from __future__ import annotations
@@ -33,12 +42,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from twokeys.rag.answer_types import DURATION, TYPES
 from twokeys.rag.runs import token_runs
 
 if TYPE_CHECKING:
     from twokeys.analysis import Analyzer, Token
 
 MIN_KINDS = 3  # distinct qualifiers: the texts name a family, not one fixed phrase
+MIN_MEMBERS = 3  # distinct numbers: the texts number a family, not one thing
 
 _BREAK = re.compile(r"[?!,;:()\[\]{}\"<>|*`]|\.(?=\s|$)|\s[-–—]+\s")
 
@@ -98,3 +109,70 @@ def unseen_kind(
     if qualifier.term in family or (qualifier.term, head.term) in written:
         return None
     return f"{qualifier.text} {head.text}"
+
+
+# --- numbered members ---------------------------------------------------------------------
+
+_NUMBERED = re.compile(r"(?<![\w-])([^\W\d_][\w'-]*)[ \t]+(\d{1,3})(?![\w.,/:-]?\d)(?![\w%°'-])")
+_NEXT_WORD = re.compile(r"[ \t]+([^\W\d_][\w'-]*)")
+_TABLE_SEPARATOR = re.compile(r"^\|?\s*:?-{3,}")
+
+
+@dataclass(frozen=True, slots=True)
+class Numbered:
+    """A member named by number: its word's analyzer term, the number, as written."""
+
+    term: str
+    number: int
+    text: str  # "code 5"
+
+
+def numbered(text: str, analyzer: Analyzer) -> list[Numbered]:
+    """The numbered members ``text`` names in prose (module docstring), in order."""
+    found = []
+    for m in _NUMBERED.finditer(text):
+        terms = analyzer.query_terms(m.group(1))
+        if len(terms) != 1:
+            continue  # a stopword ("to 5", "at 3") or more than one word
+        after = _NEXT_WORD.match(text, m.end())
+        if after is not None and is_quantity(f"{m.group(2)} {after.group(1)}"):
+            continue  # "10 seconds", "2 metres": a measure, not a member
+        found.append(Numbered(terms[0], int(m.group(2)), f"{m.group(1)} {m.group(2)}"))
+    return found
+
+
+def is_quantity(text: str) -> bool:
+    """Whether ``text``, a number and the word after it, is a number with its unit, as
+    :mod:`twokeys.rag.answer_types` reads values (a duration, a distance, a price...)."""
+    return any(
+        (m := kind.stated.match(text)) is not None and m.end() == len(text)
+        for kind in (*TYPES, DURATION)
+    )
+
+
+def table_members(text: str, analyzer: Analyzer) -> dict[str, set[int]]:
+    """The numbers of each Markdown table column of ``text`` whose header is one
+    content word, by that word's analyzer term."""
+    members: dict[str, set[int]] = {}
+    lines = text.splitlines()
+    for i in range(len(lines) - 1):
+        if not lines[i].lstrip().startswith("|") or not _TABLE_SEPARATOR.match(lines[i + 1]):
+            continue
+        header = [analyzer.query_terms(c) for c in _cells(lines[i])]
+        for row in itertools.takewhile(lambda r: r.lstrip().startswith("|"), lines[i + 2 :]):
+            for terms, cell in zip(header, _cells(row), strict=False):
+                if len(terms) == 1 and re.fullmatch(r"\d{1,3}", cell):
+                    members.setdefault(terms[0], set()).add(int(cell))
+    return members
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def unseen_number(asked: Numbered, members: set[int]) -> str | None:
+    """``asked`` as written when ``members`` (the numbers the texts give its word) are
+    a family (at least :data:`MIN_MEMBERS`) without its number; None otherwise."""
+    if len(members) < MIN_MEMBERS or asked.number in members:
+        return None
+    return asked.text
