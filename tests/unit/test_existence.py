@@ -24,7 +24,26 @@ A = Analyzer()
     ],
 )
 def test_the_compound_after_an_existence_lead(question: str, names: list[str]) -> None:
-    assert asked_for(question, A) == names
+    assert asked_for(question, A) == [(n,) for n in names]
+
+
+@pytest.mark.parametrize(
+    ("question", "alternatives"),
+    [
+        (
+            "Do you offer a student or education discount?",
+            ("student discount", "education discount"),
+        ),
+        ("Is there a wall or ceiling mount?", ("wall mount", "ceiling mount")),
+        ("Do you sell smoke detectors or CO alarms?", ("smoke detectors", "CO alarms")),
+    ],
+)
+def test_alternatives_joined_by_or(question: str, alternatives: tuple[str, ...]) -> None:
+    assert asked_for(question, A) == [alternatives]
+
+
+def test_an_alternative_of_one_word_is_left_to_the_sensors() -> None:
+    assert asked_for("Do you sell smoke detectors or sirens?", A) == []
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,9 @@ indefinite article, the run of words up to the first stopword, code (a token wit
 digit) or punctuation (:mod:`twokeys.rag.runs`), at most :data:`MAX_WORDS` of them. Only a
 compound counts (:data:`MIN_WORDS`): "a solar panel", not "a speaker"; its first words
 say which member of a family is meant, which a page about the family does not name,
-while one generic noun ("a way to...") is left to the sensors. A question about what a
+while one generic noun ("a way to...") is left to the sensors. Alternatives joined by
+"or" are read as such: "a student or education discount" asks for a student discount
+or an education discount, and the pages answer it when they name either. A question about what a
 product has ("Does the Cam Go have a swappable battery?") is not read: a product's
 parts are described in other words ("a removable battery", "the sun hood supplied"),
 where what a company offers is named. A definite or possessive
@@ -57,24 +59,41 @@ _KNOWN = re.compile(r"(?:the|my|your|our|his|her|its|their|this|that|these|those
 _BREAK = re.compile(r"[?!,;:()\[\]{}\"<>|*`/]|\.(?=\s|$)|\s[-–—]+\s")
 
 
-def asked_for(question: str, analyzer: Analyzer) -> list[str]:
-    """The names of the things ``question`` asks the existence of (module docstring),
-    as written, in order."""
+def asked_for(question: str, analyzer: Analyzer) -> list[tuple[str, ...]]:
+    """The things ``question`` asks the existence of (module docstring), in order: for
+    each, its name as written, or the names it offers as alternatives ("a student or
+    education discount": ``("student discount", "education discount")``)."""
 
     def word(token: Token, terms: tuple[str, ...]) -> str | None:
         if not terms or (token.is_identifier and any(c.isdigit() for c in token.text)):
             return None  # a stopword, or a code such as ZX-4812 (the identifier rules')
         return token.text  # hyphenated words too: "trade-in", "two-way"
 
-    names: list[str] = []
+    things: list[tuple[str, ...]] = []
     for lead in _LEAD.finditer(question):
         rest = question[lead.end() :]
         if _KNOWN.match(rest):
             continue
-        first = token_runs(_BREAK.split(rest, maxsplit=1)[0], analyzer, _BREAK, word)[:1]
-        if not first or not rest.lower().startswith(first[0][0].lower()):
+        clause = _BREAK.split(rest, maxsplit=1)[0]
+        found = token_runs(clause, analyzer, _BREAK, word)
+        if not found or not rest.lower().startswith(found[0][0].lower()):
             continue  # the thing's name must come right after the lead, not later
-        run = first[0][:MAX_WORDS]
-        if len(run) >= MIN_WORDS:
-            names.append(" ".join(run))
-    return list(dict.fromkeys(names))
+        run = found[0][:MAX_WORDS]
+        other = _alternative(clause, found)
+        if other is None:
+            names = [run] if len(run) >= MIN_WORDS else []
+        elif len(run) < len(other):  # "a student or education discount": a shared head
+            names = [(*run, other[-1]), other[:MAX_WORDS]]
+        else:  # "smoke detectors or CO alarms"; "... or sirens" is left to the sensors
+            names = [run, other[:MAX_WORDS]] if len(other) >= MIN_WORDS else []
+        if names:
+            things.append(tuple(" ".join(n) for n in names))
+    return list(dict.fromkeys(things))
+
+
+def _alternative(clause: str, found: list[tuple[str, ...]]) -> tuple[str, ...] | None:
+    """The run after "or" when ``clause`` joins its first two runs with it."""
+    if len(found) < 2:
+        return None
+    between = re.escape(found[0][-1]) + r"\s+or\s+(?:an?\s+)?" + re.escape(found[1][0])
+    return found[1] if re.search(between, clause, re.IGNORECASE) else None

@@ -318,19 +318,21 @@ def _unseen_things(index: Index, query: str) -> tuple[str, ...]:
     """The names of the things ``query`` asks the existence of
     (:mod:`twokeys.rag.existence`) that no chunk names: none holds every analysed term of
     the name (past :data:`PHRASE_CANDIDATES` chunks holding its rarest term, it is taken
-    as named)."""
-    lexical = index.backend.lexical
+    as named); a thing asked with alternatives is unseen when none of them is named."""
     found = []
-    for name in asked_for(query, index.analyzer):
-        terms = index.analyzer.query_terms(name)
-        if all(lexical.has_term(t) for t in terms):
-            texts = _texts_holding(index, [_rarest(index, terms)], complete=True)
-            if texts is None or any(
-                set(terms) <= set(index.analyzer.query_terms(t)) for t in texts
-            ):
-                continue
-        found.append(name)
+    for names in asked_for(query, index.analyzer):
+        if not any(_named_together(index, name) for name in names):
+            found.append(" or ".join(names))
     return tuple(found)
+
+
+def _named_together(index: Index, name: str) -> bool:
+    """Whether some chunk holds every analysed term of ``name``, in any order."""
+    terms = index.analyzer.query_terms(name)
+    if not all(index.backend.lexical.has_term(t) for t in terms):
+        return False
+    texts = _texts_holding(index, [_rarest(index, terms)], complete=True)
+    return texts is None or any(set(terms) <= set(index.analyzer.query_terms(t)) for t in texts)
 
 
 def _retrieved_texts(index: Index, query: str, retrieved: Sequence[str] | None) -> Sequence[str]:
