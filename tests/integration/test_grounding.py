@@ -311,6 +311,27 @@ def test_a_number_the_pages_never_give_a_numbered_family_abstains(tmp_path: Path
     assert quantity.unseen_kinds == ()  # a number of seconds, and a level the pages give
 
 
+def test_a_name_that_asks_for_the_value_is_no_unseen_name(tmp_path: Path) -> None:
+    # "RAM" is never written; "How much RAM" asks for an amount of memory, which the
+    # summaries page states. The Hub's page states none, so there the name stays unseen
+    path = _lexical_kb(
+        tmp_path,
+        {
+            "summaries.md": "# Daily summaries\n\nSummaries need a desktop with at least "
+            "16 GB of memory.\n",
+            "hub.md": "# The Hub\n\nThe Hub keeps its rules in memory and on flash.\n",
+        },
+    )
+    with open_index(path) as kb:
+        stated = retrieval_confidence(kb, "How much RAM does my desktop need for summaries?")
+        hub = retrieval_confidence(kb, "How much RAM does the Hub have?")
+        named = retrieval_confidence(kb, "Does the summary run on my RAM disk?")
+    assert stated.unseen_names == () and stated.unstated == ""
+    assert hub.unstated == "an amount of storage or memory" and not hub.answerable
+    assert hub.unseen_names == ("RAM",)
+    assert named.unseen_names == ("RAM",)  # no value asked for: a name like any other
+
+
 def test_a_setting_the_pages_never_name_abstains(tmp_path: Path) -> None:
     # a constructed corpus: "detection" and "pets" are corpus words, "pet detection" is
     # never written; "charge limit setting" is

@@ -24,7 +24,9 @@ sub-query:
   sentence's start (``VPN``, ``Kubernetes``, ``Chromebook``) that no chunk contains,
   nor writes otherwise: a name is seen where a retrieved passage holds a word the dense
   model reads as the same word, such as "television" for ``TV``
-  (:func:`_not_written_otherwise`);
+  (:func:`_not_written_otherwise`), and a name that asks for the kind of value the
+  question wants ("How much *RAM*": an amount of memory) is seen where a retrieved
+  passage states such a value about its subject ("16 GB of memory");
 * *unseen phrases*: runs of two or more capitalised words past a sentence's start
   (``Lumatek Smart Lock``) whose words the index holds but never side by side: no chunk
   holds the analysed words as a contiguous sequence, the check a quoted phrase gets in
@@ -265,6 +267,12 @@ def retrieval_confidence(
     if names or expected_type(query) is not None:  # at most one search for both rules
         retrieved = _retrieved_texts(index, query, retrieved)
     names = _not_written_otherwise(index, names, retrieved or ())
+    unstated = _unstated(index, query, retrieved)
+    kind = expected_type(query)
+    if kind is not None and not unstated:
+        # "How much RAM does it need": the name asks for the kind of value ("16 GB of
+        # memory"), which a retrieved text states about the question's subject
+        names = tuple(n for n in names if n.lower() not in kind.words.split())
     phrases = tuple(
         p for p in _name_runs(own) if not names and _indexed(index, p) and not _held(index, p)
     )
@@ -290,7 +298,7 @@ def retrieval_confidence(
         _unseen_menu_steps(index, query),
         () if names or phrases else _unseen_kinds(index, own),
         _unseen_elements(index, own),
-        _unstated(index, query, retrieved),
+        unstated,
         height,
         _unseen_things(index, own),
     )
