@@ -257,6 +257,17 @@ def test_a_table_gives_one_row_per_part() -> None:
     assert quotes == ["Code: 4; Meaning: Hub unreachable"]
 
 
+def test_a_row_the_question_names_by_number_is_the_one_quoted() -> None:
+    # the dense model prefers another row ("failing" reads like "Success" here); the
+    # question names its row by the number in the "Code" column
+    similarity = _cosine_by_phrase({"Success": 0.9, "signed": 0.5, "unreachable": 0.5})
+    question = "My script keeps failing with exit code 3. What does it mean?"
+    quotes = _quoted(_context(CLI_GUIDE), question, similarity=similarity)
+    assert quotes[0] == "Code: 3; Meaning: Not signed in"
+    unnamed = _quoted(_context(CLI_GUIDE), "What does a failing exit mean?", similarity=similarity)
+    assert unnamed[0] == "Code: 0; Meaning: Success"  # no number: the ranking decides
+
+
 def test_a_code_comment_is_found_by_its_command_and_quoted_with_it() -> None:
     quotes = _quoted(_context(CLI_GUIDE), "What does lmtk-sign verify check?")
     assert quotes == [

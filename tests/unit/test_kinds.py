@@ -89,12 +89,14 @@ def test_a_pair_written_inside_a_longer_run_counts_as_written() -> None:
 
 
 def test_a_word_and_a_number_that_is_no_quantity_name_a_member() -> None:
-    found = numbered("What does exit code 5 from lumatek-cli mean? And a level 4 reset?", A)
+    found = numbered(
+        "What does exit code 5 from lumatek-cli mean? And a level 4 reset?", A.query_terms
+    )
     assert [(n.term, n.number, n.text) for n in found] == [
         ("code", 5, "code 5"),
         ("level", 4, "level 4"),
     ]
-    assert numbered("### Level 1: Restart", A)[0].text == "Level 1"
+    assert numbered("### Level 1: Restart", A.query_terms)[0].text == "Level 1"
 
 
 @pytest.mark.parametrize(
@@ -108,18 +110,21 @@ def test_a_word_and_a_number_that_is_no_quantity_name_a_member() -> None:
     ],
 )
 def test_quantities_versions_and_stopwords_name_no_member(text: str) -> None:
-    assert numbered(text, A) == []
+    assert numbered(text, A.query_terms) == []
 
 
 def test_a_table_column_headed_by_one_word_numbers_its_members() -> None:
     text = "Exit codes\n| Code | Meaning |\n| --- | --- |\n| 0 | Success |\n| 4 | Unreachable |"
-    assert table_members(text, A) == {"code": {0, 4}}
-    assert table_members("| Exit code | Meaning |\n| --- | --- |\n| 0 | Success |", A) == {}
+    assert table_members(text, A.query_terms) == {"code": {0, 4}}
+    assert (
+        table_members("| Exit code | Meaning |\n| --- | --- |\n| 0 | Success |", A.query_terms)
+        == {}
+    )
 
 
 def test_a_number_outside_a_family_of_three_is_unseen() -> None:
-    asked = numbered("exit code 5", A)[0]
+    asked = numbered("exit code 5", A.query_terms)[0]
     assert unseen_number(asked, {0, 1, 2, 3, 4}) == "code 5"
     assert unseen_number(asked, {0, 5}) is None  # two members: no family
-    assert unseen_number(numbered("exit code 3", A)[0], {0, 1, 2, 3, 4}) is None
+    assert unseen_number(numbered("exit code 3", A.query_terms)[0], {0, 1, 2, 3, 4}) is None
     assert not is_quantity("4 reset") and is_quantity("10 seconds")

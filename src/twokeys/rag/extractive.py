@@ -34,9 +34,11 @@ The score is ``cosine + LEXICAL_SHARE * lexical`` (``lexical`` alone without an
 encoder); ties go to the earlier block and sentence. The best ``per_query`` units
 (that score at least :data:`DENSE_FLOOR`, or :data:`RELATIVE_FLOOR` without an encoder,
 of the best; one row per table, as a row answers one lookup and every row holds its
-table's header words; not a sentence about the page itself, "This page explains error
-code ZX-4821 ...", which states nothing about the subject, unless no other unit is
-there) are quoted as written, each followed by its block's citation
+table's header words, and the row a question names by number ("exit code 3": the row
+whose ``Code`` cell is 3) takes its table's best place; not a sentence about the page
+itself, "This page explains error code ZX-4821 ...", which states nothing about the
+subject, unless no other unit is there) are quoted as written, each followed by its
+block's citation
 ``[n]``. A question that asks for a value (a duration, a number, a price, a distance:
 :func:`twokeys.rag.answer_types.value_type`) whose quotes state none also gets its best
 unit that states one: the dense model often ranks the sentence that names the topic
@@ -80,6 +82,7 @@ from typing import Literal
 
 from twokeys.errors import ConfigError
 from twokeys.rag.answer_types import states, value_type
+from twokeys.rag.kinds import numbered
 from twokeys.rag.packing import Block, PackedContext
 from twokeys.text.sentences import is_fence, split_sentences
 from twokeys.types import HEADING_SEPARATOR
@@ -396,7 +399,9 @@ def extract(
         about = {i for i in own if _ABOUT_THE_PAGE.match(sentences[i].text)}
         if len(about) < len(own):
             own = [i for i in own if i not in about]
-        ranked = _one_row_per_table(_rank(query, own, sentences, lexical, similarity), sentences)
+        ranked = _rank(query, own, sentences, lexical, similarity)
+        ranked = _numbered_rows_first(ranked, sentences, query, query_terms)
+        ranked = _one_row_per_table(ranked, sentences)
         if not ranked:
             continue
         best = ranked[0][0]
@@ -441,6 +446,45 @@ def extract(
             text = f"{s.text} `{line}`" if line else s.text
             quotes.append(Quote(text, s.number, qi, s.heading, _label(s)))
     return Extract(tuple(quotes), _render(quotes, queries, unanswered))
+
+
+def _numbered_rows_first(
+    ranked: Sequence[tuple[float, int]],
+    sentences: Sequence[_Sentence],
+    query: str,
+    query_terms: Terms,
+) -> list[tuple[float, int]]:
+    """``ranked`` with the row a question names by number ("exit code 3": the row whose
+    "Code" cell is 3, :func:`~twokeys.rag.kinds.numbered`) in its table's best place: the
+    dense model and shared words tell one row of a table from another by its other
+    cells, which the question does not give."""
+    asked = {(n.term, str(n.number)) for n in numbered(query, query_terms)}
+    if not asked:
+        return list(ranked)
+    named = {
+        sentences[i].table
+        for _, i in ranked
+        if sentences[i].kind == "row" and _names_row(sentences[i], asked, query_terms)
+    }
+    out = list(ranked)
+    for table in named:
+        places = [k for k, (_, i) in enumerate(out) if sentences[i].table == table]
+        rows = [out[k] for k in places]
+        rows.sort(key=lambda r: not _names_row(sentences[r[1]], asked, query_terms))
+        for k, (_, i) in zip(places, rows, strict=True):
+            out[k] = (out[k][0], i)  # the place keeps its score: the ranking is unchanged
+    return out
+
+
+def _names_row(row: _Sentence, asked: set[tuple[str, str]], query_terms: Terms) -> bool:
+    """Whether ``row`` ("Code: 3; Meaning: Not signed in") has a cell ``asked`` names: the
+    number under a header that is the asked word."""
+    for pair in row.text.split("; "):
+        head, _, cell = pair.partition(": ")
+        terms = query_terms(head)
+        if len(terms) == 1 and (terms[0], cell.strip()) in asked:
+            return True
+    return False
 
 
 def _one_row_per_table(

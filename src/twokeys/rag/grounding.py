@@ -596,7 +596,7 @@ def _unseen_kinds(index: Index, query: str) -> tuple[str, ...]:
             unseen = unseen_kind((qualifier, head), *read[head.word], rarer=True)
             if unseen is not None:
                 found.append(unseen)
-    for asked in numbered(query, index.analyzer):
+    for asked in numbered(query, index.analyzer.query_terms):
         if not lexical.has_term(asked.term):
             continue
         members = _numbers(index, asked.term)
@@ -615,8 +615,8 @@ def _numbers(index: Index, term: str) -> set[int] | None:
         return None
     found: set[int] = set()
     for text in texts:
-        found.update(n.number for n in numbered(text, index.analyzer) if n.term == term)
-        found.update(table_members(text, index.analyzer).get(term, ()))
+        found.update(n.number for n in numbered(text, index.analyzer.query_terms) if n.term == term)
+        found.update(table_members(text, index.analyzer.query_terms).get(term, ()))
     return found
 
 

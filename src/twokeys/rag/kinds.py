@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -127,11 +127,12 @@ class Numbered:
     text: str  # "code 5"
 
 
-def numbered(text: str, analyzer: Analyzer) -> list[Numbered]:
-    """The numbered members ``text`` names in prose (module docstring), in order."""
+def numbered(text: str, query_terms: Callable[[str], Sequence[str]]) -> list[Numbered]:
+    """The numbered members ``text`` names in prose (module docstring), in order;
+    ``query_terms``: the analyzer's."""
     found = []
     for m in _NUMBERED.finditer(text):
-        terms = analyzer.query_terms(m.group(1))
+        terms = query_terms(m.group(1))
         if len(terms) != 1:
             continue  # a stopword ("to 5", "at 3") or more than one word
         after = _NEXT_WORD.match(text, m.end())
@@ -150,7 +151,7 @@ def is_quantity(text: str) -> bool:
     )
 
 
-def table_members(text: str, analyzer: Analyzer) -> dict[str, set[int]]:
+def table_members(text: str, query_terms: Callable[[str], Sequence[str]]) -> dict[str, set[int]]:
     """The numbers of each Markdown table column of ``text`` whose header is one
     content word, by that word's analyzer term."""
     members: dict[str, set[int]] = {}
@@ -158,7 +159,7 @@ def table_members(text: str, analyzer: Analyzer) -> dict[str, set[int]]:
     for i in range(len(lines) - 1):
         if not lines[i].lstrip().startswith("|") or not _TABLE_SEPARATOR.match(lines[i + 1]):
             continue
-        header = [analyzer.query_terms(c) for c in _cells(lines[i])]
+        header = [query_terms(c) for c in _cells(lines[i])]
         for row in itertools.takewhile(lambda r: r.lstrip().startswith("|"), lines[i + 2 :]):
             for terms, cell in zip(header, _cells(row), strict=False):
                 if len(terms) == 1 and re.fullmatch(r"\d{1,3}", cell):
