@@ -26,8 +26,8 @@ mAh", "the range in metres") is answered only by a value in that unit
 (:func:`named_unit`): "a 10 W adapter" is a value of power, not the battery's capacity.
 
 The kinds: a price, a distance, a temperature, a sound level, an amount of power or
-energy, an amount of storage or memory (``16 GB``), a frame rate (``15 fps``), a
-resolution (``1080p``, ``2K``) and a year.
+energy, a voltage (``5 V``), an amount of storage or memory (``16 GB``), a frame rate
+(``15 fps``), a resolution (``1080p``, ``2K``) and a year.
 """
 
 from __future__ import annotations
@@ -117,6 +117,12 @@ TYPES: tuple[AnswerType, ...] = (
         ),
         re.compile(r"\d\s?(?:W|kW|kWh|Wh|mW|watts?|mAh|Ah)\b", _I),
         "how much electricity power energy current wattage draw consumption use capacity",
+    ),
+    AnswerType(
+        "a voltage",
+        re.compile(r"\b(?:what|which)\b[^?]*\bvoltages?\b|\bhow many volts\b|\bin volts\b", _I),
+        re.compile(r"\d\s?(?:V|volts?|mV|kV)\b", _I),
+        "voltage volts how many",
     ),
     AnswerType(
         "an amount of storage or memory",
