@@ -42,6 +42,18 @@ from twokeys.rag.decompose import decompose, decompose_with_llm, parse_query_lis
             ["Explain ZX-4821", "Explain ZX-3307", "Explain E-102"],
         ),
         ("router port; camera resolution", ["router port", "camera resolution"]),
+        (
+            # a numbered item is carried with the identifiers; a quantity is not one
+            "My script got exit code 4 from lumatek-cli, what does that mean?",
+            [
+                "My script got exit code 4 from lumatek-cli",
+                "what does that mean (lumatek-cli code 4)",
+            ],
+        ),
+        (
+            "I waited 10 minutes, is that normal?",
+            ["I waited 10 minutes", "is that normal (waited 10 minutes)"],
+        ),
     ],
 )
 def test_several_questions_become_several_sub_queries(prompt: str, parts: list[str]) -> None:

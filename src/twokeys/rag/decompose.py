@@ -21,8 +21,8 @@ budget fairly between them.
 3. split a coordinated list of identifiers (``"ZX-4821, ZX-3307 and E-102"``) into one
    sub-query per identifier, the rest of the clause repeated;
 4. a part that refers back (``it``, ``this``, ``they``...) and names no identifier of its
-   own gets the previous part's identifiers (or, without any, its content words)
-   appended in brackets;
+   own gets the previous part's identifiers and numbered items (``code 4``; or, without
+   any, its content words) appended in brackets;
 5. parts of fewer than two words (and no identifier) rejoin the previous part; at most
    ``max_parts`` parts are kept, the rest joined into the last.
 
@@ -63,6 +63,9 @@ _ID_LIST = re.compile(rf"{_ID}(?:\s*,\s*{_ID})*\s*,?\s+(?:and|or)\s+{_ID}|{_ID}(
 _BACK_REFERENCE = re.compile(
     r"\b(?:it|its|this|that|these|those|they|them|their|there)\b", re.IGNORECASE
 )
+# "code 4 from ...", "level 3": a word and a number no other content word follows (not
+# "10 minutes", a quantity)
+_NUMBERED = re.compile(r"\b([^\W\d_]+) (\d{1,3})\b(?![.,]\d)(?: ([^\W\d_]+))?")
 _REQUEST = r"(?:tell|explain|describe|list|show|give|find|compare|summari[sz]e)"
 _STOP = frozenset(
     """a an the and or but of to in on for with by at from is are was were be been do does
@@ -205,7 +208,12 @@ def _with_back_references(parts: list[str]) -> list[str]:
     out: list[str] = []
     for part in parts:
         if out and _BACK_REFERENCE.search(part) and not _ID_TOKEN.search(part):
-            keys = _ID_TOKEN.findall(out[-1]) or [
+            numbered = [
+                f"{m.group(1)} {m.group(2)}"
+                for m in _NUMBERED.finditer(out[-1])
+                if m.group(1).lower() not in _STOP and (m.group(3) or "").lower() in _STOP | {""}
+            ]
+            keys = [*_ID_TOKEN.findall(out[-1]), *numbered] or [
                 w for w in _words(out[-1]) if w.lower() not in _STOP
             ]
             keys = keys[:6]
