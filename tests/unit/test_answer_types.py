@@ -33,6 +33,7 @@ from twokeys.rag.answer_types import (
         ("How large a memory card does the camera take?", "an amount of storage or memory"),
         ("What frame rate does the Cam Indoor record at?", "a frame rate"),
         ("What voltage range should rail_in show?", "a voltage"),
+        ("Can you tell me how much the cloud plan costs?", "a price"),  # a polite request
         ("How many frames per second does it record?", "a frame rate"),
         ("What video resolution does the camera record in?", "a resolution"),
         ("What is the capacity in mAh of the battery?", "an amount of power or energy"),
@@ -53,6 +54,9 @@ def test_a_question_asking_for_a_value_names_its_kind(question: str, kind: str) 
         "What channel range does hubctl radio status zigbee show?",  # range: not a distance
         "Can I get my money back if the item arrived broken?",
         "How large is the Hub's log buffer?",  # not a card, disk or drive: any size
+        # yes/no questions ask whether, not how much
+        "Did firmware v3.2 change anything about how much electricity the Hub uses?",
+        "Can I see how much electricity each smart plug is using?",
         "Who won the 2018 football World Cup?",
     ],
 )

@@ -12,7 +12,9 @@ covered when the pages discuss its subject (the plans, the Hub, the app) without
 giving the value; the value's form is what they cannot check.
 
 :func:`expected_type` names the type a question asks for (None for most questions: what,
-why, how do I, can I, and counts or durations, which nearly any page can state).
+why, how do I, can I, and counts or durations, which nearly any page can state; and
+None for a yes/no question, "Did v3.2 change how much power the Hub uses?", which asks
+whether, unless it politely asks for the value: "Can you tell me how much ...").
 :func:`value_type` adds those two (:data:`DURATION`, :data:`COUNT`): not a reason to
 abstain, but the form an answer to "how long" or "how many" takes, which the extractive
 answer makes sure to quote. :func:`states` says whether a text holds an expression of
@@ -216,10 +218,26 @@ def expected_type(question: str) -> AnswerType | None:
     """The kind of value ``question`` asks for, or None when it asks for none of
     :data:`TYPES` (the first that matches wins), read on :func:`own_words`."""
     own = own_words(question)
+    if _WHETHER.match(own) and not _INDIRECT.match(own):
+        return None  # "Did v3.2 change how much power the Hub uses?" asks whether
     for kind in TYPES:
         if kind.asked.search(own):
             return kind
     return None
+
+
+# a yes/no question (an auxiliary verb first), unless it is a polite way to ask for the
+# value itself ("Can you tell me how much it costs?", "Do you know what radius ...")
+_WHETHER = re.compile(
+    r"^\W*(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|shall"
+    r"|may|might|must|am)\b",
+    _I,
+)
+_INDIRECT = re.compile(
+    r"^\W*(?:can|could|would|will|do|does)\s+(?:you|anyone|somebody|someone)\s+"
+    r"(?:please\s+)?(?:tell|know|say|explain|show)\b",
+    _I,
+)
 
 
 def value_type(question: str) -> AnswerType | None:
