@@ -21,9 +21,9 @@ Before any model runs, each sub-query's retrieval confidence is read
 (:mod:`twokeys.rag.grounding`); when no part is answerable the answer is "the sources
 do not answer this" with the closest sources (kind ``abstained``). A part the sources
 do not answer is said so, and its closest sources are packed only in the room the
-answered parts leave (:func:`~twokeys.rag.packing.pack`'s ``deferred``); no quote is taken
-for it. After generation each sentence is checked against the
-blocks it cites; ``strict`` drops unsupported and uncited ones. When the model cannot be
+answered parts leave (:func:`~twokeys.rag.packing.pack`'s ``deferred``); no quote is
+taken for it. After generation each sentence is checked against the blocks it cites;
+``strict`` drops unsupported and uncited ones. When the model cannot be
 reached the extractive answer is given instead, with ``model_error`` saying why.
 
 Tokens are counted with the model's tokenizer when the backend exposes it, else with

@@ -3,28 +3,30 @@
 "Is there a student discount?", "Do you sell a video doorbell?", "Can I buy an
 extended warranty?", "Does Lumatek make a smart lock?": the question introduces the
 thing with an indefinite article (or none: "do you offer gift wrapping") and asks
-whether it is offered. A documentation set that has the thing names
-it, so some passage holds the words of its name together; and a page that said there
-is none would name it too. When no passage holds them, the pages cannot answer. BM25
-and the dense model still see such a question as covered: "discount" is a word of the
-refund page, "warranty" has a page of its own, and the rest of the question ("Hub",
-"cameras", "buy") is the corpus's everyday vocabulary.
+whether it is offered. A documentation set that has the thing names it, so some
+passage holds the words of its name together; and a page that said there is none
+would name it too. When no passage holds them, the pages cannot answer. BM25 and the
+dense model still see such a question as covered: "discount" is a word of the refund
+page, "warranty" has a page of its own, and the rest of the question ("Hub", "cameras",
+"buy") is the corpus's everyday vocabulary.
 
 :func:`asked_for` reads the thing's name: after the question's lead (``is there``,
 ``are there``, ``do you|they sell|offer|make|have|provide|stock``, ``does Lumatek
 sell|offer|make|provide|stock``, ``can I buy|get|book|order|purchase``) and an optional
 indefinite article, the run of words up to the first stopword, code (a token with a
-digit) or punctuation (:mod:`twokeys.rag.runs`), at most :data:`MAX_WORDS` of them. Only a
-compound counts (:data:`MIN_WORDS`): "a solar panel", not "a speaker"; its first words
-say which member of a family is meant, which a page about the family does not name,
-while one generic noun ("a way to...") is left to the sensors. Alternatives joined by
-"or" are read as such: "a student or education discount" asks for a student discount
-or an education discount, and the pages answer it when they name either. A question about what a
-product has ("Does the Cam Go have a swappable battery?") is not read: a product's
-parts are described in other words ("a removable battery", "the sun hood supplied"),
-where what a company offers is named. A definite or possessive
-determiner ("can I get *my* money back", "is there *the* option") refers to something
-already known and asks nothing about its existence: no name is read.
+digit) or punctuation (:mod:`twokeys.rag.runs`), at most :data:`MAX_WORDS` of them.
+
+* Only a compound counts (:data:`MIN_WORDS`): "a solar panel", not "a speaker". Its
+  first words say which member of a family is meant, which a page about the family
+  does not name, while one generic noun ("a way to...") is left to the sensors.
+* Alternatives joined by "or" are read as such: "a student or education discount"
+  asks for a student discount or an education discount, and the pages answer it when
+  they name either.
+* A question about what a product has ("Does the Cam Go have a swappable battery?") is
+  not read: a product's parts are described in other words ("a removable battery",
+  "the sun hood supplied"), where what a company offers is named.
+* A definite or possessive determiner ("can I get *my* money back", "is there *the*
+  option") refers to something already known and asks nothing about its existence.
 
 Whether the pages name it is the caller's check (:mod:`twokeys.rag.grounding`): some
 chunk holds every analysed term of the name, in any order ("charging dock" is named by

@@ -337,6 +337,8 @@ def _unseen_things(index: Index, query: str) -> tuple[str, ...]:
 def _named_together(index: Index, name: str) -> bool:
     """Whether some chunk holds every analysed term of ``name``, in any order."""
     terms = index.analyzer.query_terms(name)
+    if not terms:
+        return True  # nothing to look for: no reason to abstain
     if not all(index.backend.lexical.has_term(t) for t in terms):
         return False
     texts = _texts_holding(index, [_rarest(index, terms)], complete=True)
