@@ -31,6 +31,7 @@ from twokeys.rag.grounding import (
     check_sentences,
     retrieval_confidence,
 )
+from twokeys.rag.prompt import render_prompt
 
 BM25 = AskOptions(mode="bm25")
 
@@ -583,6 +584,10 @@ def test_a_part_the_sources_do_not_answer_is_said_so(kb_path: Path) -> None:
             kb, "What does error code ZX-4821 mean, and does the Hub support Z-Wave?", options=BM25
         )
     assert answer.plan.unanswered == ("does the Hub support Z-Wave",)
+    # a model is told which part the sources do not answer, though its sources are there
+    prompt = render_prompt(answer.plan.prompt)
+    assert "1. What does error code ZX-4821 mean\n" in prompt
+    assert "2. does the Hub support Z-Wave (the sources do not answer this part; say so)" in prompt
     blocks = answer.plan.context.blocks
     assert blocks[0].queries == (0,)
     own = [b.number for b in blocks if b.queries == (1,)]

@@ -22,9 +22,11 @@ Before any model runs, each sub-query's retrieval confidence is read
 do not answer this" with the closest sources (kind ``abstained``). A part the sources
 do not answer is said so, and its closest sources are packed only in the room the
 answered parts leave (:func:`~twokeys.rag.packing.pack`'s ``deferred``); no quote is
-taken for it. After generation each sentence is checked against the blocks it cites;
-``strict`` drops unsupported and uncited ones. When the model cannot be
-reached the extractive answer is given instead, with ``model_error`` saying why.
+taken for it, and a model is told so in the list of parts
+(:func:`~twokeys.rag.prompt.question_text`). After generation each sentence is checked
+against the blocks it cites; ``strict`` drops unsupported and uncited ones. When the
+model cannot be reached the extractive answer is given instead, with ``model_error``
+saying why.
 
 Tokens are counted with the model's tokenizer when the backend exposes it, else with
 :func:`~twokeys.chunking.approx_token_counter`.
@@ -370,7 +372,7 @@ def _plan(
     )
     template = Template(_style(options.prompt_style, llm))
     counter: TokenCounter | None = llm.token_counter() if llm is not None else None
-    asked = question_text(question, parts)
+    asked = question_text(question, parts, deferred)
     context = pack(
         runs,
         options.budget,

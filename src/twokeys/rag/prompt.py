@@ -13,7 +13,7 @@ is what the packer counts against the ``instructions`` budget.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -74,12 +74,20 @@ class Template:
         return render_prompt(self.render("", ""))
 
 
-def question_text(question: str, parts: Sequence[str]) -> str:
-    """The question as the model sees it; a decomposed one lists its parts."""
+UNANSWERED_PART = "the sources do not answer this part; say so"
+
+
+def question_text(question: str, parts: Sequence[str], unanswered: Collection[int] = ()) -> str:
+    """The question as the model sees it; a decomposed one lists its parts, and those
+    the sources were judged not to answer (indices in ``unanswered``) say so: their
+    closest sources are in the context, but they do not answer them."""
     question = question.strip()
     if len(parts) < 2:
         return question
-    listed = "\n".join(f"{i}. {p}" for i, p in enumerate(parts, 1))
+    listed = "\n".join(
+        f"{i}. {p} ({UNANSWERED_PART})" if i - 1 in unanswered else f"{i}. {p}"
+        for i, p in enumerate(parts, 1)
+    )
     return f"{question}\nAnswer each part:\n{listed}"
 
 
