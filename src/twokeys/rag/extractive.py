@@ -38,16 +38,16 @@ table's header words, and the row a question names by number ("exit code 3": the
 whose ``Code`` cell is 3) takes its table's best place; not a sentence about the page
 itself, "This page explains error code ZX-4821 ...", which states nothing about the
 subject, unless no other unit is there) are quoted as written, each followed by its
-block's citation
-``[n]``. A question that asks for a value (a duration, a number, a price, a distance:
-:func:`twokeys.rag.answer_types.value_type`) whose quotes state none also gets its best
-unit that states one: the dense model often ranks the sentence that names the topic
-("comes with a limited hardware warranty") above the one that gives the figure ("24
-months from purchase"). A row, a list item or a comment, a fragment of a larger
-structure, is shown after the heading right above it (``1.2.9 — Added the --quiet option``), prose
-stands alone. Each quote remembers the heading of the chunk it comes from, so a block
-merged from several sections cites the right one. Headings are not quoted. Terms come
-from the index's own analyzer, so ``ZX-4821`` matches only ``ZX-4821``.
+block's citation ``[n]``. A question that asks for a value (a duration, a number, a
+price, a distance: :func:`twokeys.rag.answer_types.value_type`) whose quotes state none
+also gets its best unit that states one: the dense model often ranks the sentence that
+names the topic ("comes with a limited hardware warranty") above the one that gives the
+figure ("24 months from purchase"). A row, a list item or a comment, a fragment of a
+larger structure, is shown after the heading right above it (``1.2.9 — Added the
+--quiet option``), prose stands alone. Each quote remembers the heading of the chunk it
+comes from, so a block merged from several sections cites the right one. Headings are
+not quoted. Terms come from the index's own analyzer, so ``ZX-4821`` matches only
+``ZX-4821``.
 
 A fact often spans two sentences, and the dense model often ranks the sentence that
 sets the scene above the one that states the answer, so a quote brings the sentences
@@ -73,11 +73,12 @@ and comments are read alone.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from twokeys.errors import ConfigError
@@ -158,6 +159,7 @@ class _Sentence:
     after_code: bool = False  # prose right after the code a lead-in introduced (no new item)
     step: int = 0  # the number of the numbered list item it is (or continues on its line)
     item_no: int = 0  # the list item it is or continues (numbered across the context), 0: none
+    columns: tuple[tuple[str, str], ...] = ()  # a row's (header, cell) pairs, under a header
 
     @property
     def words(self) -> str:
@@ -217,9 +219,11 @@ def _sentences(context: PackedContext) -> list[_Sentence]:
                     paragraph += 1  # a row is read alone
                     at = block.heading_at(a)
                     plain, named = _row(cells, None), " ".join(header or ())
-                    out.append(
-                        _Sentence(*where, row, at, paragraph, "", "row", tables, plain, named)
-                    )
+                    columns: tuple[tuple[str, str], ...] = ()
+                    if header is not None and len(header) == len(cells):
+                        columns = tuple(zip(header, cells, strict=True))
+                    sentence = _Sentence(*where, row, at, paragraph, "", "row", tables, plain)
+                    out.append(replace(sentence, header=named, columns=columns))
                     paragraph += 1
                 continue
             header, in_table = None, False
@@ -435,10 +439,10 @@ def extract(
         asked = value_type(query)
         if asked is not None and not any(states(asked, sentences[i].text) for i in chosen):
             # the question asks for a value the quotes do not give: its best unit that does
-            stating = [
+            stating = (
                 si for _, si in ranked if si not in chosen and states(asked, sentences[si].text)
-            ]
-            chosen.extend(stating[:1])
+            )
+            chosen.extend(itertools.islice(stating, 1))
         for si in chosen:
             seen.add(si)
             s = sentences[si]
@@ -459,28 +463,20 @@ def _numbered_rows_first(
     dense model and shared words tell one row of a table from another by its other
     cells, which the question does not give."""
     asked = {(n.term, str(n.number)) for n in numbered(query, query_terms)}
-    if not asked:
-        return list(ranked)
-    named = {
-        sentences[i].table
-        for _, i in ranked
-        if sentences[i].kind == "row" and _names_row(sentences[i], asked, query_terms)
-    }
+    named = {i for _, i in ranked if asked and _names_row(sentences[i], asked, query_terms)}
     out = list(ranked)
-    for table in named:
+    for table in {sentences[i].table for i in named}:
         places = [k for k, (_, i) in enumerate(out) if sentences[i].table == table]
-        rows = [out[k] for k in places]
-        rows.sort(key=lambda r: not _names_row(sentences[r[1]], asked, query_terms))
-        for k, (_, i) in zip(places, rows, strict=True):
+        rows = sorted((out[k][1] for k in places), key=lambda i: i not in named)
+        for k, i in zip(places, rows, strict=True):
             out[k] = (out[k][0], i)  # the place keeps its score: the ranking is unchanged
     return out
 
 
 def _names_row(row: _Sentence, asked: set[tuple[str, str]], query_terms: Terms) -> bool:
-    """Whether ``row`` ("Code: 3; Meaning: Not signed in") has a cell ``asked`` names: the
-    number under a header that is the asked word."""
-    for pair in row.text.split("; "):
-        head, _, cell = pair.partition(": ")
+    """Whether ``row`` has a cell ``asked`` names: the number under a header that is the
+    asked word (``Code`` 3)."""
+    for head, cell in row.columns:
         terms = query_terms(head)
         if len(terms) == 1 and (terms[0], cell.strip()) in asked:
             return True

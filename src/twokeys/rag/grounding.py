@@ -121,7 +121,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from twokeys.lexical.boolean import contains_sequence
-from twokeys.rag.answer_types import expected_type, named_unit, own_words, states
+from twokeys.rag.answer_types import AnswerType, expected_type, named_unit, own_words, states
 from twokeys.rag.commands import Command, code_lines, commands, heads, query_runs, unseen_subcommand
 from twokeys.rag.elements import elements
 from twokeys.rag.existence import asked_for
@@ -264,11 +264,11 @@ def retrieval_confidence(
     features = bm25.features(query, result)  # type: ignore[attr-defined]
     own = own_words(query)  # not the words a sub-query carries from the part before it
     names = tuple(n for n in _names(own) if not _indexed(index, n))
-    if names or expected_type(query) is not None:  # at most one search for both rules
+    kind = expected_type(query)
+    if names or kind is not None:  # at most one search for both rules
         retrieved = _retrieved_texts(index, query, retrieved)
     names = _not_written_otherwise(index, names, retrieved or ())
-    unstated = _unstated(index, query, retrieved)
-    kind = expected_type(query)
+    unstated = _unstated(index, query, kind, retrieved or ())
     if kind is not None and not unstated:
         # "How much RAM does it need": the name asks for the kind of value ("16 GB of
         # memory"), which a retrieved text states about the question's subject
@@ -341,8 +341,7 @@ def _named_together(index: Index, name: str) -> bool:
         return True  # nothing to look for: no reason to abstain
     if not all(index.backend.lexical.has_term(t) for t in terms):
         return False
-    texts = _texts_holding(index, [_rarest(index, terms)], complete=True)
-    return texts is None or any(set(terms) <= set(index.analyzer.query_terms(t)) for t in texts)
+    return _some_chunk(index, terms, lambda held: set(terms) <= set(held))
 
 
 def _retrieved_texts(index: Index, query: str, retrieved: Sequence[str] | None) -> Sequence[str]:
@@ -382,15 +381,14 @@ def _not_written_otherwise(
     return tuple(n for n in names if n not in seen)
 
 
-def _unstated(index: Index, query: str, retrieved: Sequence[str] | None) -> str:
-    """The kind of value ``query`` asks for (:mod:`twokeys.rag.answer_types`) when no
-    retrieved text states one about its subject (holding a term of ``query`` besides
-    the words that ask for the value; any text when ``query`` has no other term); ""
-    when it asks for none or one states it."""
-    kind = expected_type(query)
+def _unstated(index: Index, query: str, kind: AnswerType | None, retrieved: Sequence[str]) -> str:
+    """The name of ``kind``, the kind of value ``query`` asks for
+    (:func:`~twokeys.rag.answer_types.expected_type`), when no ``retrieved`` text states
+    one about its subject (holding a term of ``query`` besides the words that ask for the
+    value; any text when ``query`` has no other term); "" when it asks for none or one
+    states it."""
     if kind is None:
         return ""
-    retrieved = _retrieved_texts(index, query, retrieved)
     analyzer = index.analyzer
     subject = set(analyzer.query_terms(own_words(query))) - set(analyzer.query_terms(kind.words))
     unit = named_unit(query)
@@ -442,10 +440,17 @@ def _held(index: Index, phrase: str) -> bool:
     terms = index.analyzer.query_terms(phrase)
     if len(terms) < 2:
         return True
+    return _some_chunk(index, terms, lambda held: contains_sequence(held, terms))
+
+
+def _some_chunk(index: Index, terms: Sequence[str], holds: Callable[[list[str]], bool]) -> bool:
+    """Whether ``holds`` is true of the analysed terms of some chunk holding the rarest of
+    ``terms`` (all in the index). Only those chunks are read, all of them up to
+    :data:`PHRASE_CANDIDATES`; past that, True (it cannot be ruled out)."""
     texts = _texts_holding(index, [_rarest(index, terms)], complete=True)
     if texts is None:
         return True
-    return any(contains_sequence(index.analyzer.query_terms(t), terms) for t in texts)
+    return any(holds(index.analyzer.query_terms(t)) for t in texts)
 
 
 def _rarest(index: Index, terms: Sequence[str]) -> str:
