@@ -38,6 +38,14 @@ from twokeys.rag.answer_types import (
         ("What video resolution does the camera record in?", "a resolution"),
         ("What is the capacity in mAh of the battery?", "an amount of power or energy"),
         ("How loud is the siren in decibels?", "a sound level"),
+        ("What upload speed does cloud recording need?", "a data rate"),
+        ("What is the input length, in tokens?", "a length in tokens or characters"),
+        ("How many characters can a device name have?", "a length in tokens or characters"),
+        # a yes/no question offering values to choose from asks which
+        ("Is the Ethernet port 100 Mbit/s or gigabit?", "a data rate"),
+        ("Does the Cam Indoor record at 25 or 30 fps?", "a frame rate"),
+        ("What does DHCP actually stand for?", "the expansion of DHCP"),
+        ("What is the acronym ADR short for?", "the expansion of ADR"),
     ],
 )
 def test_a_question_asking_for_a_value_names_its_kind(question: str, kind: str) -> None:
@@ -58,6 +66,10 @@ def test_a_question_asking_for_a_value_names_its_kind(question: str, kind: str) 
         "Did firmware v3.2 change anything about how much electricity the Hub uses?",
         "Can I see how much electricity each smart plug is using?",
         "Who won the 2018 football World Cup?",
+        # alternatives that are no values, or a value far from the "or"
+        "Is there a student or education discount on Studio Pro?",
+        "Does the 5 V adapter work abroad with a travel plug, or do I need a new one?",
+        "What does DHCP lease time mean?",  # not what it stands for
     ],
 )
 def test_other_questions_ask_for_no_kind(question: str) -> None:
@@ -93,6 +105,14 @@ def test_the_words_a_part_carries_from_the_part_before_are_not_read() -> None:
         ("What voltage should it show?", "A low voltage makes it restart.", False),
         ("What frame rate does it record at?", "Clips are recorded at 2K.", False),
         ("What video resolution does it record?", "Lower the quality from 2K to 1080p.", True),
+        ("What upload speed does it need?", "At least 2 Mbit/s of upload.", True),
+        ("What upload speed does it need?", "A gigabit port.", True),
+        ("What upload speed does it need?", "Uploads fail on a slow line.", False),
+        ("What is the length in tokens?", "Inputs up to 8192 tokens.", True),
+        ("What is the length in tokens?", "Create a token in the app.", False),
+        ("What does DHCP stand for?", "Dynamic Host Configuration Protocol (DHCP)", True),
+        ("What does IoT stand for?", "devices of the Internet of Things", True),
+        ("What does DHCP stand for?", "Very short DHCP lease times cause drops.", False),
     ],
 )
 def test_a_text_states_a_value_of_the_kind_or_not(question: str, text: str, stated: bool) -> None:

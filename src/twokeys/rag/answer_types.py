@@ -164,6 +164,31 @@ TYPES: tuple[AnswerType, ...] = (
         "resolution video image picture maximum max megapixels pixels",
     ),
     AnswerType(
+        "a data rate",
+        re.compile(
+            r"\b(?:what|which|how much)\b[^?]*\b(?:bandwidth|upload speed|download speed"
+            r"|data rate|bit ?rate|line speed|connection speed|network speed)\b",
+            _I,
+        ),
+        re.compile(
+            r"\d\s?(?:Mbit/s|Mbps|Mb/s|Gbit/s|Gbps|Gb/s|kbit/s|kbps|kb/s)(?!\w)"
+            r"|\b(?:megabit|gigabit|fast ethernet)s?\b",
+            _I,
+        ),
+        "bandwidth upload download speed data rate bit line connection network megabit gigabit"
+        " mbit mbps gbit gbps",
+    ),
+    AnswerType(
+        "a length in tokens or characters",
+        re.compile(
+            r"\bin (?:tokens|characters)\b|\bhow many (?:tokens|characters)\b"
+            r"|\b(?:what|which)\b[^?]*\b(?:token|character) (?:limit|length|count)\b",
+            _I,
+        ),
+        re.compile(rf"{_NUMBER}\s?-?(?:tokens?|characters?|chars)\b", _I),
+        "tokens characters token character limit length count how many",
+    ),
+    AnswerType(
         "a year",
         re.compile(r"\b(?:what|which|in what) year\b", _I),
         re.compile(r"\b(?:1[5-9]|20)\d\d\b"),
@@ -219,11 +244,53 @@ def expected_type(question: str) -> AnswerType | None:
     :data:`TYPES` (the first that matches wins), read on :func:`own_words`."""
     own = own_words(question)
     if _WHETHER.match(own) and not _INDIRECT.match(own):
-        return None  # "Did v3.2 change how much power the Hub uses?" asks whether
+        # "Did v3.2 change how much power the Hub uses?" asks whether; "Is the port
+        # 100 Mbit/s or gigabit?" asks which of two values
+        return _alternatives(own)
     for kind in TYPES:
         if kind.asked.search(own):
             return kind
+    return expansion(own)
+
+
+def _alternatives(question: str) -> AnswerType | None:
+    """The kind of the values a yes/no question offers as alternatives ("25 or 30 fps",
+    "100 Mbit/s or gigabit"): a value of a kind stated next to an "or"."""
+    for found in _OR.finditer(question):
+        near = question[max(0, found.start() - _NEAR_OR) : found.end() + _NEAR_OR]
+        for kind in TYPES:
+            if kind.stated.search(near):
+                return kind
     return None
+
+
+_OR = re.compile(r"\bor\b", _I)
+_NEAR_OR = 24  # characters either side of "or" that hold its alternatives
+
+
+def expansion(question: str) -> AnswerType | None:
+    """What an acronym stands for, when ``question`` asks it ("What does DHCP stand
+    for?"): words whose initials spell it, in order, with short function words between
+    ("Dynamic Host Configuration Protocol", "Internet of Things" for IoT)."""
+    found = _STANDS_FOR.search(question)
+    if found is None:
+        return None
+    acronym = found.group("acronym")
+    letters = [c for c in acronym if c.isupper()]
+    words = r"(?:[\s-]+(?:of|and|for|the|to|in|on|over|by)\b)*[\s-]+".join(
+        rf"{c}[\w'-]*" for c in letters
+    )
+    return AnswerType(
+        f"the expansion of {acronym}",
+        re.compile(re.escape(acronym)),
+        re.compile(rf"\b{words}\b", _I),
+        f"{acronym} what does stand for short abbreviation acronym actually",
+    )
+
+
+_STANDS_FOR = re.compile(
+    r"\b(?i:what)\b[^?]*?\b(?P<acronym>[A-Z][a-zA-Z]*[A-Z])s?\b[^?]*?\b(?:stands? for|short for)\b"
+)
 
 
 # a yes/no question (an auxiliary verb first), unless it is a polite way to ask for the
