@@ -54,6 +54,23 @@ from twokeys.rag.decompose import decompose, decompose_with_llm, parse_query_lis
             "I waited 10 minutes, is that normal?",
             ["I waited 10 minutes", "is that normal (waited 10 minutes)"],
         ),
+        (
+            # a condition after the first question qualifies the question after it
+            "How long is the warranty, and if the case arrived cracked can I get a refund?",
+            ["How long is the warranty", "if the case arrived cracked can I get a refund"],
+        ),
+        (
+            "How long is the warranty, and if it arrived broken, how long do I have to report it?",
+            [
+                "How long is the warranty",
+                "if it arrived broken, how long do I have to report it (long warranty)",
+            ],
+        ),
+        # a question word after "when" makes a question, not a condition
+        (
+            "When does it ship, and when will it arrive?",
+            ["When does it ship", "when will it arrive (ship)"],
+        ),
     ],
 )
 def test_several_questions_become_several_sub_queries(prompt: str, parts: list[str]) -> None:
@@ -72,6 +89,7 @@ def test_several_questions_become_several_sub_queries(prompt: str, parts: list[s
         "Adding a menu entry to /etc/grub.d/40_custom",
         "Is it safe, and why?",  # "why" alone is no sub-query
         "Does the Hub work with Alexa and can Google use it?",  # no comma before "and"
+        "Open the app, and if the light is red the Hub is offline.",  # no question follows
     ],
 )
 def test_one_question_stays_whole(prompt: str) -> None:

@@ -17,7 +17,8 @@ budget fairly between them.
    happens``); or, after a comma, an auxiliary verb followed by a subject (``, is it``,
    ``, can I``), or after a comma and a conjunction, an auxiliary verb followed by a
    capitalised name (``, and can Studio 1 open``), so ``"the port, which the router
-   uses"`` or ``"reset and re-pair"`` stay whole;
+   uses"`` or ``"reset and re-pair"`` stay whole; and after a comma and a conjunction, a
+   condition that a question follows (``, and if it arrived broken, can I get``);
 3. split a coordinated list of identifiers (``"ZX-4821, ZX-3307 and E-102"``) into one
    sub-query per identifier, the rest of the clause repeated;
 4. a part that refers back (``it``, ``this``, ``they``...) and names no identifier of its
@@ -52,7 +53,9 @@ _CLAUSE_BREAK = re.compile(
     rf"(?={_WH}(?:\s+\w+)?\s+{_AUX}\b|{_WH}'s\b)"
     rf"|\s*,\s*(?:(?:and|or|but)\s+)?(?={_AUX}\s+{_SUBJECT}\b)"
     rf"|\s*,\s*(?:and|or|but)\s+(?={_AUX}\s+(?-i:[A-Z])\w)"
-    rf"|\s*,\s*(?:and|or|but)\s+(?={_WH}\s+\w+)",
+    rf"|\s*,\s*(?:and|or|but)\s+(?={_WH}\s+\w+)"
+    rf"|\s*,\s*(?:and|or|but)\s+(?=(?:if|when|once|after|before)\b[^,?]*?(?:,\s*)?"
+    rf"(?:{_WH}\s+(?:\w+\s+)?)?{_AUX}\s+{_SUBJECT}\b)",
     re.IGNORECASE,
 )
 _SENTENCE_BREAK = re.compile(r"(?<=\?)\s+|\s*;\s*|\s*\n+\s*|(?<=[.!])\s+(?=[A-Z])")
@@ -84,7 +87,7 @@ def decompose(prompt: str, *, max_parts: int = DEFAULT_MAX_PARTS) -> list[str]:
         raise ConfigError("question: is empty")
     parts: list[str] = []
     for sentence in _attach_statements(_SENTENCE_BREAK.split(text)):
-        for clause in _CLAUSE_BREAK.split(sentence):
+        for clause in _attach_conditions(_CLAUSE_BREAK.split(sentence)):
             parts.extend(_split_identifier_list(_clean(clause)))
     parts = _with_back_references(_merge_fragments([p for p in parts if p]))
     parts = list(dict.fromkeys(parts))
@@ -168,6 +171,28 @@ def _attach_statements(sentences: Sequence[str]) -> list[str]:
         out.append(sentence)
         i += 1
     return out
+
+
+def _attach_conditions(clauses: Sequence[str]) -> list[str]:
+    """A condition that follows another clause ("..., and if it arrived broken") joins
+    the question clause after it, which it qualifies: "how long do I have to report it?".
+    (A sentence's leading condition, "If I order in the morning, when does it ship?", is
+    a part of its own, which retrieves what the condition is about.)"""
+    out: list[str] = []
+    i = 0
+    while i < len(clauses):
+        clause = clauses[i]
+        if 0 < i < len(clauses) - 1 and _CONDITION.match(_clean(clause)):
+            clause = f"{clause.rstrip()}, {clauses[i + 1].lstrip()}"
+            i += 1
+        out.append(clause)
+        i += 1
+    return out
+
+
+_CONDITION = re.compile(
+    rf"(?:if|when|once|after|before|unless)\b(?!\s+(?:{_WH}|{_AUX})\b)", re.IGNORECASE
+)
 
 
 def _is_question(sentence: str) -> bool:
