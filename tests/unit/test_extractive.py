@@ -345,12 +345,34 @@ def test_other_questions_and_other_lists_quote_the_step_alone() -> None:
     assert "The Hub forgets its Wi-Fi details and returns to setup mode." in quotes
     assert "Release the button." not in quotes
     # a bulleted list is no procedure, and a step after a blank line starts a new list
+    only_step = _cosine_by_phrase({"removes saved": 0.1, "forgets": 0.9, "Press": 0.2})
     for text in (
         NETWORK_RESET.replace("1. ", "- ").replace("2. ", "- "),
         NETWORK_RESET.replace("\n2. ", "\n\n2. "),
     ):
-        quotes = _quoted(_context(text), "How do I reset the Wi-Fi details?", similarity=similarity)
+        quotes = _quoted(_context(text), "How do I reset the Wi-Fi details?", similarity=only_step)
+        assert "The Hub forgets its Wi-Fi details and returns to setup mode." in quotes
         assert not any(q.startswith("Press and hold") for q in quotes)
+
+
+def test_a_procedure_question_brings_the_steps_after_the_prose_naming_it() -> None:
+    # the paragraph says what a network reset is; the numbered list after it is how
+    similarity = _cosine_by_phrase({"removes saved": 0.9, "forgets": 0.2, "Press": 0.2})
+    steps = [
+        "Press and hold the button on the back for 5 seconds, until the light pulses yellow.",
+        "Release the button.",
+        "The Hub forgets its Wi-Fi details and returns to setup mode.",
+    ]
+    quotes = _quoted(_context(NETWORK_RESET), "How do I do a network reset?", similarity=similarity)
+    assert quotes == ["A network reset removes saved Wi-Fi details only.", *steps]
+    # not for a question that asks no procedure, nor for a bulleted list
+    quotes = _quoted(
+        _context(NETWORK_RESET), "What does a network reset remove?", similarity=similarity
+    )
+    assert quotes == ["A network reset removes saved Wi-Fi details only."]
+    bulleted = NETWORK_RESET.replace("1. ", "- ").replace("2. ", "- ")
+    quotes = _quoted(_context(bulleted), "How do I do a network reset?", similarity=similarity)
+    assert quotes == ["A network reset removes saved Wi-Fi details only."]
 
 
 PLACEMENT = """## General principles

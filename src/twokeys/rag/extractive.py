@@ -96,6 +96,7 @@ RELATIVE_FLOOR = 0.5  # a further quote scores at least half the best one (lexic
 DENSE_FLOOR = 0.8  # with the dense model: at least this share of the best score (dev)
 LEXICAL_SHARE = 0.6  # what the lexical share adds to the cosine (set on the dev split)
 NEIGHBOUR_FLOOR = 0.6  # a sentence next to a quote, in its paragraph, joins at this share
+STEPS_QUOTED = 6  # units of a procedure's numbered steps quoted after the prose naming it
 HEADING_SHARE = 0.5  # a query word in the sentence's headings counts half (set on dev)
 _LIST_MARKER = re.compile(r"^(?:[-*+]|\d{1,9}[.)])\s+")
 _STEP_MARKER = re.compile(r"^(\d{1,9})[.)]\s+")
@@ -429,7 +430,7 @@ def extract(
             ]
             read_with += [j for j in _after_code(sentences, si) if j in scores and j not in chosen]
             if _PROCEDURE.match(query):
-                steps = _steps_before(sentences, si)
+                steps = _steps_before(sentences, si) + _steps_after(sentences, si)
                 read_with += [j for j in steps if j in scores and j not in chosen]
             items = [j for j in _list_after(sentences, si) if j in scores and j not in chosen]
             if items:
@@ -559,6 +560,33 @@ def _steps_before(sentences: Sequence[_Sentence], i: int) -> list[int]:
         step = s.step
         j -= 1
     return out
+
+
+def _steps_after(sentences: Sequence[_Sentence], i: int) -> list[int]:
+    """The steps of the numbered list right after the paragraph of prose sentence ``i``
+    (from step 1, in its section, at most :data:`STEPS_QUOTED` units): the procedure
+    the paragraph describes ("A network reset removes saved Wi-Fi details only. ...
+    1. Press and hold the button ...")."""
+    first = sentences[i]
+    if first.kind != "sentence" or first.step or first.item_no:
+        return []
+    j = i + 1
+    while j < len(sentences) and _same_paragraph(sentences[j], first):
+        j += 1
+    out: list[int] = []
+    while j < len(sentences) and len(out) < STEPS_QUOTED:
+        s = sentences[j]
+        if s.number != first.number or s.paragraph != first.paragraph + 1 or not s.step:
+            break
+        if not out and s.step != 1:
+            break
+        out.append(j)
+        j += 1
+    return out
+
+
+def _same_paragraph(a: _Sentence, b: _Sentence) -> bool:
+    return a.number == b.number and a.paragraph == b.paragraph
 
 
 def _introduces(sentences: Sequence[_Sentence], i: int, j: int) -> bool:
