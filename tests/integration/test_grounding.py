@@ -28,6 +28,7 @@ from twokeys.rag.grounding import (
     THRESHOLD,
     Confidence,
     _name_runs,
+    _names,
     check_sentences,
     retrieval_confidence,
 )
@@ -567,6 +568,9 @@ def test_name_runs_are_capitalised_words_side_by_side() -> None:
         "Studio Pro",
     ]
     assert _name_runs("Reset Hub Button Not Working") == []  # title case marks no name
+    # a capitalised unit after a number is no name: "GHz Wi-Fi" is not a run
+    assert _name_runs("Which channel should my router's 2.4 GHz Wi-Fi use?") == []
+    assert _names("Which channel should my router's 2.4 GHz Wi-Fi use?") == ["Wi-Fi"]
 
 
 def test_a_part_the_sources_do_not_answer_is_said_so(kb_path: Path) -> None:

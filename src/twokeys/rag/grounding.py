@@ -412,8 +412,13 @@ def _name_matches(query: str) -> list[re.Match[str]]:
     return [
         m
         for m in _NAME.finditer(query)
-        if not _SENTENCE_START.search(query[: m.start()]) and m.group() not in ("I", "I'm")
+        if not _SENTENCE_START.search(query[: m.start()])
+        and m.group() not in ("I", "I'm")
+        and not _AFTER_NUMBER.search(query[: m.start()])  # a unit: "2.4 GHz", "16 GB"
     ]
+
+
+_AFTER_NUMBER = re.compile(r"\d\s?$")
 
 
 def _name_runs(query: str) -> list[str]:
