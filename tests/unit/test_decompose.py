@@ -66,6 +66,11 @@ from twokeys.rag.decompose import decompose, decompose_with_llm, parse_query_lis
                 "if it arrived broken, how long do I have to report it (long warranty)",
             ],
         ),
+        (
+            # a condition that asks a question itself is a part of its own
+            "If I order this morning will it ship today, and can I get a refund?",
+            ["If I order this morning will it ship today", "can I get a refund"],
+        ),
         # a question word after "when" makes a question, not a condition
         (
             "When does it ship, and when will it arrive?",
@@ -90,6 +95,8 @@ def test_several_questions_become_several_sub_queries(prompt: str, parts: list[s
         "Is it safe, and why?",  # "why" alone is no sub-query
         "Does the Hub work with Alexa and can Google use it?",  # no comma before "and"
         "Open the app, and if the light is red the Hub is offline.",  # no question follows
+        "If I write to the helpdesk, how soon do I hear back?",  # a condition and its question
+        "After a power outage, does the Hub catch up on the rules it missed?",
     ],
 )
 def test_one_question_stays_whole(prompt: str) -> None:

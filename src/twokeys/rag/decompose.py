@@ -18,7 +18,9 @@ budget fairly between them.
    ``, can I``), or after a comma and a conjunction, an auxiliary verb followed by a
    capitalised name (``, and can Studio 1 open``), so ``"the port, which the router
    uses"`` or ``"reset and re-pair"`` stay whole; and after a comma and a conjunction, a
-   condition that a question follows (``, and if it arrived broken, can I get``);
+   condition that a question follows (``, and if it arrived broken, can I get``). A
+   condition (``if``, ``when``, ``after``...) stays with the question clause after it
+   (``If I write to the helpdesk, how soon do I hear back?`` is one question);
 3. split a coordinated list of identifiers (``"ZX-4821, ZX-3307 and E-102"``) into one
    sub-query per identifier, the rest of the clause repeated;
 4. a part that refers back (``it``, ``this``, ``they``...) and names no identifier of its
@@ -174,15 +176,16 @@ def _attach_statements(sentences: Sequence[str]) -> list[str]:
 
 
 def _attach_conditions(clauses: Sequence[str]) -> list[str]:
-    """A condition that follows another clause ("..., and if it arrived broken") joins
-    the question clause after it, which it qualifies: "how long do I have to report it?".
-    (A sentence's leading condition, "If I order in the morning, when does it ship?", is
-    a part of its own, which retrieves what the condition is about.)"""
+    """A condition ("If I write to the helpdesk", "..., and if it arrived broken") joins
+    the question clause after it, which it qualifies: "how soon do I hear back?" asks
+    nothing on its own. Not a condition that asks a question itself ("If I order this
+    morning will it ship today")."""
     out: list[str] = []
     i = 0
     while i < len(clauses):
         clause = clauses[i]
-        if 0 < i < len(clauses) - 1 and _CONDITION.match(_clean(clause)):
+        own = _clean(clause)
+        if i < len(clauses) - 1 and _CONDITION.match(own) and not _INVERSION.search(own):
             clause = f"{clause.rstrip()}, {clauses[i + 1].lstrip()}"
             i += 1
         out.append(clause)
@@ -190,6 +193,9 @@ def _attach_conditions(clauses: Sequence[str]) -> list[str]:
     return out
 
 
+# an auxiliary verb before a pronoun: the condition asks a question of its own ("If I
+# order this morning will it ship today")
+_INVERSION = re.compile(rf"\b{_AUX}\s+(?:i|you|we|they|it|he|she|there)\b", re.IGNORECASE)
 _CONDITION = re.compile(
     rf"(?:if|when|once|after|before|unless)\b(?!\s+(?:{_WH}|{_AUX})\b)", re.IGNORECASE
 )
