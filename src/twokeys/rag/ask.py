@@ -48,6 +48,7 @@ from twokeys.rag.extractive import Similarity, extract
 from twokeys.rag.grounding import (
     Confidence,
     SentenceCheck,
+    carry_unseen_things,
     check_sentences,
     retrieval_confidence,
     sentence_citations,
@@ -345,8 +346,8 @@ def _retrieve(
         for part in parts
     )
     confidence = (
-        tuple(
-            retrieval_confidence(index, run.query, [hit.text for hit in run.hits]) for run in runs
+        carry_unseen_things(
+            [retrieval_confidence(index, run.query, [hit.text for hit in run.hits]) for run in runs]
         )
         if options.abstain
         else ()

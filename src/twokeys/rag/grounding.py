@@ -77,9 +77,12 @@ A question that names an identifier the index has never seen, or a subcommand or
 entry its pages never give, or asks for a value no retrieved chunk states, asks about
 something the corpus does not hold; one that names an identifier the index holds is
 answerable (an exact match is the strongest lexical evidence). An unseen name, phrase,
-kind, element or thing means the same
-unless the dense peak is very high (:data:`STRONG_PEAK`: "Britain" for a page on the
-United Kingdom). Otherwise the sub-query is answerable when
+kind or element means the same unless the dense peak is very high (:data:`STRONG_PEAK`:
+"Britain" for a page on the United Kingdom, a name written otherwise). An unseen thing
+means the same whatever the peak: an existence question ("Is there a free trial of the
+cloud plan?") is mostly the words of its topic, which the pages discuss whether or not
+they offer the thing, so a page close to it vouches for the topic, not for the thing.
+Otherwise the sub-query is answerable when
 ``peak + LEXICAL_WEIGHT * coverage >= THRESHOLD``: each sensor can vouch on its own
 (a paraphrase with unseen words but a clear dense peak; an identifier query matched
 exactly), and a question neither sensor recognises (off-topic, or in-domain words
@@ -115,7 +118,7 @@ import itertools
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -192,6 +195,8 @@ class Confidence:
             return False
         if self.found:
             return True  # an identifier matched exactly: the strongest lexical evidence
+        if self.unseen_things:
+            return False  # a close page is about the topic, not the thing asked for
         if self.unseen and (self.dense is None or self.dense < STRONG_PEAK):
             return False
         if self.dense is None:
@@ -250,6 +255,36 @@ class Confidence:
             "answerable": self.answerable,
             "reason": self.reason,
         }
+
+
+def carry_unseen_things(confidence: Sequence[Confidence]) -> tuple[Confidence, ...]:
+    """Each part's confidence, where a part that refers back to a thing an earlier part
+    asked about and no chunk names ("Is there a free trial of the cloud plan, and how long
+    does it last?") also has that thing unseen: what it asks about the thing (how long
+    "it" lasts) the sources cannot answer either. A part refers back to it when the words
+    it carries from the part before (:mod:`twokeys.rag.decompose`) name the thing."""
+    out: list[Confidence] = []
+    for c in confidence:
+        carried = set(_WORD.findall(c.query[len(own_words(c.query)) :].lower()))
+        things = tuple(
+            dict.fromkeys(
+                thing
+                for earlier in out
+                for thing in earlier.unseen_things
+                if thing not in c.unseen_things and _names_thing(carried, thing)
+            )
+        )
+        out.append(replace(c, unseen_things=c.unseen_things + things) if things else c)
+    return tuple(out)
+
+
+def _names_thing(words: set[str], thing: str) -> bool:
+    """Whether ``words`` hold every word of ``thing``, or of one of its alternatives
+    ("student discount or education discount")."""
+    return any(
+        all(w in words for w in _WORD.findall(alternative))
+        for alternative in thing.lower().split(" or ")
+    )
 
 
 def retrieval_confidence(
