@@ -29,7 +29,10 @@ mAh", "the range in metres") is answered only by a value in that unit
 
 The kinds: a price, a distance, a temperature, a sound level, an amount of power or
 energy, a voltage (``5 V``), an amount of storage or memory (``16 GB``), a frame rate
-(``15 fps``), a resolution (``1080p``, ``2K``) and a year.
+(``15 fps``), a resolution (``1080p``, ``2K``), a data rate (``2 Mbit/s``, gigabit), a
+length in tokens or characters and a year; and the expansion of an acronym ("What does
+DHCP stand for?": :func:`expansion`). A yes/no question asks for none, unless it offers
+values of a kind as alternatives ("Is the port 100 Mbit/s or gigabit?").
 """
 
 from __future__ import annotations
