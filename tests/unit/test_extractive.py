@@ -534,3 +534,30 @@ def test_a_question_for_a_value_gets_a_unit_that_states_one() -> None:
     what = _quoted(_context(WARRANTY), "What is the hardware warranty?", similarity=similarity)
     assert how_long[0].startswith("Every Hub") and any("24 months" in q for q in how_long)
     assert not any("24 months" in q for q in what)
+
+
+CHARGING = """## Charging
+
+Partial top-ups count as fractions of a cycle.
+
+Replace the battery if the camera no longer runs for a week between charges.
+
+A full charge takes about four hours from a 10 W adapter.
+"""
+
+
+def test_units_that_state_the_value_asked_for_are_quoted_first() -> None:
+    # the dense model ranks a sentence without a duration first; the two that state one,
+    # close enough to it, are quoted before it, and one far below it is not quoted
+    similarity = _cosine_by_phrase({"Partial": 0.60, "a week": 0.54, "four hours": 0.49})
+    quotes = _quoted(_context(CHARGING), "How long does a full top-up take?", similarity=similarity)
+    assert set(quotes[:2]) == {
+        "Replace the battery if the camera no longer runs for a week between charges.",
+        "A full charge takes about four hours from a 10 W adapter.",
+    }
+    far = _cosine_by_phrase({"Partial": 0.60, "a week": 0.54, "four hours": 0.30})
+    quotes = _quoted(_context(CHARGING), "How long does a full top-up take?", similarity=far)
+    assert not any("four hours" in q for q in quotes)
+    # a question for no value keeps the model's order
+    quotes = _quoted(_context(CHARGING), "What is a partial top-up?", similarity=similarity)
+    assert quotes[0] == "Partial top-ups count as fractions of a cycle."

@@ -38,11 +38,13 @@ table's header words, and the row a question names by number ("exit code 3": the
 whose ``Code`` cell is 3) takes its table's best place; not a sentence about the page
 itself, "This page explains error code ZX-4821 ...", which states nothing about the
 subject, unless no other unit is there) are quoted as written, each followed by its
-block's citation ``[n]``. A question that asks for a value (a duration, a number, a
-price, a distance: :func:`twokeys.rag.answer_types.value_type`) whose quotes state none
-also gets its best unit that states one: the dense model often ranks the sentence that
-names the topic ("comes with a limited hardware warranty") above the one that gives the
-figure ("24 months from purchase"). A row, a list item or a comment, a fragment of a
+block's citation ``[n]``. For a question that asks for a value (a duration, a number,
+a price, a distance: :func:`twokeys.rag.answer_types.value_type`) the units that state
+one and score within the floor come first, and when the quotes still state none its best
+unit that does is added: the dense model often ranks the sentence that names the topic
+("comes with a limited hardware warranty", "Partial top-ups count as fractions of a
+cycle") above the one that gives the figure ("24 months from purchase", "A full charge
+takes about four hours"). A row, a list item or a comment, a fragment of a
 larger structure, is shown after the heading right above it (``1.2.9 — Added the
 --quiet option``), prose stands alone. Each quote remembers the heading of the chunk it
 comes from, so a block merged from several sections cites the right one. Headings are
@@ -412,6 +414,13 @@ def extract(
         best = ranked[0][0]
         floor = (DENSE_FLOOR if similarity is not None else RELATIVE_FLOOR) * best
         scores = dict.fromkeys(own, 0.0) | {i: score for score, i in ranked}
+        asked = value_type(query)
+        if asked is not None:
+            # a question for a value is answered by a unit that states one: those close
+            # enough to the best are quoted first
+            ranked = sorted(
+                ranked, key=lambda r: not (r[0] >= floor and states(asked, sentences[r[1]].text))
+            )
         chosen: list[int] = []
         for score, si in ranked[:per_query]:
             if score < floor:
@@ -437,7 +446,6 @@ def extract(
                 strong = [j for j in items if scores[j] >= NEIGHBOUR_FLOOR * best]
                 read_with += strong or [max(items, key=lambda j: (scores[j], -j))]
             chosen.extend(sorted({si, *read_with}))
-        asked = value_type(query)
         if asked is not None and not any(states(asked, sentences[i].text) for i in chosen):
             # the question asks for a value the quotes do not give: its best unit that does
             stating = (
