@@ -44,6 +44,9 @@ from twokeys.rag.answer_types import (
         # a yes/no question offering values to choose from asks which
         ("Is the Ethernet port 100 Mbit/s or gigabit?", "a data rate"),
         ("Does the Cam Indoor record at 25 or 30 fps?", "a frame rate"),
+        # "how many" and a unit names the kind
+        ("How many gigabytes of storage does the Hub have?", "an amount of storage or memory"),
+        ("How many metres of range does the radio have?", "a distance"),
         ("What does DHCP actually stand for?", "the expansion of DHCP"),
         ("What is the acronym ADR short for?", "the expansion of ADR"),
     ],
@@ -164,6 +167,8 @@ def test_a_duration_is_a_number_with_a_unit_of_time(text: str, held: bool) -> No
         ("What is the range in metres?", "Up to 30 meters indoors.", True),
         ("What is the range in metres?", "Up to 100 ft indoors.", False),
         ("How loud is it in decibels?", "It sounds at 85 dB.", True),
+        ("How many gigabytes does it hold?", "It holds 32 GB of clips.", True),
+        ("How many gigabytes does it hold?", "It holds 2000 MB of clips.", False),
     ],
 )
 def test_a_named_unit_is_the_unit_the_value_must_be_in(

@@ -253,6 +253,9 @@ def expected_type(question: str) -> AnswerType | None:
     for kind in TYPES:
         if kind.asked.search(own):
             return kind
+    unit = _unit_group(own)  # "How many metres of range ...": the unit names the kind
+    if unit is not None:
+        return next(kind for kind in TYPES if kind.name == unit[0])
     return expansion(own)
 
 
@@ -323,45 +326,50 @@ def value_type(question: str) -> AnswerType | None:
     return None
 
 
-# A question that names its unit ("in metres", "in mAh") asks for a value in that unit:
-# each group holds the ways one unit is written, the first the question's own words.
-_UNITS: tuple[tuple[str, ...], ...] = (
-    ("metres", "meters", "m"),
-    ("centimetres", "centimeters", "cm"),
-    ("kilometres", "kilometers", "km"),
-    ("feet", "foot", "ft"),
-    ("inches", "inch"),
-    ("miles", "mile"),
-    ("mAh", "milliamp-hours", "milliamp hours"),
-    ("watts", "watt", "W"),
-    ("Wh", "watt-hours", "watt hours"),
-    ("kWh", "kilowatt-hours", "kilowatt hours"),
-    ("decibels", "decibel", "dB", "dBA"),
-    ("celsius", "°C", "C"),
-    ("fahrenheit", "°F", "F"),
-    ("GB", "gigabytes", "gigabyte", "GiB"),
-    ("MB", "megabytes", "megabyte", "MiB"),
-    ("TB", "terabytes", "terabyte"),
-    ("fps", "frames per second"),
+# A question that names its unit ("in metres", "in mAh", "how many gigabytes") asks for
+# a value in that unit: each group holds the kind and the ways one unit is written, the
+# first the question's own words.
+_UNITS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("a distance", ("metres", "meters", "m")),
+    ("a distance", ("centimetres", "centimeters", "cm")),
+    ("a distance", ("kilometres", "kilometers", "km")),
+    ("a distance", ("feet", "foot", "ft")),
+    ("a distance", ("inches", "inch")),
+    ("a distance", ("miles", "mile")),
+    ("an amount of power or energy", ("mAh", "milliamp-hours", "milliamp hours")),
+    ("an amount of power or energy", ("watts", "watt", "W")),
+    ("an amount of power or energy", ("Wh", "watt-hours", "watt hours")),
+    ("an amount of power or energy", ("kWh", "kilowatt-hours", "kilowatt hours")),
+    ("a sound level", ("decibels", "decibel", "dB", "dBA")),
+    ("a temperature", ("celsius", "°C", "C")),
+    ("a temperature", ("fahrenheit", "°F", "F")),
+    ("an amount of storage or memory", ("GB", "gigabytes", "gigabyte", "GiB")),
+    ("an amount of storage or memory", ("MB", "megabytes", "megabyte", "MiB")),
+    ("an amount of storage or memory", ("TB", "terabytes", "terabyte")),
+    ("a frame rate", ("fps", "frames per second")),
 )
-_NAMED_UNIT = re.compile(
-    r"\bin (" + "|".join(re.escape(u) for g in _UNITS for u in g if len(u) > 1) + r")\b", _I
-)
+_UNIT_WORDS = "|".join(re.escape(u) for _, g in _UNITS for u in g if len(u) > 1)
+_NAMED_UNIT = re.compile(rf"\b(?:in|how many) ({_UNIT_WORDS})(?!\w)", _I)
 
 
 def named_unit(question: str) -> re.Pattern[str] | None:
     """A number written with the unit ``question`` asks its value in ("What is the
-    capacity in mAh"), in any of that unit's spellings; None when it names none. A text
-    giving the value in another unit ("10 W" for a capacity in mAh) does not answer it."""
+    capacity in mAh", "How many gigabytes ..."), in any of that unit's spellings; None
+    when it names none. A text giving the value in another unit ("10 W" for a capacity
+    in mAh) does not answer it."""
+    group = _unit_group(question)
+    if group is None:
+        return None
+    spellings = "|".join(re.escape(u) for u in sorted(group[1], key=len, reverse=True))
+    return re.compile(rf"\d\s?-?(?:{spellings})(?![\w])", _I)
+
+
+def _unit_group(question: str) -> tuple[str, tuple[str, ...]] | None:
     found = _NAMED_UNIT.search(own_words(question))
     if found is None:
         return None
     said = found.group(1).lower()
-    for group in _UNITS:
-        if said in (u.lower() for u in group):
-            spellings = "|".join(re.escape(u) for u in sorted(group, key=len, reverse=True))
-            return re.compile(rf"\d\s?-?(?:{spellings})(?![\w])", _I)
-    return None  # pragma: no cover - every name in _NAMED_UNIT is in a group
+    return next(g for g in _UNITS if said in (u.lower() for u in g[1]))
 
 
 def states(kind: AnswerType, text: str, unit: re.Pattern[str] | None = None) -> bool:
