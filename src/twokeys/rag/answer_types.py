@@ -69,7 +69,9 @@ TYPES: tuple[AnswerType, ...] = (
         re.compile(
             r"[$€£¥]\s?\d|\d\s?(?:[$€£¥]|USD|EUR|GBP|CHF|JPY)\b"
             r"|\b(?:dollars?|euros?|pounds sterling|cents?|pence)\b"
-            r"|\bfree\b|\bno (?:extra |additional )?(?:charge|cost|fee)\b|\bat no cost\b",
+            # "free" of a price, not of room ("free space") nor a compound ("hands-free")
+            r"|(?<![\w-])free\b(?![\s-]+(?:space|storage|memory|disk|capacity|slots?|time|up)\b)"
+            r"(?!-)|\bno (?:extra |additional )?(?:charge|cost|fee)\b|\bat no cost\b",
             _I,
         ),
         "how much cost charge pay paid price priced",
