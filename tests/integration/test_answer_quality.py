@@ -90,7 +90,7 @@ def test_a_name_the_passages_write_otherwise_is_not_unseen(kb_path: Path) -> Non
 def test_the_whole_file_at_1000_tokens(kb_path: Path) -> None:
     # every split of the shipped file (890 questions in 25 splits, 17 written blind):
     # recall 0.960 (naive 0.296; the issue asks 0.95) and fact containment 0.805 (issue:
-    # 0.80); citation precision 0.689; abstention 274/334 (the issue asks all: features,
+    # 0.80); citation precision 0.689; abstention 275/334 (the issue asks all: features,
     # prices and procedures the pages never give are still answered); each kept from
     # falling further
     items = load_qa(SUPPORT_KB / "qa.jsonl")
@@ -101,7 +101,7 @@ def test_the_whole_file_at_1000_tokens(kb_path: Path) -> None:
     assert ours.context_recall >= 0.95 and ours.context_recall >= naive.context_recall + 0.15
     assert ours.fact_containment is not None and ours.fact_containment >= 0.80
     assert ours.citation_precision is not None and ours.citation_precision >= 0.68
-    assert ours.abstention is not None and ours.abstention >= 274 / 334
+    assert ours.abstention is not None and ours.abstention >= 275 / 334
     assert ours.false_abstention is not None and ours.false_abstention <= 34 / 556
 
 
