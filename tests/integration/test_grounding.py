@@ -415,10 +415,10 @@ def test_the_element_and_value_rules_name_no_answerable_question(
 ) -> None:
     # over every split, on this lexical index: the element rule fires on 22 unanswerable
     # questions and on one answerable one, written blind ("the faster shipping option":
-    # the pages call it Express); the value rule on 36 unanswerable ones and on seven
+    # the pages call it Express); the value rule on 40 unanswerable ones and on seven
     # answerable ones whose page BM25 alone does not retrieve (a paraphrase: "how high
     # up" for "mount the camera between 2 and 3 metres"; the default hybrid finds it for
-    # all but qa587). heldout7 to heldout23 were written by people who had read no rule
+    # all but qa587). heldout7 to heldout24 were written by people who had read no rule
     elements = _named(shipped, lambda c: c.unseen_elements)
     values = _named(shipped, lambda c: c.unstated)
     assert elements == {
@@ -490,6 +490,10 @@ def test_the_element_and_value_rules_name_no_answerable_question(
         "qa866": "a temperature",
         "qa870": "an amount of storage or memory",
         "qa879": "a distance",
+        "qa893": "a price",
+        "qa896": "an amount of power or energy",
+        "qa922": "an amount of storage or memory",
+        "qa928": "a frame rate",
     }
     answerable = {k for k, (i, _) in shipped.items() if i.answerable}
     assert answerable & set(elements) == {"qa591"}
@@ -501,7 +505,7 @@ def test_the_element_and_value_rules_name_no_answerable_question(
 def test_the_offer_rule_names_five_answerable_questions(
     shipped: dict[str, tuple[QAItem, Confidence]],
 ) -> None:
-    # over every split: the existence rule names 58 unanswerable questions and five
+    # over every split: the existence rule names 60 unanswerable questions and five
     # answerable ones, written blind in the customer's words: "a developer version of the
     # Hub" (the pages call it the Developer Edition; declined by the sensors before the
     # rule too), in heldout18 "a charging cradle" (a desktop dock), in heldout22 "a new
@@ -509,7 +513,9 @@ def test_the_offer_rule_names_five_answerable_questions(
     # daily written summary" (a summary of each day's events). It came after heldout17;
     # the paraphrases of heldout11 about what a product has ("Does the Cam Go have a
     # swappable battery?") are why it reads offers only, and heldout18 and heldout22
-    # (existence questions) were written blind to judge it
+    # (existence questions) were written blind to judge it. It also reads "Is there a
+    # maximum number of household members ..." (heldout24) as asking for "a maximum
+    # number", which no chunk names: declined rightly here, for the wrong reason
     things = _named(shipped, lambda c: c.unseen_things)
     assert set(things) == {
         *("qa232", "qa257", "qa262", "qa345", "qa348", "qa379", "qa388", "qa411"),
@@ -519,7 +525,7 @@ def test_the_offer_rule_names_five_answerable_questions(
         *("qa662", "qa665", "qa668", "qa672", "qa674", "qa676", "qa678", "qa679"),
         *("qa680", "qa383", "qa540", "qa645", "qa700", "qa716", "qa726", "qa743"),
         *("qa754", "qa759", "qa760", "qa792", "qa808", "qa813", "qa818", "qa821"),
-        *("qa827", "qa831", "qa833", "qa834", "qa841", "qa848", "qa849"),
+        *("qa827", "qa831", "qa833", "qa834", "qa841", "qa848", "qa849", "qa919", "qa925"),
     }
     assert things["qa468"] == ("extended warranty",)
     assert things["qa645"] == ("student discount or education discount",)
