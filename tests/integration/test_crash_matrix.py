@@ -165,10 +165,17 @@ def test_sigkill_matrix_while_searching(tmp_path: Path) -> None:
             launched = _state(src)
             proc = _start(src, index)
             _wait_for_write(proc, index)
-            time.sleep(rnd.uniform(0, writing * 1.5))
+            writing_from = time.monotonic()
+            deadline = writing_from + rnd.uniform(0, writing * 1.5)
+            while proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.002)
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)
                 kills += 1
+            else:
+                # it finished first: follow how long builds write now (a busy machine
+                # at the first measure would otherwise leave most builds unkilled)
+                writing = max(0.05, (writing + time.monotonic() - writing_from) / 2)
             rc = proc.wait()
             if rc == 0:
                 completed += 1
