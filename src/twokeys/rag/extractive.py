@@ -415,12 +415,10 @@ def extract(
         floor = (DENSE_FLOOR if similarity is not None else RELATIVE_FLOOR) * best
         scores = dict.fromkeys(own, 0.0) | {i: score for score, i in ranked}
         asked = value_type(query)
-        if asked is not None:
-            # a question for a value is answered by a unit that states one: those close
-            # enough to the best are quoted first
-            ranked = sorted(
-                ranked, key=lambda r: not (r[0] >= floor and states(asked, sentences[r[1]].text))
-            )
+        stating = {i for i in own if states(asked, sentences[i].text)} if asked else set()
+        # a question for a value is answered by a unit that states one: those close enough
+        # to the best are quoted first
+        ranked = sorted(ranked, key=lambda r: not (r[0] >= floor and r[1] in stating))
         chosen: list[int] = []
         for score, si in ranked[:per_query]:
             if score < floor:
@@ -446,12 +444,9 @@ def extract(
                 strong = [j for j in items if scores[j] >= NEIGHBOUR_FLOOR * best]
                 read_with += strong or [max(items, key=lambda j: (scores[j], -j))]
             chosen.extend(sorted({si, *read_with}))
-        if asked is not None and not any(states(asked, sentences[i].text) for i in chosen):
+        if stating and not stating.intersection(chosen):
             # the question asks for a value the quotes do not give: its best unit that does
-            stating = (
-                si for _, si in ranked if si not in chosen and states(asked, sentences[si].text)
-            )
-            chosen.extend(itertools.islice(stating, 1))
+            chosen.extend(itertools.islice((si for _, si in ranked if si in stating), 1))
         for si in chosen:
             seen.add(si)
             s = sentences[si]
@@ -560,7 +555,7 @@ def _steps_before(sentences: Sequence[_Sentence], i: int) -> list[int]:
     j = i - 1
     while step and j >= 0:
         s = sentences[j]
-        if s.number != sentences[i].number or s.paragraph != sentences[i].paragraph:
+        if not _same_paragraph(s, sentences[i]):
             break
         if not 0 < s.step <= step:
             break
