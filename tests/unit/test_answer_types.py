@@ -49,6 +49,8 @@ from twokeys.rag.answer_types import (
         ("How many metres of range does the radio have?", "a distance"),
         ("What does DHCP actually stand for?", "the expansion of DHCP"),
         ("What is the acronym ADR short for?", "the expansion of ADR"),
+        ("Which HTTP status does the API send when a client is rate limited?", "an HTTP status"),
+        ("What status code does the relay answer with?", "an HTTP status"),
     ],
 )
 def test_a_question_asking_for_a_value_names_its_kind(question: str, kind: str) -> None:
@@ -73,6 +75,7 @@ def test_a_question_asking_for_a_value_names_its_kind(question: str, kind: str) 
         "Is there a student or education discount on Studio Pro?",
         "Does the 5 V adapter work abroad with a travel plug, or do I need a new one?",
         "What does DHCP lease time mean?",  # not what it stands for
+        "What status does the ring light show while pairing?",  # a state, not an HTTP one
     ],
 )
 def test_other_questions_ask_for_no_kind(question: str) -> None:
@@ -120,6 +123,11 @@ def test_the_words_a_part_carries_from_the_part_before_are_not_read() -> None:
         ("What does DHCP stand for?", "Dynamic Host Configuration Protocol (DHCP)", True),
         ("What does IoT stand for?", "devices of the Internet of Things", True),
         ("What does DHCP stand for?", "Very short DHCP lease times cause drops.", False),
+        ("Which HTTP status comes back?", "It receives status `429 Too Many Requests`.", True),
+        ("Which HTTP status comes back?", "A response of `HTTP/2 200` means it works.", True),
+        ("Which HTTP status comes back?", "The server answers 201 Created.", True),
+        ("Which HTTP status comes back?", "One Hub supports up to 150 Zigbee devices.", False),
+        ("Which HTTP status comes back?", "Requests are rate limited per client token.", False),
     ],
 )
 def test_a_text_states_a_value_of_the_kind_or_not(question: str, text: str, stated: bool) -> None:

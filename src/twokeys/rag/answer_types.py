@@ -30,9 +30,10 @@ mAh", "the range in metres") is answered only by a value in that unit
 The kinds: a price, a distance, a temperature, a sound level, an amount of power or
 energy, a voltage (``5 V``), an amount of storage or memory (``16 GB``), a frame rate
 (``15 fps``), a resolution (``1080p``, ``2K``), a data rate (``2 Mbit/s``, gigabit), a
-length in tokens or characters and a year; and the expansion of an acronym ("What does
-DHCP stand for?": :func:`expansion`). A yes/no question asks for none, unless it offers
-values of a kind as alternatives ("Is the port 100 Mbit/s or gigabit?").
+length in tokens or characters, an HTTP status (``429 Too Many Requests``) and a year;
+and the expansion of an acronym ("What does DHCP stand for?": :func:`expansion`). A
+yes/no question asks for none, unless it offers values of a kind as alternatives ("Is
+the port 100 Mbit/s or gigabit?").
 """
 
 from __future__ import annotations
@@ -192,6 +193,22 @@ TYPES: tuple[AnswerType, ...] = (
         ),
         re.compile(rf"{_NUMBER}\s?-?(?:tokens?|characters?|chars)\b", _I),
         "tokens characters token character limit length count how many",
+    ),
+    AnswerType(
+        "an HTTP status",
+        re.compile(
+            r"\b(?:what|which)\b[^?]*\b(?:HTTP (?:status|response|error)|status code"
+            r"|response code)s?\b",
+            _I,
+        ),
+        # a code with its reason phrase ("429 Too Many Requests", "200 OK"), or after the
+        # word that names it ("status 503", "HTTP/2 200", "code 404")
+        re.compile(
+            r"\b[1-5]\d\d\s+(?:OK|[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+|Continue|Created|Accepted"
+            r"|Found|Unauthorized|Forbidden|Conflict|Gone|Locked)\b"
+            r"|\b(?i:HTTP(?:/[\d.]+)?|status|code)\s+`?[1-5]\d\d\b"
+        ),
+        "http status response error code",
     ),
     AnswerType(
         "a year",

@@ -63,8 +63,8 @@ sub-query:
   are often corpus words ("warranty"), so both sensors see the question as covered.
 * *unstated values*: a question that asks for a kind of value (a price, a distance, a
   temperature, a sound level, an amount of power, a voltage, an amount of storage or
-  memory, a frame rate, a resolution, a data rate, a length in tokens or characters, a
-  year, what an acronym stands for: :mod:`twokeys.rag.answer_types`) whose
+  memory, a frame rate, a resolution, a data rate, a length in tokens or characters, an
+  HTTP status, a year, what an acronym stands for: :mod:`twokeys.rag.answer_types`) whose
   retrieved chunks state none about its subject, in the unit the question names if it
   names one ("in mAh"). The pages may discuss the cloud plans or the siren at length
   without a price or a sound level, and both sensors then see the question as covered.
