@@ -73,8 +73,21 @@ def test_decomposition_keeps_every_part_s_document_where_one_query_loses_one(
     assert all(f"{part}:" in split.text for part in split.plan.parts)
 
 
+def test_a_larger_budget_is_filled_with_more_hits_and_judged_on_the_same_ones(
+    kb_path: Path,
+) -> None:
+    question = "How do I reset the Hub?"
+    with open_index(kb_path) as kb:
+        small = ask(kb, question, options=AskOptions(mode="bm25", budget=Budget.for_total(1024)))
+        large = ask(kb, question, options=AskOptions(mode="bm25", budget=Budget.for_total(8192)))
+    assert len(large.plan.runs[0].hits) > len(small.plan.runs[0].hits) >= BM25.k
+    assert large.context.section("context").used > 3 * small.context.section("context").used
+    # abstention reads the first k hits, as many as the default budget retrieves
+    assert large.plan.confidence == small.plan.confidence
+
+
 def test_a_chat_model_gets_messages_and_its_citations_are_read_back(kb_path: Path) -> None:
-    llm = ScriptedLLM("ZX-4821 means the input voltage is too low [1]. See also [9] and [2, 3].")
+    llm = ScriptedLLM("ZX-4821 means the input voltage is too low [1]. See also [99] and [2, 3].")
     streamed: list[str] = []
     with open_index(kb_path) as kb:
         answer = ask(
@@ -82,7 +95,7 @@ def test_a_chat_model_gets_messages_and_its_citations_are_read_back(kb_path: Pat
         )
     assert answer.kind == "generated" and answer.llm == "scripted"
     assert "".join(streamed) == llm.answer and answer.text == llm.answer
-    assert answer.cited == (1, 2, 3)  # [9] names no block
+    assert answer.cited == (1, 2, 3)  # [99] names no block
     prompt, stop, max_tokens = llm.calls[0]
     assert isinstance(prompt, list) and prompt[0].content == SYSTEM
     assert answer.context.text in prompt[1].content

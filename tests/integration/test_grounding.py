@@ -634,7 +634,8 @@ def test_a_part_the_sources_do_not_answer_is_said_so(kb_path: Path) -> None:
     assert all(s.path != "errors/zx-9001.md" for s in answer.sources)
     assert "below the safe operating threshold" in answer.text
     # BM25 finds nothing for ZX-9001; a part with hits gets its closest sources, packed
-    # after the answered part's, and nothing is quoted from a block only it brought
+    # after the hits the answered part was judged on (those retrieved to fill the budget
+    # come last), and nothing is quoted from a block only it brought
     with open_index(kb_path) as kb:
         answer = ask(
             kb, "What does error code ZX-4821 mean, and does the Hub support Z-Wave?", options=BM25
@@ -647,8 +648,11 @@ def test_a_part_the_sources_do_not_answer_is_said_so(kb_path: Path) -> None:
     blocks = answer.plan.context.blocks
     assert blocks[0].queries == (0,)
     own = [b.number for b in blocks if b.queries == (1,)]
-    answered = [b.number for b in blocks if 0 in b.queries]
+    judged = {hit.chunk_id for hit in answer.plan.runs[0].hits[: BM25.k]}
+    answered = [b.number for b in blocks if judged & set(b.chunk_ids)]
+    filling = [b.number for b in blocks if b.queries == (0,) and b.number not in answered]
     assert own and min(own) > max(answered)
+    assert filling and min(filling) > max(own)
     assert not set(own) & set(answer.cited)
 
 

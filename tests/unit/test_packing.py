@@ -237,6 +237,40 @@ def test_deferred_sub_queries_only_fill_the_room_the_others_leave() -> None:
         pack(runs, budget_for_context(90), words, deferred={3})
 
 
+def test_hits_past_first_come_after_every_part_s_judged_hits() -> None:
+    topics = ("embedding", "bootloader", "changelog")
+    docs = {t: make_doc(t, 5, sentences=3, topic=t) for t in topics}
+    runs = [run(f"about {t}", [docs[t][0], docs[t][2], docs[t][4]]) for t in topics]
+    packed = pack(runs, budget_for_context(6 * 40), words, deferred={1}, first=1)
+    firsts = [b.chunk_ids[0] for b in packed.blocks]
+    # the answered parts' first hits, the deferred part's first, then the further hits
+    assert firsts == [
+        docs["embedding"][0].id,
+        docs["changelog"][0].id,
+        docs["bootloader"][0].id,
+        docs["embedding"][2].id,
+        docs["changelog"][2].id,
+        docs["embedding"][4].id,
+    ]
+    # without it the deferred part waits for every hit of the others
+    plain = pack(runs, budget_for_context(6 * 40), words, deferred={1})
+    assert all(b.queries != (1,) for b in plain.blocks)
+    with pytest.raises(ConfigError, match="first: must be >= 1"):
+        pack(runs, budget_for_context(90), words, first=0)
+
+
+def test_a_block_names_the_chunk_at_each_offset() -> None:
+    first = Chunk("d.md", 0, "Intro text here.", 0, 16, ("Doc", "A"))
+    second = Chunk("d.md", 1, "Second part text.", 17, 34, ("Doc", "B"))
+    hits = tuple(Hit(i + 1, 1.0, c, "Doc", "d.md") for i, c in enumerate((first, second)))
+    block = pack([SubQueryHits("q", hits)], budget_for_context(200), words).blocks[0]
+    assert block.chunk_ids == (first.id, second.id)
+    start = block.text.index("Second")
+    assert block.chunk_at(0) == first.id and block.chunk_at(len("Intro text")) == first.id
+    assert block.chunk_at(start) == second.id and block.chunk_at(len(block.text)) == second.id
+    assert block.chunk_at(block.text.index("## B")) == second.id  # its heading line is its own
+
+
 def test_in_the_first_round_a_long_best_hit_cannot_crowd_out_the_others() -> None:
     long_doc = make_doc("long", 1, sentences=12, topic="embedding")[0]
     short = [make_doc(t, 1, sentences=2, topic=t)[0] for t in ("bootloader", "changelog")]

@@ -58,7 +58,7 @@ def budget_option(default: int, text: str) -> Callable[[_Command], _Command]:
     type=click.IntRange(min=1),
     default=_ASK.k,
     show_default=True,
-    help="Hits retrieved per sub-query.",
+    help="Hits read to judge each sub-query; more are retrieved while the budget has room.",
 )
 @budget_option(_ASK.budget.total, "Tokens for the whole prompt plus the answer.")
 @model_options

@@ -163,6 +163,7 @@ class _Sentence:
     step: int = 0  # the number of the numbered list item it is (or continues on its line)
     item_no: int = 0  # the list item it is or continues (numbered across the context), 0: none
     columns: tuple[tuple[str, str], ...] = ()  # a row's (header, cell) pairs, under a header
+    chunk: str = ""  # the id of the chunk it comes from
 
     @property
     def words(self) -> str:
@@ -226,7 +227,8 @@ def _sentences(context: PackedContext) -> list[_Sentence]:
                     if header is not None and len(header) == len(cells):
                         columns = tuple(zip(header, cells, strict=True))
                     sentence = _Sentence(*where, row, at, paragraph, "", "row", tables, plain)
-                    out.append(replace(sentence, header=named, columns=columns))
+                    chunk = block.chunk_at(a)
+                    out.append(replace(sentence, header=named, columns=columns, chunk=chunk))
                     paragraph += 1
                 continue
             header, in_table = None, False
@@ -236,7 +238,16 @@ def _sentences(context: PackedContext) -> list[_Sentence]:
                     at = block.heading_at(a + offset)
                     quoted = f"{comment}: `{code.partition(chr(10))[0]}`" if code else comment
                     out.append(
-                        _Sentence(*where, quoted, at, paragraph, code, "comment", own=comment)
+                        _Sentence(
+                            *where,
+                            quoted,
+                            at,
+                            paragraph,
+                            code,
+                            "comment",
+                            own=comment,
+                            chunk=block.chunk_at(a + offset),
+                        )
                     )
                     paragraph += 1
                 continue
@@ -279,6 +290,7 @@ def _sentences(context: PackedContext) -> list[_Sentence]:
                     after_code=k == after_code and kind == "sentence",
                     step=step,
                     item_no=item_no,
+                    chunk=block.chunk_at(a),
                 )
             )
             if any(is_fence(p.lstrip()) for p in shown):
@@ -367,11 +379,13 @@ def extract(
     per_query: int = 3,
     similarity: Similarity | None = None,
     unanswered: Collection[int] = (),
+    evidence: Sequence[Collection[str]] | None = None,
 ) -> Extract:
     """Quote the sentences that best answer each of ``queries`` (see the module docstring).
 
     ``unanswered`` holds the indices of sub-queries the sources were judged not to
-    answer; they get no quote, only a note."""
+    answer; they get no quote, only a note. ``evidence``: for each sub-query, the ids of
+    the chunks it quotes from (default: every chunk of the blocks it brought)."""
     if per_query < 1:
         raise ConfigError(f"per_query: must be >= 1, got {per_query}")
     sentences = _sentences(context)
@@ -400,7 +414,11 @@ def extract(
             / mass
             for sentence_terms, heading_terms in zip(terms, above, strict=True)
         ]
-        own = [i for i, s in enumerate(sentences) if qi in s.queries and i not in seen]
+        own = [
+            i
+            for i, s in enumerate(sentences)
+            if (qi in s.queries if evidence is None else s.chunk in evidence[qi]) and i not in seen
+        ]
         if not any(lexical[i] > 0 for i in own) and similarity is None:
             own = [i for i in range(n) if i not in seen]  # fall back to the whole context
         about = {i for i in own if _ABOUT_THE_PAGE.match(sentences[i].text)}

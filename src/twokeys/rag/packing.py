@@ -17,6 +17,10 @@ Within the context budget, :func:`pack` builds numbered *blocks*:
   were judged not to answer) take part only once every other sub-query has had all its
   hits offered, in rounds of their own: their closest passages fill what room is left
   and never take it from an answered part.
+* **Judged evidence first.** With ``first``, the above runs twice: over each
+  sub-query's first ``first`` hits (the ones it was judged on), then over the hits
+  retrieved to fill a large budget, so those never crowd out a deferred part's closest
+  passages.
 * **De-duplicated.** A chunk already in the context is not added twice, and neither is a
   chunk whose word trigrams are at least 80% contained in a block already chosen
   (near-duplicate text, such as a page copied into two folders).
@@ -138,6 +142,15 @@ class Block:
             path = heading_path
         return heading_text(path)
 
+    def chunk_at(self, offset: int) -> str:
+        """The id of the chunk that holds character ``offset`` of ``text``."""
+        found = self.chunk_ids[0] if self.chunk_ids else ""
+        for (start, _), chunk_id in zip(self.parts, self.chunk_ids, strict=False):
+            if start > offset:
+                break
+            found = chunk_id
+        return found
+
     @property
     def label(self) -> str:
         return render_label(self.number, self.path, self.heading_path)
@@ -171,6 +184,7 @@ class Skipped:
     chunk_id: str
     query: int
     reason: str
+    block: int = 0  # the block that holds its text (already in it, a near-duplicate of it)
 
 
 @dataclass(frozen=True)
@@ -214,13 +228,16 @@ def pack(
     *,
     fixed: Mapping[str, str] | None = None,
     deferred: Collection[int] = (),
+    first: int | None = None,
 ) -> PackedContext:
     """Pack the hits of ``runs`` into the context section of ``budget``.
 
     ``fixed`` holds the text of the capped sections (``instructions``, ``question``),
     counted against their own budgets; whatever they leave goes to the context.
     ``deferred`` holds indices of ``runs`` packed only after all the others (module
-    docstring).
+    docstring). With ``first``, the first ``first`` hits of every run, deferred ones
+    included, are offered before any further hit: hits retrieved to fill a large budget
+    come after the evidence each part was judged on.
     """
     counter = _CachedCounter(count_tokens)
     sections: list[SectionUsage] = []
@@ -242,9 +259,14 @@ def pack(
     for i in deferred:
         if not 0 <= i < len(runs):
             raise ConfigError(f"deferred: no sub-query {i} (there are {len(runs)})")
+    if first is not None and first < 1:
+        raise ConfigError(f"first: must be >= 1, got {first}")
     packer = _Packer(context_budget, counter, len(runs))
-    packer.run([i for i in range(len(runs)) if i not in deferred], runs)
-    packer.run(sorted(set(deferred)), runs)
+    answered = [i for i in range(len(runs)) if i not in deferred]
+    depth = max((len(run.hits) for run in runs), default=0)
+    for start, stop in ((0, first), (first, depth)) if first is not None else ((0, depth),):
+        packer.run(answered, runs, start, stop)
+        packer.run(sorted(set(deferred)), runs, start, stop)
     blocks = packer.fit_total()
     used = counter.one(SEPARATOR.join(b.render() for b in blocks)) if blocks else 0
     sections.append(SectionUsage("context", context_budget, used))
@@ -348,10 +370,12 @@ class _Packer:
         self.query_tokens = [0] * n_queries
         self.query_blocks: list[set[int]] = [set() for _ in range(n_queries)]
 
-    def run(self, which: Sequence[int], runs: Sequence[SubQueryHits]) -> None:
-        """Offer the hits of ``runs[i]`` for each i in ``which``, in rounds."""
-        depth = max((len(runs[i].hits) for i in which), default=0)
-        for rank in range(depth):
+    def run(
+        self, which: Sequence[int], runs: Sequence[SubQueryHits], start: int, stop: int
+    ) -> None:
+        """Offer the hits ranked ``start`` to ``stop`` (excluded) of ``runs[i]`` for each i
+        in ``which``, in rounds."""
+        for rank in range(start, stop):
             offered = [i for i in which if rank < len(runs[i].hits)]
             for turn, i in enumerate(offered):
                 if self.remaining < MIN_BLOCK_TOKENS:
@@ -367,7 +391,9 @@ class _Packer:
             block = self.chunks[chunk.id]
             block.queries.add(query)
             self.query_blocks[query].add(block.number)
-            self.skipped.append(Skipped(chunk.id, query, f"already in [{block.number}]"))
+            self.skipped.append(
+                Skipped(chunk.id, query, f"already in [{block.number}]", block.number)
+            )
             return
         if self.extend(hit, query, limit):
             return
@@ -376,7 +402,8 @@ class _Packer:
             if containment(own, block.shingles) >= DUPLICATE_CONTAINMENT:
                 block.queries.add(query)
                 self.query_blocks[query].add(block.number)
-                self.skipped.append(Skipped(chunk.id, query, f"near-duplicate of [{block.number}]"))
+                reason = f"near-duplicate of [{block.number}]"
+                self.skipped.append(Skipped(chunk.id, query, reason, block.number))
                 return
         self.add(hit, query, limit, own)
 
