@@ -13,10 +13,13 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from twokeys.evaluation.answers import holds, load_qa
 from twokeys.evaluation.beir import load_collection
 from twokeys.rag.grounding import Confidence
 
 sys.path.insert(0, str(ROOT))  # benchmarks/ sits beside the package, not on the tests' path
+from benchmarks.answers_foreign import QA as GIT_QA
+from benchmarks.answers_foreign import pages
 from benchmarks.techdocs import GIT_PAGES, PYTHON_SOURCES, build
 
 pytestmark = [
@@ -105,3 +108,20 @@ def test_few_documentation_queries_name_a_missing_identifier(
     # and on Git one (--remote-submodules, written --[no-]remote-submodules)
     missing = {q: c.missing for q, c in confidences(name).items() if c.missing}
     assert len(missing) <= most, missing
+
+
+def test_the_blind_git_answer_questions_hold_their_facts_in_the_built_pages(built: Path) -> None:
+    items = load_qa(GIT_QA)
+    assert Counter(i.kind for i in items) == {
+        "identifier": 12,
+        "paraphrase": 18,
+        "multi-part": 10,
+        "unanswerable": 20,
+    }
+    folder = pages(built / "git-docs")
+    for item in items:
+        assert bool(item.gold) == item.answerable, item.id
+        for gold in item.gold:
+            page = folder / gold.doc
+            assert page.is_file(), f"{item.id}: {gold.doc}"
+            assert holds(page.read_text(encoding="utf-8"), gold.fact), f"{item.id}: {gold.fact}"
