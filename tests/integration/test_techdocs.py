@@ -13,13 +13,12 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from twokeys.evaluation.answers import holds, load_qa
+from twokeys.evaluation.answers import QAItem, holds, load_qa
 from twokeys.evaluation.beir import load_collection
 from twokeys.rag.grounding import Confidence
 
 sys.path.insert(0, str(ROOT))  # benchmarks/ sits beside the package, not on the tests' path
-from benchmarks.answers_foreign import QA as GIT_QA
-from benchmarks.answers_foreign import pages
+from benchmarks.answers_foreign import pages, questions
 from benchmarks.techdocs import GIT_PAGES, PYTHON_SOURCES, build
 
 pytestmark = [
@@ -110,15 +109,24 @@ def test_few_documentation_queries_name_a_missing_identifier(
     assert len(missing) <= most, missing
 
 
-def test_the_blind_git_answer_questions_hold_their_facts_in_the_built_pages(built: Path) -> None:
-    items = load_qa(GIT_QA)
+@pytest.mark.parametrize(
+    ("name", "files"), [("git-docs", 1), ("python-docs", 2)], ids=["git", "python"]
+)
+def test_the_blind_answer_questions_hold_their_facts_in_the_built_pages(
+    built: Path, name: str, files: int
+) -> None:
+    assert len(questions(name)) == files
+    for qa in questions(name):
+        _check_questions(load_qa(qa), pages(built / name))
+
+
+def _check_questions(items: list[QAItem], folder: Path) -> None:
     assert Counter(i.kind for i in items) == {
         "identifier": 12,
         "paraphrase": 18,
         "multi-part": 10,
         "unanswerable": 20,
     }
-    folder = pages(built / "git-docs")
     for item in items:
         assert bool(item.gold) == item.answerable, item.id
         for gold in item.gold:
