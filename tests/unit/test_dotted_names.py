@@ -1,6 +1,7 @@
 """A dotted qualified name the pages never write in full is found when one chunk holds
-each of its parts as a word (documentation drops the qualifiers its page supplies);
-versions and other digit-bearing codes still match whole."""
+each of its parts as a word (documentation drops the qualifiers its page supplies), and
+so is a keyword with a value (``ensure_ascii=False`` where the page gives the keyword
+and says when it is false); versions and other digit-bearing codes still match whole."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ DOCS = {
     "text.md": "# Text sequence type\n\nThe str methods: split(sep) returns a list of words.\n",
     "config.md": "# Configuration\n\nThe sys_path setting lists folders; join them with colons.\n",
     "release.md": "# Release notes\n\nVersion 1.2.1 fixed 2 bugs on 10 devices.\n",
+    "json.md": "# json: JSON encoder\n\ndumps(obj, ensure_ascii=True) serialises obj. If "
+    "ensure_ascii is false, non-ASCII characters are written as they are.\n",
 }
 
 
@@ -66,3 +69,12 @@ def test_a_version_still_matches_whole(kb: Index, code: str) -> None:
     confidence = retrieval_confidence(kb, f"What did version {code} fix?")
     assert confidence.missing == (code,) and not confidence.answerable
     assert retrieval_confidence(kb, "What did version 1.2.1 fix?").found == ("1.2.1",)
+
+
+def test_a_keyword_and_value_are_found_in_one_chunk_apart(kb: Index) -> None:
+    found = retrieval_confidence(kb, "What does dumps do with ensure_ascii=False?")
+    assert found.missing == () and "ensure_ascii=false" in found.found and found.answerable
+    # a keyword no page gives, or a value never written beside it, is missing
+    for setting in ("ignore_case=true", "ensure_ascii=maybe"):
+        confidence = retrieval_confidence(kb, f"What does dumps do with {setting}?")
+        assert confidence.missing == (setting,) and not confidence.answerable

@@ -19,7 +19,8 @@ sub-query:
   and by parts; letters-only identifiers are looked for that way, while one with a
   digit must match whole, as in search; a dotted qualified name such as
   ``ftplib.FTP.getwelcome`` is found when one chunk holds each of its dotted parts as
-  a word, see :func:`_held_by_parts`; a number with its unit, ``2.4GHz``, is found
+  a word, and a keyword with its value, ``ensure_ascii=False``, when one chunk holds
+  both, see :func:`_held_by_parts`; a number with its unit, ``2.4GHz``, is found
   where a chunk writes "2.4 GHz"), and *unseen names*: capitalised words past a
   sentence's start (``VPN``, ``Kubernetes``, ``Chromebook``) that no chunk contains,
   nor writes otherwise: a name is seen where a retrieved passage holds a word the dense
@@ -544,6 +545,7 @@ def _written_apart(index: Index, identifier: str) -> bool:
 
 
 _DOTTED_NAME = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)+")
+_SETTING = re.compile(r"([^\W\d]\w*)=(\w[\w.]*)")  # a keyword and its value: check=True
 
 
 def _held_by_parts(index: Index, identifier: str) -> bool:
@@ -551,16 +553,22 @@ def _held_by_parts(index: Index, identifier: str) -> bool:
     word of its own: ``ftplib.FTP.getwelcome`` in a chunk of the ``ftplib`` page that
     writes ``FTP.getwelcome()``, ``select.poll.unregister`` where the page on ``select``
     writes ``poll.unregister(fd)``. Documentation names a member by a shorter path
-    than its fully qualified one, the rest being the page or section it sits in.
+    than its fully qualified one, the rest being the page or section it sits in. The
+    same holds for the keyword and the value of a setting, ``ensure_ascii=false``: the
+    page gives the keyword in a signature and says what a false one does.
 
     Only names whose parts all start with a letter or ``_`` qualify (``os.path.join``,
     ``imaplib.IMAP4``): a version or address (``1.2.10``, ``v5.0``, ``qwen2.5``) still
     matches whole, as digit-bearing identifiers do in search. A part is matched whole,
     case aside, at word boundaries (``path`` is not in ``sys_path``). The chunks read
     are BM25's best :data:`PHRASE_CANDIDATES` for the parts' terms."""
-    if not _DOTTED_NAME.fullmatch(identifier):
+    setting = _SETTING.fullmatch(identifier)
+    if setting is not None:
+        parts = [setting.group(1), setting.group(2)]  # ensure_ascii=False
+    elif _DOTTED_NAME.fullmatch(identifier):
+        parts = identifier.split(".")
+    else:
         return False
-    parts = identifier.split(".")
     lexical = index.backend.lexical
     terms = [t for t in index.analyzer.query_terms(" ".join(parts)) if lexical.has_term(t)]
     if not terms:
