@@ -215,10 +215,18 @@ def test_every_sub_query_gets_its_best_evidence_before_any_gets_its_second() -> 
     assert "changelog#0" not in {cid for b in single.blocks for cid in b.chunk_ids}
 
 
+TOPICS = ("embedding", "bootloader", "changelog")
+
+
+def _topic_runs(picks: Sequence[int]) -> tuple[dict[str, list[Chunk]], list[SubQueryHits]]:
+    """One document per topic, and one sub-query per topic whose hits are its chunks
+    numbered ``picks``."""
+    docs = {t: make_doc(t, max(picks) + 1, sentences=3, topic=t) for t in TOPICS}
+    return docs, [run(f"about {t}", [docs[t][i] for i in picks]) for t in TOPICS]
+
+
 def test_deferred_sub_queries_only_fill_the_room_the_others_leave() -> None:
-    topics = ("embedding", "bootloader", "changelog")
-    docs = {t: make_doc(t, 3, sentences=3, topic=t) for t in topics}
-    runs = [run(f"about {t}", [docs[t][0], docs[t][2]]) for t in topics]
+    docs, runs = _topic_runs([0, 2])
     # the middle sub-query is deferred: the others get both their hits first
     packed = pack(runs, budget_for_context(5 * 40), words, deferred={1})  # 39 a block
     firsts = [b.chunk_ids[0] for b in packed.blocks]
@@ -238,9 +246,7 @@ def test_deferred_sub_queries_only_fill_the_room_the_others_leave() -> None:
 
 
 def test_hits_past_first_come_after_every_part_s_judged_hits() -> None:
-    topics = ("embedding", "bootloader", "changelog")
-    docs = {t: make_doc(t, 5, sentences=3, topic=t) for t in topics}
-    runs = [run(f"about {t}", [docs[t][0], docs[t][2], docs[t][4]]) for t in topics]
+    docs, runs = _topic_runs([0, 2, 4])
     packed = pack(runs, budget_for_context(6 * 40), words, deferred={1}, first=1)
     firsts = [b.chunk_ids[0] for b in packed.blocks]
     # the answered parts' first hits, the deferred part's first, then the further hits
