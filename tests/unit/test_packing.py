@@ -10,6 +10,7 @@ import pytest
 
 from twokeys.chunking import approx_token_counter
 from twokeys.errors import ConfigError
+from twokeys.rag.ask import quote_evidence
 from twokeys.rag.packing import (
     SEPARATOR,
     Budget,
@@ -306,3 +307,24 @@ def test_a_merged_block_knows_the_heading_of_each_chunk() -> None:
     for chunk in (first, second, third):
         offset = block.text.index(chunk.text)
         assert block.heading_at(offset) == " > ".join(chunk.heading_path)
+
+
+def test_quotes_come_from_the_hits_each_part_was_judged_on() -> None:
+    first, second = make_doc("guide", 2, topic="reset")
+    copy = Chunk("mirror", 0, first.text, first.start, first.end, ("Guide", "mirror"))
+    other = make_doc("other", 1, topic="power")[0]
+    runs = [
+        run("q0", [first, second, other]),  # second joins first's block in round two
+        run("q1", [copy]),  # a near-duplicate of that block's text
+        run("q2", [first]),  # already in that block
+    ]
+    context = pack(runs, budget_for_context(400), words)
+    assert context.blocks[0].chunk_ids == (first.id, second.id)
+    # q0's first hit only: a hit that joined its block later is not evidence at k=1
+    assert quote_evidence(runs, context, k=1)[0] == {first.id}
+    assert quote_evidence(runs, context, k=3)[0] == {first.id, second.id, other.id}
+    # the block holding the text of q1's near-duplicate stands in for it; q2's chunk,
+    # already in the block, is its own evidence, not the whole block
+    evidence = quote_evidence(runs, context, k=1)
+    assert evidence[1] == {copy.id, first.id, second.id}
+    assert evidence[2] == {first.id}

@@ -484,8 +484,11 @@ def quote_evidence(runs: Sequence[SubQueryHits], context: PackedContext, k: int)
     tokens, quoting from every block the filled context holds lost 10 facts and gained 4."""
     evidence = [{hit.chunk_id for hit in run.hits[:k]} for run in runs]
     for skipped in context.skipped:
-        if skipped.block and skipped.chunk_id in evidence[skipped.query]:
-            evidence[skipped.query].update(context.block(skipped.block).chunk_ids)
+        if not skipped.block or skipped.chunk_id not in evidence[skipped.query]:
+            continue
+        block = context.block(skipped.block)
+        if skipped.chunk_id not in block.chunk_ids:  # a near-duplicate: the block stands in
+            evidence[skipped.query].update(block.chunk_ids)
     return evidence
 
 
