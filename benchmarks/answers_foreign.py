@@ -25,6 +25,7 @@ import argparse
 import itertools
 import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -84,7 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         docs = pages(root)
         path = root / "pages.twokeys"
         if not path.exists():
+            print(f"indexing {docs} into {path} (once) ...", file=sys.stderr, flush=True)
+            start = time.perf_counter()
             build_index(docs, path, IndexOptions())
+            print(f"indexed in {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
         with open_index(path) as index:
             for qa, budget in itertools.product(questions(root.name), args.budget or BUDGETS):
                 items = load_qa(qa)
