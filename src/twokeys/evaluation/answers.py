@@ -53,7 +53,7 @@ from twokeys.engine import Index
 from twokeys.errors import ConfigError
 from twokeys.evaluation.naive_pipeline import NaivePipeline
 from twokeys.llm.base import LLM
-from twokeys.rag.ask import FILL_TOKENS, AskOptions, ask
+from twokeys.rag.ask import AskOptions, ask, retrieval_depth
 from twokeys.rag.packing import SEPARATOR, Budget
 from twokeys.text.tokens import approx_token_counter
 
@@ -348,10 +348,10 @@ def run_naive(pipeline: NaivePipeline, item: QAItem, chars: int) -> Outcome:
 def run_topk(index: Index, item: QAItem, tokens: int, *, mode: str, k: int = TOPK_K) -> Outcome:
     """Whole top chunks in rank order while they fit ``tokens`` (no decomposition, no
     merging, no trimming). At least ``k`` are retrieved, more when ``tokens`` has room
-    for more (one per :data:`~twokeys.rag.ask.FILL_TOKENS`, as ``ask`` retrieves), so
-    that a larger budget is filled."""
+    for more (:func:`~twokeys.rag.ask.retrieval_depth`, as ``ask`` retrieves), so that a
+    larger budget is filled."""
     pieces: list[Piece] = []
-    for hit in index.search(item.question, mode=mode, k=max(k, tokens // FILL_TOKENS)):
+    for hit in index.search(item.question, mode=mode, k=retrieval_depth(k, tokens)):
         candidate = [*pieces, Piece(hit.path, hit.text)]
         if _tokens(SEPARATOR.join(p.text for p in candidate)) > tokens:
             break

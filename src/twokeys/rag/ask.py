@@ -76,6 +76,12 @@ Kind = Literal["generated", "extractive", "abstained", "no-evidence"]
 FILL_TOKENS = 50  # a sub-query retrieves one hit per this many tokens of the context
 
 
+def retrieval_depth(k: int, context_tokens: int) -> int:
+    """How many hits a sub-query retrieves for a context of ``context_tokens``: ``k``, or
+    one per :data:`FILL_TOKENS` when that is more (module docstring)."""
+    return max(k, context_tokens // FILL_TOKENS)
+
+
 @dataclass(frozen=True)
 class AskOptions:
     """How to retrieve, judge, pack and generate."""
@@ -350,7 +356,7 @@ def _retrieve(
         parts = decompose(question, max_parts=options.max_parts)
     else:
         parts = [question]
-    depth = max(options.k, options.budget.context_floor // FILL_TOKENS)
+    depth = retrieval_depth(options.k, options.budget.context_floor)
     runs = tuple(
         SubQueryHits(part, tuple(index.search(part, mode=options.mode, k=depth))) for part in parts
     )

@@ -45,6 +45,7 @@ punctuation run) is the documented estimate used when the generator's tokenizer 
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -135,20 +136,22 @@ class Block:
 
     def heading_at(self, offset: int) -> str:
         """The heading of the chunk that holds character ``offset`` of ``text``."""
-        path = self.heading_path
-        for start, heading_path in self.parts:
-            if start > offset:
-                break
-            path = heading_path
-        return heading_text(path)
+        part = self._part_at(offset)
+        return heading_text(self.parts[part][1] if part >= 0 else self.heading_path)
 
     def chunk_at(self, offset: int) -> str:
         """The id of the chunk that holds character ``offset`` of ``text``."""
-        found = self.chunk_ids[0] if self.chunk_ids else ""
-        for (start, _), chunk_id in zip(self.parts, self.chunk_ids, strict=False):
+        part = max(self._part_at(offset), 0)
+        return self.chunk_ids[part] if part < len(self.chunk_ids) else ""
+
+    def _part_at(self, offset: int) -> int:
+        """The index of the last of :attr:`parts` to start at or before ``offset`` (-1:
+        none, or no parts recorded)."""
+        found = -1
+        for i, (start, _) in enumerate(self.parts):
             if start > offset:
                 break
-            found = chunk_id
+            found = i
         return found
 
     @property
@@ -264,7 +267,8 @@ def pack(
     packer = _Packer(context_budget, counter, len(runs))
     answered = [i for i in range(len(runs)) if i not in deferred]
     depth = max((len(run.hits) for run in runs), default=0)
-    for start, stop in ((0, first), (first, depth)) if first is not None else ((0, depth),):
+    bounds = [0, depth] if first is None else [0, first, depth]
+    for start, stop in itertools.pairwise(bounds):
         packer.run(answered, runs, start, stop)
         packer.run(sorted(set(deferred)), runs, start, stop)
     blocks = packer.fit_total()
