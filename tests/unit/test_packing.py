@@ -166,6 +166,12 @@ def test_a_heading_change_inside_a_merged_block_is_written_as_a_heading() -> Non
     packed = pack([run("q", [a, b])], budget_for_context(200), words)
     assert packed.blocks[0].text == "Intro text ends here.\n\n## Setup\n\nSetup text starts here."
     assert packed.blocks[0].label == "[1] d.md | Doc"
+    # a neighbour cut to fit keeps the heading line that leads it
+    c = Chunk("d", 1, "Setup text starts here. It goes on at length.", 35, 80, ("Doc", "Setup"))
+    budget = budget_for_context(17)  # the intro block (8) and the heading with one sentence (6)
+    (block,) = pack([run("q", [a, c])], budget, words).blocks
+    assert block.trimmed
+    assert block.text == "Intro text ends here.\n\n## Setup\n\nSetup text starts here."
 
 
 def test_labels_carry_number_path_and_heading_path() -> None:
@@ -195,6 +201,39 @@ def test_a_block_that_does_not_fit_is_cut_after_a_whole_sentence() -> None:
     # not even one sentence fits: skipped, not cut mid-sentence
     packed = pack([run("q", [chunk])], budget_for_context(label + per_sentence - 1), words)
     assert packed.blocks == () and packed.skipped[0].reason == "over budget"
+
+
+def test_with_a_focus_a_cut_keeps_the_sentences_that_hold_the_query() -> None:
+    c0, c1 = make_doc("long", 2, sentences=6)
+    text = c1.text
+    spans = split_sentences(text)
+    answer = text[spans[3][0] : spans[3][1]]  # "Sentence 8 of long ..."
+
+    def focus(query: int, piece: str) -> float:
+        assert query == 0
+        return float("Sentence 8 " in piece)
+
+    label = 3
+    per_sentence = len(SENTENCE.split())
+    budget = budget_for_context(label + 2 * per_sentence + 5)
+    (block,) = pack([run("q", [c1])], budget, words, focus=focus).blocks
+    assert block.trimmed and answer in block.text and block.text in text
+    assert len(split_sentences(block.text)) == 2
+    # of the two windows holding it, the earlier: the sentence before it, then it
+    assert block.text.startswith("Sentence 7 ")
+    # without a focus, the prefix, as before
+    (prefix,) = pack([run("q", [c1])], budget, words).blocks
+    assert text.startswith(prefix.text) and answer not in prefix.text
+    # nothing rates higher than the rest: the prefix too
+    (flat,) = pack([run("q", [c1])], budget, words, focus=lambda q, t: 0.0).blocks
+    assert flat.text == prefix.text
+    # a block whose head was cut is not extended backwards (the text would have a gap):
+    # four other parts keep the first round's share small, and leave room for c0 after
+    others = [run(f"q{i}", [Chunk(f"t{i}", 0, "A tiny note.", 0, 12, ("T",))]) for i in range(4)]
+    packed = pack([run("q", [c1, c0]), *others], budget_for_context(150), words, focus=focus)
+    assert packed.blocks[0].chunk_ids == (c1.id,)
+    assert packed.blocks[0].text.startswith("Sentence 7 ")
+    assert [b.chunk_ids for b in packed.blocks if c0.id in b.chunk_ids] == [(c0.id,)]
 
 
 # --- fairness ------------------------------------------------------------------------------

@@ -60,7 +60,7 @@ from twokeys.rag.grounding import (
     sentence_citations,
     strict_text,
 )
-from twokeys.rag.packing import Budget, PackedContext, SubQueryHits, pack
+from twokeys.rag.packing import Budget, Focus, PackedContext, SubQueryHits, pack
 from twokeys.rag.prompt import Template, question_text, render_prompt
 from twokeys.text.tokens import TokenCounter, approx_token_counter
 
@@ -262,12 +262,12 @@ def ask_events(
         rules = replace(options, decompose="rules")
         parts, runs, confidence = _retrieve(index, question, None, rules)
         yield Retrieved(parts, runs, confidence)
-        plan = _plan(question, parts, runs, confidence, None, options)
+        plan = _plan(index, question, parts, runs, confidence, None, options)
         yield Packed(plan)
         yield from _generate_events(plan, None, options, _sentence_tools(index), str(exc))
         return
     yield Retrieved(parts, runs, confidence)
-    plan = _plan(question, parts, runs, confidence, llm, options)
+    plan = _plan(index, question, parts, runs, confidence, llm, options)
     yield Packed(plan)
     yield from _generate_events(plan, llm, options, _sentence_tools(index))
 
@@ -295,7 +295,7 @@ def prepare(
     """Decompose, retrieve and judge each part, and pack the context into the prompt."""
     options = options or AskOptions()
     parts, runs, confidence = _retrieve(index, question, llm, options)
-    return _plan(question, parts, runs, confidence, llm, options)
+    return _plan(index, question, parts, runs, confidence, llm, options)
 
 
 def generate(
@@ -374,6 +374,7 @@ def _retrieve(
 
 
 def _plan(
+    index: Index,
     question: str,
     parts: tuple[str, ...],
     runs: tuple[SubQueryHits, ...],
@@ -399,6 +400,7 @@ def _plan(
         fixed={"instructions": template.instructions, "question": asked},
         deferred=deferred,
         first=options.k,
+        focus=_focus(index, runs),
     )
     return Plan(
         question=question,
@@ -410,6 +412,23 @@ def _plan(
         counter=f"{llm.name} tokenizer" if counter is not None and llm else APPROXIMATE,
         confidence=confidence,
     )
+
+
+def _focus(index: Index, runs: Sequence[SubQueryHits]) -> Focus:
+    """How much of sub-query i a text holds, for cutting a passage that does not fit
+    (:func:`~twokeys.rag.packing.pack`): the summed idf of the query's terms it holds,
+    so the sentences with the rare words of the question count most."""
+    weights = []
+    for run in runs:
+        terms = list(dict.fromkeys(index.analyzer.query_terms(run.query)))
+        known = [t for t in terms if index.backend.lexical.has_term(t)]
+        weights.append(dict(zip(known, index.backend.lexical.idf(known), strict=True)))
+
+    def focus(query: int, text: str) -> float:
+        held = set(index.analyzer.index_terms(text))
+        return sum(w for t, w in weights[query].items() if t in held)
+
+    return focus
 
 
 def _generate_events(

@@ -34,6 +34,12 @@ Within the context budget, :func:`pack` builds numbered *blocks*:
 * **Never cut mid-sentence.** A block that does not fit is cut after its last whole
   sentence (or line, for lists and tables; a fenced code block is one piece) that fits,
   and is skipped when not even its first sentence does.
+* **Cut where the query is.** With ``focus`` (a rating of how much of a sub-query a text
+  holds), a new block that does not fit keeps the run of whole sentences that fits and
+  holds most of its sub-query, rather than its first sentences: a long passage whose
+  answer sits in its second half still brings it. Equal ratings keep the earliest run,
+  the prefix when nothing rates higher. A block cut at its head is not extended
+  backwards (there would be a gap), as one cut at its tail is not extended forwards.
 
 Token accounting: a block costs the tokens of its rendered text (label line + text);
 blocks are joined by :data:`SEPARATOR`, whose tokens count too. After packing, the whole
@@ -232,6 +238,7 @@ def pack(
     fixed: Mapping[str, str] | None = None,
     deferred: Collection[int] = (),
     first: int | None = None,
+    focus: Focus | None = None,
 ) -> PackedContext:
     """Pack the hits of ``runs`` into the context section of ``budget``.
 
@@ -240,7 +247,9 @@ def pack(
     ``deferred`` holds indices of ``runs`` packed only after all the others (module
     docstring). With ``first``, the first ``first`` hits of every run, deferred ones
     included, are offered before any further hit: hits retrieved to fill a large budget
-    come after the evidence each part was judged on.
+    come after the evidence each part was judged on. ``focus(i, text)`` rates how much of
+    ``runs[i]``'s query a text holds; with it, a block cut to fit keeps its best-rated
+    sentences (module docstring).
     """
     counter = _CachedCounter(count_tokens)
     sections: list[SectionUsage] = []
@@ -264,7 +273,7 @@ def pack(
             raise ConfigError(f"deferred: no sub-query {i} (there are {len(runs)})")
     if first is not None and first < 1:
         raise ConfigError(f"first: must be >= 1, got {first}")
-    packer = _Packer(context_budget, counter, len(runs))
+    packer = _Packer(context_budget, counter, len(runs), focus)
     answered = [i for i in range(len(runs)) if i not in deferred]
     depth = max((len(run.hits) for run in runs), default=0)
     bounds = [0, depth] if first is None else [0, first, depth]
@@ -334,6 +343,7 @@ class _Open:
     tokens: int
     queries: set[int]
     trimmed: bool = False
+    head_cut: bool = False  # its text starts past its first chunk's start
     shingles: frozenset[tuple[str, ...]] = frozenset()
     starts: list[int] = field(default_factory=lambda: [0])  # of each part in ``text``
 
@@ -363,7 +373,10 @@ class _Open:
 
 
 class _Packer:
-    def __init__(self, budget: int, counter: _CachedCounter, n_queries: int) -> None:
+    def __init__(
+        self, budget: int, counter: _CachedCounter, n_queries: int, focus: Focus | None = None
+    ) -> None:
+        self.focus = focus
         self.budget = budget
         self.remaining = budget
         self.count = counter
@@ -421,7 +434,7 @@ class _Packer:
             if chunk.position == last.position + 1 and not block.trimmed:
                 tail = _join_after(last, chunk)
                 return self._grow(block, chunk, query, limit, append=tail)
-            if chunk.position == first.position - 1:
+            if chunk.position == first.position - 1 and not block.head_cut:
                 head = _join_before(chunk, first)
                 return self._grow(block, chunk, query, limit, prepend=head)
         return False
@@ -448,7 +461,7 @@ class _Packer:
             if prepend:  # cutting the head would leave a gap before the block
                 self.skipped.append(Skipped(chunk.id, query, "over budget"))
                 return True
-            best = self._longest_prefix(
+            best = self._window(
                 append,
                 lambda piece: self.count.one(block.render(block.text + piece)) - block.tokens,
                 min(limit, self.remaining),
@@ -483,12 +496,17 @@ class _Packer:
         available = min(limit, self.remaining)
         tokens = self.count.one(block.render())
         if tokens + joint > available:
-            best = self._longest_prefix(
-                chunk.text, lambda piece: self.count.one(block.render(piece)) + joint, available
+            focus = self.focus
+            best = self._window(
+                chunk.text,
+                lambda piece: self.count.one(block.render(piece)) + joint,
+                available,
+                None if focus is None else lambda piece: focus(query, piece),
             )
             if best is None:
                 self.skipped.append(Skipped(chunk.id, query, "over budget"))
                 return
+            block.head_cut = not chunk.text.startswith(best)
             block.text = best
             block.trimmed = True
             tokens = self.count.one(block.render())
@@ -505,18 +523,32 @@ class _Packer:
         self.query_blocks[query].add(number)
 
     @staticmethod
-    def _longest_prefix(text: str, cost: _Cost, limit: int) -> str | None:
-        """The longest prefix of ``text`` ending at a sentence end (not right after a
-        heading line) whose cost fits."""
-        ends = [b for a, b in split_sentences(text) if not text[a:b].startswith("#")]
-        lo, hi, best = 0, len(ends) - 1, None
-        while lo <= hi:  # cost grows with the prefix: binary search
-            mid = (lo + hi) // 2
-            if cost(text[: ends[mid]]) <= limit:
-                best, lo = text[: ends[mid]], mid + 1
-            else:
-                hi = mid - 1
-        return best
+    def _window(
+        text: str, cost: _Cost, limit: int, score: Callable[[str], float] | None = None
+    ) -> str | None:
+        """The run of whole sentences of ``text`` whose cost fits and that ``score`` rates
+        highest, the earliest of equals (without ``score``: the longest prefix that fits).
+        A run does not end right after a heading line."""
+        spans = split_sentences(text)
+        ends = [i for i, (a, b) in enumerate(spans) if not text[a:b].startswith("#")]
+        best: tuple[float, str] | None = None
+        for i, (start, _) in enumerate(spans if score is not None else spans[:1]):
+            start = 0 if i == 0 else start  # a prefix keeps what leads its first sentence
+            usable = [j for j in ends if j >= i]
+            lo, hi, end = 0, len(usable) - 1, None
+            while lo <= hi:  # cost grows with the run: binary search
+                mid = (lo + hi) // 2
+                if cost(text[start : spans[usable[mid]][1]]) <= limit:
+                    end, lo = spans[usable[mid]][1], mid + 1
+                else:
+                    hi = mid - 1
+            if end is None:
+                continue
+            window = text[start:end]
+            value = score(window) if score is not None else 0.0
+            if best is None or value > best[0]:
+                best = (value, window)
+        return None if best is None else best[1]
 
     def fit_total(self) -> list[Block]:
         """Freeze the blocks, shortening the last until the joined context fits."""
@@ -531,6 +563,7 @@ class _Packer:
 
 
 _Cost = Callable[[str], int]
+Focus = Callable[[int, str], float]  # sub-query index, text -> how much of the query it holds
 
 
 def _heading_line(path: tuple[str, ...]) -> str:
