@@ -33,7 +33,8 @@ from twokeys.rag.grounding import (
     check_sentences,
     retrieval_confidence,
 )
-from twokeys.rag.prompt import render_prompt
+from twokeys.rag.prompt import DECLINE, render_prompt
+from twokeys.server.openai_api import sources_text
 
 BM25 = AskOptions(mode="bm25")
 
@@ -99,6 +100,52 @@ def test_a_model_that_ignores_the_sources_is_flagged_unsupported(kb_path: Path) 
     assert data["sentences"] == [
         {"text": "Paris [1].", "citations": [1], "status": "unsupported", "support": 0.0}
     ]
+
+
+def test_a_model_that_says_the_sources_do_not_answer_abstains(kb_path: Path) -> None:
+    # retrieval sees the question as covered; the model, reading the passages, declines
+    question = "How loud is the siren of the Hub?"
+    options = AskOptions(mode="bm25", abstain=False)
+    with open_index(kb_path) as kb:
+        declined = ask(kb, question, llm=stub_llm(DECLINE), options=options)
+        worded = ask(kb, question, llm=stub_llm("The sources don't say."), options=options)
+        strict = ask(kb, question, llm=stub_llm(DECLINE), options=replace(options, strict=True))
+        answered = ask(kb, question, llm=stub_llm("Paris."), options=options)
+    assert declined.kind == "generated" and declined.declined and declined.abstains
+    assert [c.status for c in declined.checks] == ["declines"]
+    assert declined.flagged == ()  # claims nothing, so needs no citation
+    assert declined.to_dict()["declined"] is True
+    assert sources_text(declined).startswith("\n\nClosest sources:")
+    assert worded.declined
+    assert strict.text == DECLINE  # --strict keeps it
+    assert not answered.declined and not answered.abstains and answered.flagged
+    assert sources_text(answered).startswith("\n\nSources:")
+    # an answer that declines one part and answers another is no abstention
+    part = f"ZX-4821 means the input voltage is too low [1]. {DECLINE}"
+    with open_index(kb_path) as kb:
+        mixed = ask(kb, "What does error code ZX-4821 mean?", llm=stub_llm(part), options=BM25)
+    assert [c.status for c in mixed.checks] == ["supported", "declines"]
+    assert not mixed.declined
+
+
+def test_eval_answers_counts_a_model_s_decline_as_abstention(kb_path: Path) -> None:
+    from twokeys.evaluation.answers import evaluate_answers
+
+    items = [i for i in load_qa(SUPPORT_KB / "qa.jsonl", split="dev") if i.id in ("qa01", "qa47")]
+    options = AskOptions(mode="bm25", abstain=False)  # only the model can abstain
+    with open_index(kb_path) as kb:
+        declining = evaluate_answers(kb, items, options=options, llm=stub_llm(DECLINE))
+        answering = evaluate_answers(kb, items, options=options, llm=stub_llm("Paris [1]."))
+    assert declining.systems[0].abstention == 1.0  # qa47, the unanswerable one
+    assert declining.systems[0].false_abstention == 1.0  # and qa01, which it could answer
+    assert answering.systems[0].abstention == 0.0
+    # nothing retrieved to answer from ("bake sourdough bread": no word BM25 knows) is no
+    # answer either
+    (nothing,) = [i for i in load_qa(SUPPORT_KB / "qa.jsonl", split="dev") if i.id == "qa46"]
+    with open_index(kb_path) as kb:
+        empty = evaluate_answers(kb, [nothing], options=options, llm=stub_llm("Paris [1]."))
+    assert empty.systems[0].outcomes[0].answer is not None
+    assert empty.systems[0].abstention == 1.0
 
 
 def test_strict_drops_what_the_sources_do_not_back(kb_path: Path) -> None:

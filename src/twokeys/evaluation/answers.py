@@ -332,7 +332,7 @@ def run_twokeys(index: Index, item: QAItem, options: AskOptions, llm: LLM | None
         answer.context.section("context").used,
         answer=answer.text,
         cited=cited,
-        abstained=answer.kind == "abstained",
+        abstained=answer.abstains,
         budget=answer.context.section("context").budget,
     )
 

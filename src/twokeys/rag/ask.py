@@ -31,8 +31,12 @@ are packed only in the room the answered parts leave
 (:func:`~twokeys.rag.packing.pack`'s ``deferred``); no quote is taken for it, and a
 model is told so in the list of parts (:func:`~twokeys.rag.prompt.question_text`).
 After generation each sentence is checked against the blocks it cites; ``strict``
-drops unsupported and uncited ones. When the model cannot be reached the extractive
-answer is given instead, with ``model_error`` saying why.
+drops unsupported and uncited ones. A model told the sources do not answer says so
+(:data:`~twokeys.rag.prompt.DECLINE`); an answer that only says that is
+:attr:`Answer.declined`, and, as an abstention, lists its closest sources
+(:mod:`twokeys.rag.declines`): where the sensors see a question's topic covered but
+not the asked fact, a model reading the passages can still tell. When the model cannot
+be reached the extractive answer is given instead, with ``model_error`` saying why.
 
 Tokens are counted with the model's tokenizer when the backend exposes it, else with
 :func:`~twokeys.chunking.approx_token_counter`.
@@ -61,14 +65,14 @@ from twokeys.rag.grounding import (
     strict_text,
 )
 from twokeys.rag.packing import Budget, Focus, PackedContext, SubQueryHits, pack
-from twokeys.rag.prompt import Template, question_text, render_prompt
+from twokeys.rag.prompt import DECLINE, Template, question_text, render_prompt
 from twokeys.text.tokens import TokenCounter, approx_token_counter
 
 DECOMPOSE = ("rules", "llm", "none")
 PROMPT_STYLES = ("auto", "chat", "completion")
 APPROXIMATE = "approximate (ceil(len/6) per word + 1 per punctuation run)"
 NO_EVIDENCE = "No passage in the index matches this question, so there is nothing to answer from."
-ABSTAINED = "The sources do not answer this."
+ABSTAINED = DECLINE
 
 Kind = Literal["generated", "extractive", "abstained", "no-evidence"]
 
@@ -184,7 +188,23 @@ class Answer:
     @property
     def flagged(self) -> tuple[SentenceCheck, ...]:
         """Sentences of a generated answer that are unsupported or uncited."""
-        return tuple(c for c in self.checks if c.status != "supported")
+        return tuple(c for c in self.checks if c.status in ("unsupported", "uncited"))
+
+    @property
+    def declined(self) -> bool:
+        """A generated answer whose every sentence says the sources do not answer: the
+        model's own abstention, where retrieval saw the question as covered."""
+        return (
+            self.kind == "generated"
+            and bool(self.checks)
+            and all(c.status == "declines" for c in self.checks)
+        )
+
+    @property
+    def abstains(self) -> bool:
+        """No answer given: abstained before generation, nothing retrieved to answer
+        from, or declined by the model."""
+        return self.kind in ("abstained", "no-evidence") or self.declined
 
     def to_dict(self, *, with_prompt: bool = False) -> dict[str, Any]:
         """The answer as JSON-ready data (the one schema the CLI and a server print)."""
@@ -195,6 +215,7 @@ class Answer:
             "kind": self.kind,
             "llm": self.llm,
             "model_error": self.model_error,
+            "declined": self.declined,
             "sub_queries": list(plan.parts),
             "confidence": [c.to_dict() for c in plan.confidence],
             "sentences": [c.to_dict() for c in self.checks],

@@ -191,9 +191,9 @@ def _print_context(plan: Plan, llm_name: str | None) -> None:
 def _print_sources(answer: Answer) -> None:
     if not answer.sources:
         return
-    safe_echo("Closest sources:" if answer.kind == "abstained" else "Sources:")
+    safe_echo("Closest sources:" if answer.abstains else "Sources:")
     for s in answer.sources:
         heading = "; ".join(s.quoted_headings) or s.heading
         where = f"  {heading}" if heading else ""
-        quiet = s.cited or answer.kind in ("no-evidence", "abstained")
+        quiet = s.cited or answer.abstains
         safe_echo(f"  [{s.number}] {s.path}{where}{'' if quiet else '  (not cited)'}")

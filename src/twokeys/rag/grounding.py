@@ -109,9 +109,11 @@ Python and Git documentation and on 40 general-knowledge questions written by so
 who had seen none of this (``offtopic-blind.txt``; ``python -m benchmarks.abstention``).
 
 **Sentence support** (:func:`check_sentences`) splits a generated answer into sentences
-and reads the ``[n]`` citations of each: a sentence without one is *uncited*; a cited
-sentence whose content terms (the index analyzer's, stemmed) are mostly absent from
-the blocks it cites is *unsupported*; otherwise *supported*.
+and reads the ``[n]`` citations of each: a sentence without one is *uncited*, unless it
+says the sources do not answer (it *declines*, :mod:`twokeys.rag.declines`: the model's
+own abstention, which claims nothing); a cited sentence whose content terms (the index
+analyzer's, stemmed) are mostly absent from the blocks it cites is *unsupported*;
+otherwise *supported*.
 """
 
 from __future__ import annotations
@@ -128,6 +130,7 @@ import numpy as np
 from twokeys.lexical.boolean import contains_sequence
 from twokeys.rag.answer_types import AnswerType, expected_type, named_unit, own_words, states
 from twokeys.rag.commands import Command, code_lines, commands, heads, query_runs, unseen_subcommand
+from twokeys.rag.declines import declines
 from twokeys.rag.elements import elements
 from twokeys.rag.existence import asked_for
 from twokeys.rag.kinds import (
@@ -162,7 +165,7 @@ SUPPORT_MIN = 0.5  # share of a sentence's content terms its cited blocks must h
 SAME_WORD = 0.9  # a word this close to an unseen name, for the dense model, writes it
 SAME_WORD_CANDIDATES = 512  # distinct words of the retrieved texts compared with a name
 
-Status = Literal["supported", "unsupported", "uncited"]
+Status = Literal["supported", "unsupported", "uncited", "declines"]
 Terms = Callable[[str], list[str]]
 
 
@@ -790,15 +793,17 @@ def check_sentences(text: str, blocks: Sequence[Block], terms: Terms) -> tuple[S
         cited = sentence_citations(sentence, len(blocks))
         own = Counter(terms(_CITATION.sub(" ", sentence)))
         if not cited:
-            checks.append(SentenceCheck(sentence, (), "uncited", 0.0))
+            status: Status = "declines" if declines(sentence) else "uncited"
+            checks.append(SentenceCheck(sentence, (), status, 0.0))
             continue
         held = set().union(*(block_terms[n] for n in cited))
         support = sum(c for t, c in own.items() if t in held) / sum(own.values()) if own else 1.0
-        status: Status = "supported" if support >= SUPPORT_MIN else "unsupported"
+        status = "supported" if support >= SUPPORT_MIN else "unsupported"
         checks.append(SentenceCheck(sentence, cited, status, support))
     return tuple(checks)
 
 
 def strict_text(checks: Sequence[SentenceCheck]) -> str:
-    """The answer with only its supported sentences."""
-    return " ".join(c.text for c in checks if c.status == "supported")
+    """The answer with only its supported sentences, and those saying the sources do not
+    answer."""
+    return " ".join(c.text for c in checks if c.status in ("supported", "declines"))

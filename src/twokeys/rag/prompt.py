@@ -23,11 +23,12 @@ from twokeys.llm.base import Message, Prompt
 Style = Literal["chat", "completion"]
 STYLES: tuple[str, ...] = ("chat", "completion")
 
+DECLINE = "The sources do not answer this."  # what a model is asked to say when they don't
 SYSTEM = (
     "You answer questions using only the numbered context passages the user gives you. "
     "After each statement, cite the passage it comes from by its number in square "
-    "brackets, like [1] or [2][3]. If the passages do not contain the answer, say that "
-    "you don't know. Do not use any other knowledge."
+    "brackets, like [1] or [2][3]. If the passages do not contain the answer, reply "
+    f'"{DECLINE}" and nothing else. Do not use any other knowledge.'
 )
 COMPLETION_HEADER = (
     "Below are numbered sources, a question, and an answer written only from the sources. "

@@ -95,12 +95,12 @@ def sources_text(answer: Answer) -> str:
     """The sources, as the lines appended to the reply (as ``twokeys ask`` prints them)."""
     if not answer.sources:
         return ""
-    quiet = answer.kind in ("abstained", "no-evidence")
-    lines = ["", "", "Closest sources:" if answer.kind == "abstained" else "Sources:"]
+    lines = ["", "", "Closest sources:" if answer.abstains else "Sources:"]
     for s in answer.sources:
         heading = "; ".join(s.quoted_headings) or s.heading
         where = f" — {heading}" if heading else ""
-        lines.append(f"[{s.number}] {s.path}{where}{'' if s.cited or quiet else ' (not cited)'}")
+        quiet = s.cited or answer.abstains
+        lines.append(f"[{s.number}] {s.path}{where}{'' if quiet else ' (not cited)'}")
     return "\n".join(lines)
 
 

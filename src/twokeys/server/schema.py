@@ -171,6 +171,7 @@ class AnswerData(TypedDict):
     kind: str
     llm: str | None
     model_error: str | None
+    declined: bool  # the model said the sources do not answer
     sub_queries: list[str]
     confidence: list[dict[str, Any]]
     sentences: list[dict[str, Any]]

@@ -1,0 +1,51 @@
+"""A model's own abstention: a sentence saying the sources do not answer.
+
+Retrieval confidence (:mod:`twokeys.rag.grounding`) abstains before any model runs, but
+it reads the two sensors, and a question on a topic the pages discuss without giving the
+asked fact ("How loud is the siren?", "Can the camera recognise faces?") looks covered to
+both. A model reading the passages can tell, and the prompt asks it to reply
+:data:`~twokeys.rag.prompt.DECLINE` then. Models word it their own way, so
+:func:`declines` reads the common forms: the sources (passages, context, documents) do
+not say, mention, contain... it; it is not stated in them; "I don't know"; "there is no
+information about ...".
+
+Such a sentence claims nothing about the world, so it needs no citation and is not
+flagged as uncited; a sentence that cites a block is checked as any other ("The sources
+do not mention a fee, so returns are free [2]" makes a claim).
+"""
+
+from __future__ import annotations
+
+import re
+
+_GIVEN = r"(?:provided|given|retrieved|available|cited|above)"
+_SOURCES = (  # what the model was given; "documents" or "information" alone name anything
+    rf"(?:the\s+)?(?:{_GIVEN}\s+)?(?:sources?|passages?|context|documentation)"
+    rf"|(?:the\s+)?{_GIVEN}\s+(?:documents?|texts?|information|excerpts?)"
+)
+_VERB = (
+    r"(?:answer|say|mention|contain|include|provide|specify|state|cover|give|describe"
+    r"|list|address|discuss|explain|indicate)s?"
+)
+_DECLINE = re.compile(
+    r"^\W*(?:"
+    # "The sources do not say ...", "The provided context doesn't mention ..."
+    rf"(?:{_SOURCES})\s+(?:do|does|did)\s*(?:not|n't|n’t)\s+{_VERB}\b"
+    rf"|(?:{_SOURCES})\s+(?:cannot|can't|can’t|don't|don’t|doesn't|doesn’t)\s+{_VERB}\b"
+    # "This is not mentioned in the sources", "... cannot be answered from the passages"
+    rf"|.*\b(?:is|are)\s*(?:not|n't)\s+(?:mentioned|stated|specified|given|provided|covered"
+    rf"|found|answered|described|included|listed)\s+(?:in|by)\s+(?:{_SOURCES})\b"
+    rf"|.*\bcannot\s+be\s+(?:answered|determined|found)\s+(?:from|with|in|using)\s+(?:{_SOURCES})\b"
+    # "I don't know.", "I cannot find this in the sources."
+    r"|I\s+(?:do\s+not|don't|don’t|cannot|can't|can’t)\s+(?:know|find|answer|tell|say)\b"
+    # "There is no information about the siren's volume."
+    r"|(?:there\s+is\s+|I\s+found\s+)?no\s+(?:information|mention|details?)\s+"
+    r"(?:about|on|of|regarding|in)\b"
+    r")",
+    re.IGNORECASE,
+)
+
+
+def declines(sentence: str) -> bool:
+    """Whether ``sentence`` says the sources do not answer (module docstring)."""
+    return bool(_DECLINE.match(sentence.strip()))

@@ -1,0 +1,55 @@
+"""A model's own abstention: which sentences say the sources do not answer."""
+
+from __future__ import annotations
+
+import pytest
+
+from twokeys.rag.declines import declines
+from twokeys.rag.prompt import DECLINE, SYSTEM
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        DECLINE,
+        "The sources don't say how loud the siren is.",
+        "The provided context does not mention face recognition.",
+        "The passages do not contain this information.",
+        "The provided documents do not mention it.",
+        "The documentation doesn't specify a price for the Studio Pro licence.",
+        "The sources cannot answer this question.",
+        "This is not mentioned in the sources.",
+        "The price of the dock is not stated in the provided passages.",
+        "The question cannot be answered from the context.",
+        "I don't know.",
+        "I cannot find this in the sources.",
+        "There is no information about two-way talk.",
+        "No information on instalment payments.",
+        "  - The sources do not answer this.",
+    ],
+)
+def test_a_sentence_that_says_the_sources_do_not_answer_declines(sentence: str) -> None:
+    assert declines(sentence)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The Hub does not support Z-Wave.",
+        "There is no fee for returns within 30 days.",
+        "The sources say the siren is 85 dB.",
+        "Restart the Hub and wait two minutes.",
+        "Refunds are not given for opened software.",
+        "The context window of the model is 2,048 tokens.",
+        "I know the answer: ZX-4821 means low voltage.",
+        "Documents do not need to be re-indexed after a rename.",
+        "Documents do not include PDFs yet.",
+        "The information does not include your password.",
+    ],
+)
+def test_an_answer_does_not_decline(sentence: str) -> None:
+    assert not declines(sentence)
+
+
+def test_the_prompt_asks_for_the_sentence_that_declines() -> None:
+    assert f'"{DECLINE}"' in SYSTEM
