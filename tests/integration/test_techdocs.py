@@ -110,7 +110,7 @@ def test_few_documentation_queries_name_a_missing_identifier(
 
 
 @pytest.mark.parametrize(
-    ("name", "files"), [("git-docs", 1), ("python-docs", 2)], ids=["git", "python"]
+    ("name", "files"), [("git-docs", 2), ("python-docs", 2)], ids=["git", "python"]
 )
 def test_the_blind_answer_questions_hold_their_facts_in_the_built_pages(
     built: Path, name: str, files: int
