@@ -26,6 +26,10 @@ from twokeys.rag.prompt import DECLINE, SYSTEM
         "There is no information about two-way talk.",
         "No information on instalment payments.",
         "  - The sources do not answer this.",
+        "I'm sorry, but the provided passages do not contain information about instalments.",
+        "Unfortunately, the context does not specify the siren's volume.",
+        "Based on the provided context, there is no information about face recognition.",
+        "According to the sources, this is not mentioned in the passages.",
     ],
 )
 def test_a_sentence_that_says_the_sources_do_not_answer_declines(sentence: str) -> None:
@@ -45,6 +49,8 @@ def test_a_sentence_that_says_the_sources_do_not_answer_declines(sentence: str) 
         "Documents do not need to be re-indexed after a rename.",
         "Documents do not include PDFs yet.",
         "The information does not include your password.",
+        "However, the Hub does not support Z-Wave [1].",
+        "Based on the sources, the siren is 85 dB.",
     ],
 )
 def test_an_answer_does_not_decline(sentence: str) -> None:

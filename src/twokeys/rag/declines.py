@@ -7,7 +7,8 @@ both. A model reading the passages can tell, and the prompt asks it to reply
 :data:`~twokeys.rag.prompt.DECLINE` then. Models word it their own way, so
 :func:`declines` reads the common forms: the sources (passages, context, documents) do
 not say, mention, contain... it; it is not stated in them; "I don't know"; "there is no
-information about ...".
+information about ...", each also after a hedge ("I'm sorry, but", "Unfortunately,",
+"Based on the provided context,").
 
 Such a sentence claims nothing about the world, so it needs no citation and is not
 flagged as uncited; a sentence that cites a block is checked as any other ("The sources
@@ -27,8 +28,12 @@ _VERB = (
     r"(?:answer|say|mention|contain|include|provide|specify|state|cover|give|describe"
     r"|list|address|discuss|explain|indicate)s?"
 )
+_LEAD = (  # "I'm sorry, but ...", "Unfortunately, ...", "Based on the provided context, ..."
+    r"(?:(?:I'm|I’m|I\s+am)\s+(?:sorry|afraid)|sorry|unfortunately|however"
+    rf"|(?:based\s+on|according\s+to|in)\s+(?:{_SOURCES}))\s*[,:]?\s*(?:but\s+)?"
+)
 _DECLINE = re.compile(
-    r"^\W*(?:"
+    rf"^\W*(?:{_LEAD})?(?:"
     # "The sources do not say ...", "The provided context doesn't mention ..."
     rf"(?:{_SOURCES})\s+(?:do|does|did)\s*(?:not|n't|n’t)\s+{_VERB}\b"
     rf"|(?:{_SOURCES})\s+(?:cannot|can't|can’t|don't|don’t|doesn't|doesn’t)\s+{_VERB}\b"
