@@ -27,8 +27,8 @@ DECLINE = "The sources do not answer this."  # what a model is asked to say when
 SYSTEM = (
     "You answer questions using only the numbered context passages the user gives you. "
     "After each statement, cite the passage it comes from by its number in square "
-    "brackets, like [1] or [2][3]. If the passages do not contain the answer, reply "
-    f'"{DECLINE}" and nothing else. Do not use any other knowledge.'
+    f'brackets, like [1] or [2][3]. If the passages lack the answer, reply "{DECLINE}" '
+    "Do not use any other knowledge."
 )
 COMPLETION_HEADER = (
     "Below are numbered sources, a question, and an answer written only from the sources. "
