@@ -8,7 +8,7 @@ hypothesis' statistics.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from hypothesis import assume, given
@@ -289,13 +289,26 @@ def hit_runs(draw: st.DrawFn) -> list[SubQueryHits]:
     return out
 
 
-@given(hit_runs(), st.integers(0, 400), st.sampled_from([None, "Why?", "What does ZX-4821 mean?"]))
+def _vowels(query: int, text: str) -> float:
+    """A focus that rates texts by something unrelated to position: cuts move anywhere."""
+    return float(sum(text.count(v) for v in "aeiou") % (query + 7))
+
+
+@given(
+    hit_runs(),
+    st.integers(0, 400),
+    st.sampled_from([None, "Why?", "What does ZX-4821 mean?"]),
+    st.sampled_from([None, _vowels]),
+)
 def test_packer_stays_within_budget(
-    runs_: list[SubQueryHits], context: int, question: str | None
+    runs_: list[SubQueryHits],
+    context: int,
+    question: str | None,
+    focus: Callable[[int, str], float] | None,
 ) -> None:
     budget = Budget(total=context + 300, answer=100, instructions=100, question=100, min_context=0)
     fixed = {"question": question} if question else None
-    packed = pack(runs_, budget, approx_token_counter, fixed=fixed)
+    packed = pack(runs_, budget, approx_token_counter, fixed=fixed, focus=focus)
     context_budget = (
         budget.total - budget.answer - (approx_token_counter([question])[0] if question else 0)
     )
@@ -305,4 +318,8 @@ def test_packer_stays_within_budget(
     assert [b.number for b in packed.blocks] == list(range(1, len(packed.blocks) + 1))
     ids = [cid for b in packed.blocks for cid in b.chunk_ids]
     assert len(ids) == len(set(ids))
-    assert pack(runs_, budget, approx_token_counter, fixed=fixed) == packed  # deterministic
+    assert pack(runs_, budget, approx_token_counter, fixed=fixed, focus=focus) == packed
+    chunks = {hit.chunk.id: hit.chunk for run in runs_ for hit in run.hits}
+    for block in packed.blocks:  # a block of one chunk is a run of that chunk's text
+        if len(block.chunk_ids) == 1:
+            assert block.text in chunks[block.chunk_ids[0]].text
