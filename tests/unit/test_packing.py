@@ -219,7 +219,7 @@ def test_with_a_focus_a_cut_keeps_the_sentences_that_hold_the_query() -> None:
     (block,) = pack([run("q", [c1])], budget, words, focus=focus).blocks
     assert block.trimmed and answer in block.text and block.text in text
     assert len(split_sentences(block.text)) == 2
-    # of the two windows holding it, the earlier: the sentence before it, then it
+    # past the prefix that fits: the run through it that starts as early as fits
     assert block.text.startswith("Sentence 7 ")
     # without a focus, the prefix, as before
     (prefix,) = pack([run("q", [c1])], budget, words).blocks
@@ -227,6 +227,13 @@ def test_with_a_focus_a_cut_keeps_the_sentences_that_hold_the_query() -> None:
     # nothing rates higher than the rest: the prefix too
     (flat,) = pack([run("q", [c1])], budget, words, focus=lambda q, t: 0.0).blocks
     assert flat.text == prefix.text
+
+    # the prefix holds the best-rated sentence: kept, though a later run rates as high
+    def early(query: int, piece: str) -> float:
+        return float("Sentence 6 " in piece) + 0.5 * ("Sentence 9 " in piece)
+
+    (kept,) = pack([run("q", [c1])], budget, words, focus=early).blocks
+    assert kept.text == prefix.text
     # a block whose head was cut is not extended backwards (the text would have a gap):
     # four other parts keep the first round's share small, and leave room for c0 after
     others = [run(f"q{i}", [Chunk(f"t{i}", 0, "A tiny note.", 0, 12, ("T",))]) for i in range(4)]

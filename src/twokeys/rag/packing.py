@@ -35,11 +35,12 @@ Within the context budget, :func:`pack` builds numbered *blocks*:
   sentence (or line, for lists and tables; a fenced code block is one piece) that fits,
   and is skipped when not even its first sentence does.
 * **Cut where the query is.** With ``focus`` (a rating of how much of a sub-query a text
-  holds), a new block that does not fit keeps the run of whole sentences that fits and
-  holds most of its sub-query, rather than its first sentences: a long passage whose
-  answer sits in its second half still brings it. Equal ratings keep the earliest run,
-  the prefix when nothing rates higher. A block cut at its head is not extended
-  backwards (there would be a gap), as one cut at its tail is not extended forwards.
+  holds), a new block that does not fit keeps its first sentences as before when they
+  hold the sentence rated highest (the earliest of equals), and otherwise the run that
+  holds that sentence and starts as early as fits: a long passage whose answer sits in
+  its second half still brings it, with what leads up to it (in a manual page, the
+  example an explanation follows). A block cut at its head is not extended backwards
+  (there would be a gap), as one cut at its tail is not extended forwards.
 
 Token accounting: a block costs the tokens of its rendered text (label line + text);
 blocks are joined by :data:`SEPARATOR`, whose tokens count too. After packing, the whole
@@ -249,7 +250,7 @@ def pack(
     included, are offered before any further hit: hits retrieved to fill a large budget
     come after the evidence each part was judged on. ``focus(i, text)`` rates how much of
     ``runs[i]``'s query a text holds; with it, a block cut to fit keeps its best-rated
-    sentences (module docstring).
+    sentence (module docstring).
     """
     counter = _CachedCounter(count_tokens)
     sections: list[SectionUsage] = []
@@ -526,29 +527,38 @@ class _Packer:
     def _window(
         text: str, cost: _Cost, limit: int, score: Callable[[str], float] | None = None
     ) -> str | None:
-        """The run of whole sentences of ``text`` whose cost fits and that ``score`` rates
-        highest, the earliest of equals (without ``score``: the longest prefix that fits).
-        A run does not end right after a heading line."""
+        """The longest run of whole sentences from the start of ``text`` whose cost fits;
+        with ``score``, when the sentence it rates highest (the earliest of equals) lies
+        past that, the run that holds it and starts as early as fits, so that what leads
+        up to it (the example an explanation follows) is kept too. A run does not end
+        right after a heading line."""
         spans = split_sentences(text)
         ends = [i for i, (a, b) in enumerate(spans) if not text[a:b].startswith("#")]
-        best: tuple[float, str] | None = None
-        for i, (start, _) in enumerate(spans if score is not None else spans[:1]):
-            start = 0 if i == 0 else start  # a prefix keeps what leads its first sentence
-            usable = [j for j in ends if j >= i]
-            lo, hi, end = 0, len(usable) - 1, None
+
+        def longest(first: int, through: int) -> str | None:
+            """The longest run from sentence ``first`` (the text's start for the first)
+            through at least sentence ``through`` that fits."""
+            start = 0 if first == 0 else spans[first][0]
+            usable = [j for j in ends if j >= through]
+            lo, hi, found = 0, len(usable) - 1, None
             while lo <= hi:  # cost grows with the run: binary search
                 mid = (lo + hi) // 2
-                if cost(text[start : spans[usable[mid]][1]]) <= limit:
-                    end, lo = spans[usable[mid]][1], mid + 1
+                piece = text[start : spans[usable[mid]][1]]
+                if cost(piece) <= limit:
+                    found, lo = piece, mid + 1
                 else:
                     hi = mid - 1
-            if end is None:
-                continue
-            window = text[start:end]
-            value = score(window) if score is not None else 0.0
-            if best is None or value > best[0]:
-                best = (value, window)
-        return None if best is None else best[1]
+            return found
+
+        if score is None or not spans:
+            return longest(0, 0)
+        rated = [score(text[a:b]) for a, b in spans]
+        top = max(range(len(spans)), key=lambda i: (rated[i], -i))
+        for first in range(top + 1):
+            found = longest(first, top)
+            if found is not None:
+                return found
+        return longest(0, 0)
 
     def fit_total(self) -> list[Block]:
         """Freeze the blocks, shortening the last until the joined context fits."""
