@@ -9,7 +9,7 @@ page becomes ``<id>.md`` in ``DIR/pages/`` (the gold documents are named so), in
 with the default MiniLM encoder into ``DIR/pages.twokeys`` (kept, so a second run only
 reads it).
 
-Each file (one for Git, two for Python) holds 60 questions (12 identifier, 18
+Each file (two for Git, two for Python) holds 60 questions (12 identifier, 18
 paraphrase, 10 multi-part, 20 unanswerable: names, options and features the pages do
 not have, values they never state, questions about other tools), written by an engineer
 who read only the pages, none of twokeys' rules, code or figures; every fact is checked

@@ -24,8 +24,10 @@ whitespace ignored):
   baseline's piece is the chunk or paragraph text it passes on;
 * **citation precision**: share of the blocks an answer cites that hold a gold fact;
 * **fact containment**: share of gold facts quoted in the (extractive) answer itself;
-* **abstention**: share of unanswerable questions answered "the sources do not answer
-  this"; **false abstention**: share of answerable questions given that answer;
+* **abstention**: share of unanswerable questions given no answer: "the sources do not
+  answer this" before any model runs, nothing retrieved to answer from, or (with a
+  model) an answer that only declines (:attr:`~twokeys.rag.ask.Answer.abstains`);
+  **false abstention**: share of answerable questions given no answer;
 * **tokens**: context tokens, counted with :func:`~twokeys.chunking.approx_token_counter`.
 
 Systems compared on the same index, question by question:
