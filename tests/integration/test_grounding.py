@@ -117,6 +117,14 @@ def test_a_model_that_says_the_sources_do_not_answer_abstains(kb_path: Path) -> 
     assert declined.to_dict()["declined"] is True
     assert sources_text(declined).startswith("\n\nClosest sources:")
     assert worded.declined
+    with open_index(kb_path) as kb:
+        cited = ask(kb, question, llm=stub_llm(f"{DECLINE} [1]"), options=options)
+        claim = ask(
+            kb, question, llm=stub_llm("The sources don't say, it is 85 dB [1]."), options=options
+        )
+    assert cited.declined and [c.status for c in cited.checks] == ["declines"]
+    assert cited.checks[0].citations == (1,)
+    assert not claim.declined and claim.checks[0].status == "unsupported"
     assert strict.text == DECLINE  # --strict keeps it
     assert not answered.declined and not answered.abstains and answered.flagged
     assert sources_text(answered).startswith("\n\nSources:")

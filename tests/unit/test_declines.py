@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from twokeys.rag.declines import declines
+from twokeys.rag.declines import declines, is_decline
 from twokeys.rag.prompt import DECLINE, SYSTEM
 
 
@@ -59,3 +59,8 @@ def test_an_answer_does_not_decline(sentence: str) -> None:
 
 def test_the_prompt_asks_for_the_sentence_that_declines() -> None:
     assert f'"{DECLINE}"' in SYSTEM
+
+
+def test_the_asked_for_sentence_is_known_word_for_word() -> None:
+    assert is_decline(DECLINE) and is_decline("the sources do not answer this")
+    assert not is_decline("The sources do not answer this, but the Hub is 85 dB.")

@@ -12,12 +12,15 @@ information about ...", each also after a hedge ("I'm sorry, but", "Unfortunatel
 
 Such a sentence claims nothing about the world, so it needs no citation and is not
 flagged as uncited; a sentence that cites a block is checked as any other ("The sources
-do not mention a fee, so returns are free [2]" makes a claim).
+do not mention a fee, so returns are free [2]" makes a claim), unless it is the asked-for
+sentence word for word (:func:`is_decline`), a citation after it being a habit.
 """
 
 from __future__ import annotations
 
 import re
+
+from twokeys.rag.prompt import DECLINE
 
 _GIVEN = r"(?:provided|given|retrieved|available|cited|above)"
 _SOURCES = (  # what the model was given; "documents" or "information" alone name anything
@@ -49,6 +52,16 @@ _DECLINE = re.compile(
     r")",
     re.IGNORECASE,
 )
+
+
+def is_decline(sentence: str) -> bool:
+    """Whether ``sentence`` is the declining sentence the prompt asks for, word for word
+    (a model may cite a block after it out of habit; the sentence still claims nothing)."""
+    return _words(sentence) == _words(DECLINE)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
 
 
 def declines(sentence: str) -> bool:

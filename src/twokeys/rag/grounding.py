@@ -130,7 +130,7 @@ import numpy as np
 from twokeys.lexical.boolean import contains_sequence
 from twokeys.rag.answer_types import AnswerType, expected_type, named_unit, own_words, states
 from twokeys.rag.commands import Command, code_lines, commands, heads, query_runs, unseen_subcommand
-from twokeys.rag.declines import declines
+from twokeys.rag.declines import declines, is_decline
 from twokeys.rag.elements import elements
 from twokeys.rag.existence import asked_for
 from twokeys.rag.kinds import (
@@ -792,9 +792,9 @@ def check_sentences(text: str, blocks: Sequence[Block], terms: Terms) -> tuple[S
     for sentence in merged:
         cited = sentence_citations(sentence, len(blocks))
         own = Counter(terms(_CITATION.sub(" ", sentence)))
-        if not cited:
+        if not cited or is_decline(_CITATION.sub(" ", sentence)):
             status: Status = "declines" if declines(sentence) else "uncited"
-            checks.append(SentenceCheck(sentence, (), status, 0.0))
+            checks.append(SentenceCheck(sentence, cited, status, 0.0))
             continue
         held = set().union(*(block_terms[n] for n in cited))
         support = sum(c for t, c in own.items() if t in held) / sum(own.values()) if own else 1.0
