@@ -76,6 +76,10 @@ def test_a_question_asking_for_a_value_names_its_kind(question: str, kind: str) 
         "Does the 5 V adapter work abroad with a travel plug, or do I need a new one?",
         "What does DHCP lease time mean?",  # not what it stands for
         "What status does the ring light show while pairing?",  # a state, not an HTTP one
+        # a value word inside a name: an option, a placeholder, code, a dotted key
+        "What does the --depth <depth> option of git clone do?",
+        "What does `max_height` control?",
+        "What is fetch.depth for?",
     ],
 )
 def test_other_questions_ask_for_no_kind(question: str) -> None:
@@ -86,6 +90,7 @@ def test_the_words_a_part_carries_from_the_part_before_are_not_read() -> None:
     # "what does its status light do (height Hub placed)": the height was the first part's
     assert expected_type("what does its status light do (height Hub placed)") is None
     assert expected_type("At what height should the Hub be placed") is not None
+    assert expected_type("What depth does a shallow clone with --depth 1 have?") is not None
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,8 @@ by a sound level, "What radius does geofencing use?" by a distance. This is the
 *expected answer type* of factoid question answering, read here on the question's
 wording alone: a question word and a noun or adjective that name the kind of value
 (``how much ... cost``, ``how loud``, ``which temperature``, ``what radius``; not a
-word that names several kinds, such as *range*: a channel range, a temperature range),
+word that names several kinds, such as *range*: a channel range, a temperature range;
+nor a word inside a name, such as the option ``--depth`` or the key ``fetch.depth``),
 never anything learned from a collection. Both retrieval sensors see such a question as
 covered when the pages discuss its subject (the plans, the Hub, the app) without ever
 giving the value; the value's form is what they cannot check.
@@ -254,6 +255,13 @@ COUNT = AnswerType(
 _CARRIED = re.compile(r"\s*\([^()]*\)\s*$")
 
 
+# an option, a placeholder, code in backticks, a dotted key (fetch.depth): a name, whose
+# words ("depth", "height", "price") do not ask for a value of that kind
+_CODE_NAME = re.compile(
+    r"`[^`]*`|<[^<>\s]+>|(?<![\w-])--?[A-Za-z][\w-]*|\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b"
+)
+
+
 def own_words(question: str) -> str:
     """``question`` without a closing parenthesis: a sub-query carries there the words of
     the part before it ("what does its light do (height Hub placed)",
@@ -269,8 +277,9 @@ def expected_type(question: str) -> AnswerType | None:
         # "Did v3.2 change how much power the Hub uses?" asks whether; "Is the port
         # 100 Mbit/s or gigabit?" asks which of two values
         return _alternatives(own)
+    words = _CODE_NAME.sub(" ", own)  # "--depth", "<depth>", `max_depth`: names, not asks
     for kind in TYPES:
-        if kind.asked.search(own):
+        if kind.asked.search(words):
             return kind
     unit = _unit_group(own)  # "How many metres of range ...": the unit names the kind
     if unit is not None:
