@@ -88,7 +88,8 @@ def create_mcp(
     def ask(question: str, mode: str = "hybrid") -> dict[str, Any]:
         """Answer a question from the index, citing numbered sources ([1], [2], ...).
         Without a language model on the server the answer is quoted sentences. Says so
-        when the sources do not answer the question."""
+        when the sources do not answer the question ("kind": "abstained"; "declined":
+        true when the model read them and found no answer)."""
         guard(limits.check_text, "question", question)
         try:
             with service.reader() as index:
