@@ -19,6 +19,100 @@ RowMask = npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True, slots=True)
+class Locator:
+    """Where a passage sits inside its source file, as a reader can tell: PDF pages
+    (1-based, ``page_end`` set when a passage spans pages), a slide, a notebook cell, a
+    line range with the symbol it defines (code), a section number or heading, a JSONL
+    record's id. Every field is optional; a plain Markdown chunk has none.
+
+    Stored with each chunk, filterable (``page >= 10``) and printed by :meth:`label`
+    (``manual.pdf p. 12``, ``deck.pptx slide 4``, ``src/app/db.py:120-148 Pool.acquire``).
+    """
+
+    page: int | None = None
+    page_end: int | None = None
+    slide: int | None = None
+    cell: int | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    symbol: str | None = None
+    section: str | None = None
+    record: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields that are set (JSON-ready)."""
+        return {
+            name: getattr(self, name) for name in _LOCATOR_FIELDS if getattr(self, name) is not None
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Locator:
+        unknown = set(data) - set(_LOCATOR_FIELDS)
+        if unknown:
+            raise ValueError(f"locator: unknown field(s) {', '.join(sorted(unknown))}")
+        return cls(**{k: v for k, v in data.items() if v is not None})
+
+    def __bool__(self) -> bool:
+        return any(getattr(self, name) is not None for name in _LOCATOR_FIELDS)
+
+    def label(self, path: str = "") -> str:
+        """A citation a person reads: ``manual.pdf p. 12``, ``pages 12-13``,
+        ``deck.pptx slide 4``, ``nb.ipynb cell 7``, ``db.py:120-148 Pool.acquire``,
+        ``report.docx § 2.3``, ``corpus.jsonl #doc-17``."""
+        parts: list[str] = []
+        where = path
+        if self.line_start is not None:
+            end = self.line_end if self.line_end is not None else self.line_start
+            span = f"{self.line_start}" if end == self.line_start else f"{self.line_start}-{end}"
+            where = f"{path}:{span}" if path else f"lines {span}"
+        if where:
+            parts.append(where)
+        if self.page is not None:
+            if self.page_end is not None and self.page_end != self.page:
+                parts.append(f"pp. {self.page}-{self.page_end}")
+            else:
+                parts.append(f"p. {self.page}")
+        if self.slide is not None:
+            parts.append(f"slide {self.slide}")
+        if self.cell is not None:
+            parts.append(f"cell {self.cell}")
+        if self.symbol:
+            parts.append(self.symbol)
+        if self.section:
+            parts.append(f"§ {self.section}")
+        if self.record:
+            parts.append(f"#{self.record}")
+        return " ".join(parts)
+
+
+_LOCATOR_FIELDS: tuple[str, ...] = (
+    "page",
+    "page_end",
+    "slide",
+    "cell",
+    "line_start",
+    "line_end",
+    "symbol",
+    "section",
+    "record",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A span ``[start, end)`` of :attr:`Document.text` that a reader located (a PDF
+    page, a slide, a notebook cell, a code symbol). The chunker never lets a chunk cross
+    a segment's edge silently: a chunk inside one segment takes its locator; a chunk over
+    several (only where a segment is smaller than a useful passage and ``joinable``) gets
+    a locator spanning them (``page``..``page_end``)."""
+
+    start: int
+    end: int
+    locator: Locator
+    joinable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Document:
     """One source document.
 
@@ -33,8 +127,10 @@ class Document:
     path: str
     mtime: float
     sha256: str
-    kind: str  # "markdown", "text", "html", "rst", "jsonl"
+    kind: str  # "markdown", "text", "html", "rst", "jsonl", "pdf", "docx", "code", ...
     metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    #: located spans of ``text`` (pages, slides, cells, symbols), in order; () if none
+    segments: tuple[Segment, ...] = field(default=(), compare=False, hash=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +173,8 @@ class Chunk:
     start: int
     end: int
     heading_path: tuple[str, ...] = ()
+    #: where the chunk sits in its source file (page, slide, lines, symbol), if known
+    locator: Locator | None = None
 
     @property
     def id(self) -> str:
@@ -144,6 +242,17 @@ class Hit:
     def text(self) -> str:
         return self.chunk.text
 
+    @property
+    def locator(self) -> Locator | None:
+        """Where the passage sits in its file (page, slide, lines), if the reader knew."""
+        return self.chunk.locator
+
+    @property
+    def cite(self) -> str:
+        """The citation a person reads: ``manual.pdf p. 12``, or the path alone."""
+        loc = self.chunk.locator
+        return loc.label(self.path) if loc else self.path
+
     def to_dict(self) -> dict[str, Any]:
         """The hit as JSON-ready data (what ``twokeys search --json`` prints)."""
         return {
@@ -156,6 +265,8 @@ class Hit:
             "heading": self.chunk.heading,
             "start": self.chunk.start,
             "end": self.chunk.end,
+            "locator": self.locator.to_dict() if self.locator else {},
+            "cite": self.cite,
             "text": self.text,
             "evidence": [e.to_dict() for e in self.evidence],
         }
