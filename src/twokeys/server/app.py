@@ -5,20 +5,25 @@ Routes: ``POST /search``, ``POST /ask`` (``stream: true``: server-sent events),
 ``GET /stats``, ``GET /healthz``, ``GET /`` (the search page), and the OpenAI-compatible
 ``/v1`` routes (:mod:`twokeys.server.openai_api`).
 
-Security: with an API key every route but ``/healthz`` and the static page needs
-``Authorization: Bearer KEY`` (compared in constant time); request bodies, queries, ``k``
-and uploads are limited (:class:`Limits`) with a 4xx error that says which limit; no
+Security (:mod:`twokeys.server.security`, before any route runs): Host allow-list,
+cross-site requests refused, keys with roles (``Authorization: Bearer KEY``; every route
+but the page and the probes needs one when keys are configured, write routes a write
+key), JSON bodies only, concurrency and time limits. Request bodies, queries, ``k`` and
+uploads are limited (:class:`Limits`) with a 4xx error that says which limit; no
 response names a file system path (messages are scrubbed); CORS is off unless origins
-are given. Errors are ``{"detail": "..."}`` (``{"error": {...}}`` under ``/v1``).
+are given. Operations: an access log line per request and ``X-Request-ID``
+(:mod:`twokeys.server.accesslog`), ``/healthz``, ``/readyz`` and ``/metrics``
+(:mod:`twokeys.server.probes`, :mod:`twokeys.server.metrics`). Errors are
+``{"detail": "..."}`` (``{"error": {...}}`` under ``/v1``).
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import re
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -29,7 +34,6 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
@@ -40,6 +44,7 @@ from twokeys.llm.base import LLM
 from twokeys.llm.http import ServiceError
 from twokeys.rag.ask import ask_events
 from twokeys.request import SearchRequest
+from twokeys.server.accesslog import AccessLog, log_sink
 from twokeys.server.config import Limits, RequestError, ServerConfig
 from twokeys.server.documents import KIND_SUFFIX, check_id, document_record, read_document
 from twokeys.server.events import closing, event_payload, sse
@@ -53,6 +58,7 @@ from twokeys.server.schema import (
     WriteResponse,
     ask_options,
 )
+from twokeys.server.security import KEY_SCOPE, Guard, Policy, page_policy
 from twokeys.server.service import IndexBusyError, IndexService, UnknownDocumentError
 from twokeys.types import Document
 
@@ -237,8 +243,12 @@ def create_app(
     config = config or ServerConfig()
     limits = config.limits
     scrub = _Scrubber(service.location, service.path)
-    shared_llm = serial_llm(llm)
-    keyed = config.api_key is not None
+    from twokeys.server.metrics import Metrics
+
+    collection = scrub(str(service.path or service.location))
+    metrics = Metrics(lambda: [(collection, service)])
+    shared_llm = metrics.counted(serial_llm(llm))
+    keyed = config.keyed
     app = FastAPI(
         title="twokeys",
         version=__version__,
@@ -249,15 +259,12 @@ def create_app(
     )
     app.state.service = service
     app.state.config = config
-    bearer = HTTPBearer(auto_error=False)
+    app.state.metrics = metrics
 
-    def require_key(
-        credentials: HTTPAuthorizationCredentials | None = Depends(bearer),  # noqa: B008
-    ) -> None:
-        if config.api_key is None:
-            return
-        given = credentials.credentials if credentials is not None else ""
-        if not hmac.compare_digest(given.encode(), config.api_key.encode()):
+    def require_key(request: Request) -> None:
+        """The key was checked by the Guard (before the body was read); this makes sure
+        no route is reached without it."""
+        if keyed and getattr(request.scope.get(KEY_SCOPE), "secret", "") == "":
             raise HTTPException(
                 401,
                 "missing or wrong API key: send 'Authorization: Bearer KEY'",
@@ -324,7 +331,9 @@ def create_app(
         check_k("candidates", request.candidates, limits.max_candidates)
         check_k("rerank_top", request.rerank_top, limits.max_candidates)
         with service.reader() as index:
+            start = time.perf_counter()
             hits = index.search(request)
+            metrics.observe_search(request.retriever, time.perf_counter() - start)
             generation = index.manifest.generation
         return {
             "request": request.to_dict(),
@@ -432,6 +441,7 @@ def create_app(
     @api.get("/documents/{doc_id:path}", response_model=DocumentData, tags=["documents"])
     def get_document(doc_id: str) -> Any:
         """A document's record and its chunks."""
+        check_id(doc_id)
         with service.reader() as index:
             found = document_record(index, doc_id)
         if found is None:
@@ -441,6 +451,7 @@ def create_app(
     @api.delete("/documents/{doc_id:path}", response_model=WriteResponse, tags=["documents"])
     def delete_document(doc_id: str) -> Any:
         """Delete a document; it is gone from searches at once."""
+        check_id(doc_id)
         report = service.write((), (doc_id,))
         return _write_response(service, report)
 
@@ -469,15 +480,18 @@ def create_app(
         return {"status": "ok"}
 
     page = resources.files("twokeys.server").joinpath("static/index.html").read_text("utf-8")
+    page_headers = {"Content-Security-Policy": page_policy(page)}
 
     @open_routes.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index_page() -> HTMLResponse:
         """The search page: static HTML and a script; it calls the API (with the key)."""
-        return HTMLResponse(page)
+        return HTMLResponse(page, headers=page_headers)
 
     from twokeys.server.openai_api import openai_router
+    from twokeys.server.probes import probes_router
 
     app.include_router(open_routes)
+    app.include_router(probes_router(service, shared_llm, metrics, Depends(require_key)))
     app.include_router(api)
     app.include_router(
         openai_router(service, shared_llm, config, scrub), dependencies=[Depends(require_key)]
@@ -498,6 +512,14 @@ def create_app(
 
     app.openapi = full_openapi  # type: ignore[method-assign]
     app.add_middleware(_BodyLimit, limits=limits)
+    policy = Policy(
+        keys=config.all_keys(),
+        allowed_hosts=config.allowed_hosts,
+        cors_origins=config.cors_origins,
+        request_timeout_s=limits.request_timeout_s,
+        max_concurrent_per_key=limits.max_concurrent_per_key,
+    )
+    app.add_middleware(Guard, policy=policy, error_body=_error_body)
     if config.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -505,6 +527,12 @@ def create_app(
             allow_methods=["GET", "POST", "DELETE"],
             allow_headers=["Authorization", "Content-Type"],
         )
+    sinks: list[Callable[[Any], None]] = [metrics.observe]
+    if config.access_log != "off":
+        sinks.append(log_sink(as_json=config.access_log == "json"))
+    app.add_middleware(
+        AccessLog, sinks=sinks, collection=collection, log_queries=config.log_queries
+    )
     return app
 
 

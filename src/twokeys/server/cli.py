@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +16,7 @@ import click
 from twokeys.cliutil import index_option, make_llm, model_options
 from twokeys.errors import ConfigError, MissingExtraError
 from twokeys.server.config import HTTP_PORT, LOOPBACK, MCP_PORT, Limits, ServerConfig
+from twokeys.server.keys import ENV_KEYS, ApiKey, check_unique, parse_keys, read_keys_file
 
 _LIMITS = Limits()
 
@@ -38,6 +41,49 @@ def read_api_key(path: Path | None) -> str | None:
     if not key or len(key[0].strip()) < 16:
         raise ConfigError(f"--api-key-file {path}: the key must be at least 16 characters")
     return key[0].strip()
+
+
+def load_keys(
+    api_key: str | None, keys_file: Path | None, env: dict[str, str] | None = None
+) -> tuple[ApiKey, ...]:
+    """The keys of ``--keys-file``, of the ``TWOKEYS_API_KEYS`` variable and the single
+    key of ``--api-key-file`` (read-write, named "default") together."""
+    env = dict(os.environ) if env is None else env
+    keys = [ApiKey("default", "write", api_key)] if api_key else []
+    if keys_file is not None:
+        keys.extend(read_keys_file(keys_file))
+    if env.get(ENV_KEYS, "").strip():
+        keys.extend(parse_keys(env[ENV_KEYS], ENV_KEYS))
+    return check_unique(keys)
+
+
+def check_exposure(host: str, keyed: bool, insecure: bool) -> None:
+    """Refuse (one line) to serve beyond loopback without a key, unless ``insecure``."""
+    if is_loopback(host) or keyed:
+        return
+    if not insecure:
+        raise ConfigError(
+            f"--host {host}: refusing to serve beyond this machine without a key; give "
+            "--keys-file or --api-key-file (or --insecure-no-key to accept the risk)"
+        )
+    click.echo(
+        f"warning: serving on {host} without a key: anyone who can reach it can read and "
+        "change the index",
+        err=True,
+    )
+
+
+def access_logging(kind: str) -> None:
+    """Send the ``twokeys.access`` lines to standard error (``kind`` off: nowhere)."""
+    logger = logging.getLogger("twokeys.access")
+    logger.propagate = False
+    if kind == "off":
+        logger.setLevel(logging.WARNING)
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
 
 
 def is_loopback(host: str) -> bool:
@@ -82,6 +128,26 @@ def api_key_file_option(help_text: str) -> Callable[[_Command], _Command]:
     "File holding the API key; then every route but /healthz needs "
     "'Authorization: Bearer KEY' (env TWOKEYS_API_KEY_FILE)."
 )
+@click.option(
+    "--keys-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    envvar="TWOKEYS_KEYS_FILE",
+    default=None,
+    help="File of keys with roles, one 'name:role:key' a line (role read or write); "
+    "env TWOKEYS_KEYS_FILE, or the lines themselves in TWOKEYS_API_KEYS.",
+)
+@click.option(
+    "--insecure-no-key",
+    is_flag=True,
+    help="Serve a non-loopback --host without any key (refused otherwise).",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    help="A Host name this server answers to besides loopback names and IP addresses "
+    "(repeatable); other names get 421 (DNS rebinding).",
+)
 @model_options
 @click.option(
     "--cors-origin",
@@ -109,6 +175,31 @@ def api_key_file_option(help_text: str) -> Callable[[_Command], _Command]:
     show_default=True,
 )
 @click.option(
+    "--request-timeout",
+    type=click.FloatRange(min=0.1),
+    default=_LIMITS.request_timeout_s,
+    show_default=True,
+    help="Seconds until a response starts (a slow body included); then 408 or 504.",
+)
+@click.option(
+    "--max-concurrent-per-key",
+    type=click.IntRange(min=1),
+    default=_LIMITS.max_concurrent_per_key,
+    show_default=True,
+    help="Requests of one key (of all, without keys) at once; more get 429.",
+)
+@click.option(
+    "--access-log",
+    type=click.Choice(["text", "json", "off"]),
+    default="text",
+    show_default=True,
+    help="A line per request on standard error (method, route, status, duration, "
+    "collection, key name); json: JSON lines.",
+)
+@click.option(
+    "--log-queries", is_flag=True, help="Put the query text in the access log (off by default)."
+)
+@click.option(
     "--model-name", default=ServerConfig.model_name, show_default=True, help="Model id for /v1."
 )
 def serve(
@@ -116,6 +207,9 @@ def serve(
     host: str,
     port: int,
     api_key_file: Path | None,
+    keys_file: Path | None,
+    insecure_no_key: bool,
+    allowed_hosts: tuple[str, ...],
     llm_spec: str | None,
     base_url: str | None,
     timeout: float,
@@ -124,6 +218,10 @@ def serve(
     max_query_chars: int,
     max_body_bytes: int,
     max_upload_bytes: int,
+    request_timeout: float,
+    max_concurrent_per_key: int,
+    access_log: str,
+    log_queries: bool,
     model_name: str,
 ) -> None:
     """Serve the index over HTTP: /search, /ask, /documents, /v1 (OpenAI), / (a page)."""
@@ -134,22 +232,26 @@ def serve(
     from twokeys.server.app import create_app
     from twokeys.server.service import IndexService
 
-    api_key = read_api_key(api_key_file)
-    if not is_loopback(host) and api_key is None:
-        click.echo(
-            f"warning: serving on {host} without --api-key-file: anyone who can reach it "
-            "can read and change the index",
-            err=True,
-        )
+    keys = load_keys(read_api_key(api_key_file), keys_file)
+    check_exposure(host, bool(keys), insecure_no_key)
     limits = Limits(
         max_query_chars=max_query_chars,
         max_k=max_k,
         max_body_bytes=max_body_bytes,
         max_upload_bytes=max_upload_bytes,
+        request_timeout_s=request_timeout,
+        max_concurrent_per_key=max_concurrent_per_key,
     )
     config = ServerConfig(
-        api_key=api_key, limits=limits, cors_origins=cors_origins, model_name=model_name
+        keys=keys,
+        limits=limits,
+        cors_origins=cors_origins,
+        model_name=model_name,
+        allowed_hosts=(*allowed_hosts, host),
+        access_log=access_log,  # type: ignore[arg-type]
+        log_queries=log_queries,
     )
+    access_logging(access_log)
     service = IndexService(index_path)
     llm = make_llm(llm_spec, base_url, timeout)
     app = create_app(service, llm=llm, config=config)

@@ -1,9 +1,12 @@
-"""The server's settings: the API key, request limits, CORS origins, the model name, and
-the default address and ports."""
+"""The server's settings: the API keys, request limits, allowed hosts and CORS origins,
+the access log, the model name, and the default address and ports."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
+
+from twokeys.server.keys import WRITE, ApiKey, check_unique
 
 LOOPBACK = "127.0.0.1"  # the default address to bind: nothing beyond this machine reaches it
 HTTP_PORT = 8000  # twokeys serve
@@ -21,6 +24,8 @@ class Limits:
     max_upload_bytes: int = 10 << 20  # multipart uploads, all files together
     max_documents: int = 100  # per write
     max_embedding_inputs: int = 256
+    request_timeout_s: float = 120.0  # until the response starts (a slow body included)
+    max_concurrent_per_key: int = 64  # requests of one key (or of all, without keys) at once
 
     def check_text(self, name: str, text: str) -> None:
         if len(text) > self.max_query_chars:
@@ -35,10 +40,23 @@ class Limits:
 
 @dataclass(frozen=True)
 class ServerConfig:
-    api_key: str | None = None
+    api_key: str | None = None  # one read-write key, named "default"
     limits: Limits = field(default_factory=Limits)
     cors_origins: tuple[str, ...] = ()
     model_name: str = "twokeys"  # the model id the OpenAI-compatible routes answer to
+    keys: tuple[ApiKey, ...] = ()  # keys with roles (twokeys.server.keys)
+    allowed_hosts: tuple[str, ...] = ()  # Host names served besides loopback and IP literals
+    access_log: Literal["text", "json", "off"] = "text"
+    log_queries: bool = False  # put the query text in the access log
+
+    def all_keys(self) -> tuple[ApiKey, ...]:
+        """``keys``, and ``api_key`` as the read-write key "default"."""
+        single = (ApiKey("default", WRITE, self.api_key),) if self.api_key else ()
+        return check_unique((*single, *self.keys))
+
+    @property
+    def keyed(self) -> bool:
+        return bool(self.api_key or self.keys)
 
 
 class RequestError(Exception):

@@ -40,6 +40,20 @@ def check_id(doc_id: str) -> str:
         raise ConfigError(f"id: {doc_id!r} starts or ends with white space")
     if any(unicodedata.category(c).startswith("C") for c in doc_id):
         raise ConfigError(f"id: {doc_id!r} holds a control character")
+    return check_inside(doc_id)
+
+
+_DRIVE = re.compile(r"[A-Za-z]:[\\/]")
+
+
+def check_inside(doc_id: str) -> str:
+    """``doc_id`` if, read as a path, it stays inside the indexed folders: no ``..``
+    part, no absolute path, no drive; else a :class:`ConfigError` saying why."""
+    parts = re.split(r"[\\/]", doc_id.split("#")[0])
+    if ".." in parts:
+        raise ConfigError(f"id: {doc_id!r} climbs out of the indexed folders ('..')")
+    if doc_id.startswith(("/", "\\")) or _DRIVE.match(doc_id):
+        raise ConfigError(f"id: {doc_id!r} is an absolute path; ids are relative")
     return doc_id
 
 
