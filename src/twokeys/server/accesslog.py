@@ -100,8 +100,10 @@ class AccessLog:
         *,
         collection: str,
         log_queries: bool = False,
+        routes: Sequence[Any] = (),
     ) -> None:
         self.app = app
+        self.routes = routes
         self.sinks = tuple(sinks)
         self.collection = collection
         self.log_queries = log_queries
@@ -136,7 +138,7 @@ class AccessLog:
         try:
             await self.app(scope, recording_receive, identified_send)
         finally:
-            route = scope.get("route")
+            route = scope.get("route") or self.route_of(scope)
             params = scope.get("path_params") or {}
             record = RequestRecord(
                 request_id=request_id,
@@ -150,3 +152,35 @@ class AccessLog:
             )
             for sink in self.sinks:
                 sink(record)
+
+    def route_of(self, scope: Scope) -> Any:
+        """The route a request refused before routing would have reached, if any."""
+        return _matching(self.routes, scope, "")
+
+
+class _Found:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+
+def _matching(routes: Sequence[Any], scope: Scope, prefix: str) -> _Found | None:
+    """The pattern of the route among ``routes`` (and the routers included in them) that
+    fully matches ``scope``."""
+    from starlette.routing import Match
+
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        if inner is not None:  # an included router (FastAPI): look inside it
+            sub = str(getattr(getattr(route, "include_context", None), "prefix", "") or "")
+            if not scope["path"].startswith(sub):
+                continue
+            found = _matching(
+                inner.routes, {**scope, "path": scope["path"][len(sub) :]}, prefix + sub
+            )
+            if found is not None:
+                return found
+            continue
+        match, _ = route.matches(scope)
+        if match == Match.FULL and hasattr(route, "path"):
+            return _Found(prefix + str(route.path))
+    return None

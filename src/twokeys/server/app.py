@@ -531,7 +531,11 @@ def create_app(
     if config.access_log != "off":
         sinks.append(log_sink(as_json=config.access_log == "json"))
     app.add_middleware(
-        AccessLog, sinks=sinks, collection=collection, log_queries=config.log_queries
+        AccessLog,
+        sinks=sinks,
+        collection=collection,
+        log_queries=config.log_queries,
+        routes=app.router.routes,
     )
     return app
 
