@@ -276,6 +276,25 @@ def serve(
 )
 @listen_options(MCP_PORT, "HTTP: address to bind.")
 @api_key_file_option("HTTP: file holding the key clients send as 'Authorization: Bearer KEY'.")
+@click.option(
+    "--keys-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    envvar="TWOKEYS_KEYS_FILE",
+    default=None,
+    help="HTTP: keys with roles, one 'name:role:key' a line (as for serve).",
+)
+@click.option(
+    "--allow-write",
+    is_flag=True,
+    help="Add the put_document tool (add or replace a document). Over HTTP only write "
+    "keys may call it. A write key in --keys-file adds it too.",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    help="HTTP: a Host name answered besides loopback names and IP addresses.",
+)
 @model_options
 def mcp(
     index_path: Path,
@@ -283,39 +302,45 @@ def mcp(
     host: str,
     port: int,
     api_key_file: Path | None,
+    keys_file: Path | None,
+    allow_write: bool,
+    allowed_hosts: tuple[str, ...],
     llm_spec: str | None,
     base_url: str | None,
     timeout: float,
 ) -> None:
-    """Serve the index to MCP clients: tools search, ask, get_document; documents as
-    resources."""
+    """Serve the index to MCP clients: tools search, ask, get_document (and put_document
+    with --allow-write); documents as resources."""
     _require("mcp", "mcp")
     from twokeys.server.mcp_server import create_mcp
     from twokeys.server.service import IndexService
 
     api_key = read_api_key(api_key_file)
-    if transport == "http" and not is_loopback(host) and api_key is None:
+    single = ApiKey("default", "write" if allow_write else "read", api_key) if api_key else None
+    keys = check_unique([*([single] if single else []), *load_keys(None, keys_file)])
+    if transport == "http" and not is_loopback(host) and not keys:
         raise ConfigError(
             f"--host {host}: without --api-key-file the MCP HTTP transport binds loopback "
             "addresses only"
         )
-    if transport == "stdio" and api_key is not None:
+    if transport == "stdio" and keys:
         raise ConfigError("--api-key-file: stdio has no key (the client launches the server)")
+    writable = allow_write or any(k.can_write for k in keys)
     service = IndexService(index_path)
     llm = make_llm(llm_spec, base_url, timeout)
-    server = create_mcp(service, llm=llm)
+    server = create_mcp(service, llm=llm, allow_write=writable)
     try:
         if transport == "stdio":
             server.run("stdio")
         else:
             import uvicorn
 
-            from twokeys.server.mcp_server import require_bearer
+            from twokeys.server.mcp_server import guarded_http_app
 
             app = server.streamable_http_app(host=host)
             click.echo(f"twokeys: MCP on http://{host}:{port}/mcp", err=True)
             uvicorn.run(
-                require_bearer(app, api_key) if api_key else app,
+                guarded_http_app(app, keys, allowed_hosts=(*allowed_hosts, host)),
                 host=host,
                 port=port,
                 log_level="warning",
