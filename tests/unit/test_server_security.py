@@ -133,3 +133,21 @@ def test_access_log_lines_carry_no_query_unless_asked() -> None:
     assert query_of(b'{"question": "q2"}') == "q2"
     assert query_of(b'{"messages": [{"role": "user", "content": "q3"}]}') == "q3"
     assert query_of(b"not json") is None
+
+
+def test_serve_refuses_an_open_address_without_a_key_in_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("fastapi", reason="needs the serve extra")
+    from click.testing import CliRunner
+
+    from twokeys.cli import main
+
+    argv = ["serve", "--index", str(tmp_path / "kb"), "--host", "0.0.0.0"]
+    result = CliRunner().invoke(main, argv, env={"TWOKEYS_API_KEYS": ""})
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "refusing to serve beyond this machine without a key" in lines[0]
+    bad = tmp_path / "keys"
+    bad.write_text("ui:admin:" + A)
+    result = CliRunner().invoke(main, [*argv, "--keys-file", str(bad)])
+    assert result.exit_code == 1 and f"--keys-file {bad} line 1: role 'admin'" in result.output
+    assert A not in result.output
