@@ -85,7 +85,12 @@ def raw(url: str, head: str, body: bytes = b"", *, wait: float = 10.0) -> tuple[
     with socket.create_connection((host, int(port)), timeout=wait) as sock:
         sock.sendall(head.replace("\n", "\r\n").encode() + b"\r\n" + body)
         data = b""
-        while b"\r\n\r\n" not in data:
+        while True:  # the head, then the body its Content-Length announces
+            head, _, rest = data.partition(b"\r\n\r\n")
+            if _:
+                length = re.search(rb"(?i)content-length: *(\d+)", head)
+                if length is None or len(rest) >= int(length.group(1)):
+                    break
             part = sock.recv(65536)
             if not part:
                 break

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,10 @@ class FailingLLM(LLM):
     def stream(self, prompt: Prompt, *, stop: Sequence[str] = (), **_: Any) -> Iterator[str]:
         raise ServiceError("connection refused")
         yield ""  # pragma: no cover
+
+
+def access_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "twokeys.access"]
 
 
 def metric_samples(text: str) -> dict[str, list[Any]]:
@@ -131,7 +136,10 @@ def test_access_log_request_ids_and_probes(index: Path, caplog: pytest.LogCaptur
             assert r.status_code == 401 and len(r.headers["x-request-id"]) == 32
             assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
             assert httpx.get(f"{url}/readyz").json() == {"status": "ready"}
-        lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "twokeys.access"]
+            deadline = time.monotonic() + 10  # a line is written once its response is sent
+            while len(access_lines(caplog)) < 5 and time.monotonic() < deadline:
+                time.sleep(0.05)
+        lines = [json.loads(line) for line in access_lines(caplog)]
     assert [(x["method"], x["route"], x["status"], x["key"]) for x in lines] == [
         ("POST", "/search", 200, "dashboards"),
         ("GET", "/documents/{doc_id:path}", 200, "dashboards"),
@@ -150,7 +158,10 @@ def test_queries_are_logged_only_when_asked(index: Path, caplog: pytest.LogCaptu
     app = create_app(IndexService(index), config=config)
     with running(app) as url, caplog.at_level(logging.INFO, logger="twokeys.access"):
         httpx.post(f"{url}/search", json={"query": ZX})
-    (line,) = [r.getMessage() for r in caplog.records if r.name == "twokeys.access"]
+        deadline = time.monotonic() + 10
+        while not access_lines(caplog) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    (line,) = access_lines(caplog)
     assert line.endswith(f"query={json.dumps(ZX)}") and "key=-" in line
 
 
