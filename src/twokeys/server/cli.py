@@ -227,6 +227,7 @@ def serve(
     """Serve the index over HTTP: /search, /ask, /documents, /v1 (OpenAI), / (a page)."""
     _require("fastapi", "serve")
     _require("uvicorn", "serve")
+    _require("prometheus_client", "serve")
     import uvicorn
 
     from twokeys.server.app import create_app
