@@ -197,7 +197,7 @@ def index(
         f"indexed {report.documents} documents, {report.chunks} chunks into {shown(index_path)} "
         f"({report.added} added, {report.changed} changed, {report.unchanged} unchanged, "
         f"{report.removed} removed; {report.embedded_chunks} chunks embedded; "
-        f"{len(report.skipped)} skipped"
+        f"{sum(item.count for item in report.skipped)} skipped"
         + (f", {len(report.warnings)} with warnings" if report.warnings else "")
         + f") in {report.seconds:.1f}s"
         + (f"; vector index: {report.vector_index}" if report.vector_index != "none" else "")

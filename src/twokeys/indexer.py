@@ -259,7 +259,14 @@ def _collect(
         advance(len(batch))
         batch.clear()
 
-    for doc in load_documents(source, on_skip=skipped, exclude=writer.excluded):
+    unread: set[str] = set()  # files not read this time whose indexed documents stay
+
+    def skipped_file(item: SkippedFile) -> None:
+        if item.keep_indexed:
+            unread.update(item.paths or (item.path,))
+        skipped(item)
+
+    for doc in load_documents(source, on_skip=skipped_file, exclude=writer.excluded):
         if doc.id in seen:  # a file "c.jsonl#y.md" and record "y.md" of "c.jsonl", ...
             first = seen[doc.id]
             skipped(SkippedFile(doc.path, f"id {doc.id!r} is already taken by {first}"))
@@ -278,7 +285,11 @@ def _collect(
             if len(batch) >= CHUNK_BATCH:
                 chunk_batch()
     chunk_batch()
-    removed = sorted(set(stored) - set(seen))
+    removed = sorted(
+        doc_id
+        for doc_id in set(stored) - set(seen)
+        if doc_id not in unread and doc_id.partition("#")[0] not in unread
+    )
     report.removed = len(removed)
     writer.delete(removed)
     changed.sort(key=lambda item: item[0].id)
