@@ -36,9 +36,9 @@ A document whose reader located spans of its text (:attr:`Document.segments`: PD
 pages, slides, notebook cells) is chunked segment by segment: a chunk never crosses a
 segment's edge and takes that segment's :class:`~twokeys.types.Locator`; a segment's
 ``section`` (a PDF outline path, a Word heading path, joined by ``" > "``) heads its
-chunks' heading path. Runs of small ``joinable`` segments (together at most about one
-chunk of text, :func:`join_chars`) are chunked as one, and a chunk over several of them
-gets a locator spanning them (``pp. 12-13``). A document without segments is chunked
+chunks' heading path. Runs of small ``joinable`` segments of one section (together at
+most about one chunk of text, :func:`join_chars`) are chunked as one, and a chunk over
+several of them gets a locator spanning them (``pp. 12-13``). A document without segments is chunked
 as above, its chunks without a locator.
 
 Token counts come from a batched :data:`TokenCounter`. Each sentence, line and (for
@@ -316,7 +316,10 @@ def _segment_groups(doc: Document, limit: int) -> list[tuple[Segment, ...]]:
 
 
 def _joins(first: Locator, other: Locator) -> bool:
-    """Whether a span of the two can be said: both have pages, or both line ranges."""
+    """Whether a span of the two can be said: both have pages, or both line ranges,
+    in one section."""
+    if first.section != other.section:
+        return False
     return (first.page is not None and other.page is not None) or (
         first.line_start is not None and other.line_start is not None
     )
@@ -373,7 +376,8 @@ def _locate(plan: _Plan, section: _Section, start: int, end: int) -> Locator | N
     first, last = segs[0].locator, segs[-1].locator
     if len(segs) > 1:
         if first.page is not None and last.page is not None:
-            first = replace(first, page_end=last.page_end or last.page)
+            page_end = last.page_end or last.page
+            first = replace(first, page_end=page_end if page_end != first.page else None)
         if first.line_start is not None and last.line_start is not None:
             first = replace(first, line_end=last.line_end or last.line_start)
     return first or None
