@@ -309,7 +309,7 @@ def search(
 def _print_hit(hit: Hit, explain: bool, rrf_k: float | None) -> None:
     where = shown(heading_line(hit.chunk.heading_path, hit.title))
     out.print(
-        f"[bold]{hit.rank}.[/bold] {shown(hit.path)}  [dim]{where}[/dim]  score={hit.score:.4f}"
+        f"[bold]{hit.rank}.[/bold] {shown(hit.cite)}  [dim]{where}[/dim]  score={hit.score:.4f}"
     )
     snippet = for_terminal(" ".join(hit.text.split()))
     out.print(f"   {snippet[:240]}{'…' if len(snippet) > 240 else ''}", markup=False)
