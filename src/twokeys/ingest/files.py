@@ -136,12 +136,16 @@ def _load_file(
             report(
                 SkippedFile(
                     source.rel,
-                    f"{size / (1 << 20):,.1f} MB is over the {max_file_bytes / (1 << 20):,.1f} "
-                    "MB limit per file (index --max-file-mb)",
+                    f"{_size(size)} is over the {_size(max_file_bytes)} limit per file "
+                    "(index --max-file-mb)",
                 )
             )
             return
     yield from spec.reader()(source, report)
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):,.1f} MB" if n >= 1 << 20 else f"{n / 1024:,.0f} KB"
 
 
 def _checked_name(rel: str, report: OnSkip) -> str:
