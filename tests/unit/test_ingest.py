@@ -49,6 +49,10 @@ def test_supported_suffixes() -> None:
         ".html",
         ".htm",
         ".jsonl",
+        ".pdf",
+        ".docx",
+        ".pptx",
+        ".ipynb",
     )
 
 
