@@ -143,8 +143,11 @@ class HitData(TypedDict):
     path: str
     title: str
     heading: str
+    heading_path: list[str]
     start: int
     end: int
+    locator: dict[str, Any]
+    cite: str
     text: str
     evidence: list[EvidenceData]
 
