@@ -47,10 +47,7 @@ class Searcher:
             raise ConfigError(
                 f"index: must be a path or a twokeys Index, got {type(index or client).__name__}"
             )
-        self.options = {name: value for name, value in options.items() if value is not None}
-        # checked now, so that a bad option fails where the adapter is built
-        options = {n: v for n, v in self.options.items() if n != "mode"}
-        SearchRequest.parse("check", self.options.get("mode"), **options)
+        self.options = check_options(options)
 
     def search(
         self, query: str, *, k: int | None = None, filters: Sequence[Filter] = ()
@@ -61,6 +58,14 @@ class Searcher:
         if filters:
             options["filters"] = [*_as_list(options.get("filters")), *filters]
         return self.backend.search(query, **options)
+
+
+def check_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` without the unset ones, checked now (a bad option fails where the
+    adapter is built, with the library's message)."""
+    given = {name: value for name, value in options.items() if value is not None}
+    SearchRequest.parse("check", **given)
+    return given
 
 
 def _as_list(value: Any) -> list[Any]:

@@ -34,6 +34,7 @@ from twokeys.errors import ConfigError  # noqa: E402
 from twokeys.filters import Filter  # noqa: E402
 from twokeys.integrations.common import (  # noqa: E402
     Searcher,
+    check_options,
     compare,
     hit_metadata,
     one_of,
@@ -73,6 +74,7 @@ class TwokeysRetriever:
         self.explain = explain
         self.options = options
         self._fixed = map_filters(filters) if filters else ()
+        check_options({**options, "mode": mode, "k": top_k, "explain": explain})
         self._searcher: Searcher | None = None
         if not isinstance(index, str | Path):  # nothing to load
             self.warm_up()
