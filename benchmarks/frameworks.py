@@ -224,10 +224,10 @@ def main(argv: list[str] | None = None) -> int:
         for system, figures in systems.items():
             rows.append((name, system, figures))
     results["load_average"] = os.getloadavg()
-    print(f"\n{'collection':<12} {'system':<20} {'nDCG@10':>8} {'ms/query':>9} {'build s':>8}")
+    print(f"\n{'collection':<12} {'system':<24} {'nDCG@10':>8} {'ms/query':>9} {'build s':>8}")
     for name, system, f in rows:
         print(
-            f"{name:<12} {system:<20} {f['ndcg@10']:>8.4f} {f['median_ms']:>9.2f} "
+            f"{name:<12} {system:<24} {f['ndcg@10']:>8.4f} {f['median_ms']:>9.2f} "
             f"{f['build_s']:>8.1f}"
         )
     print(f"load average at the end: {results['load_average']}")
