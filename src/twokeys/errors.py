@@ -33,3 +33,19 @@ class MissingExtraError(TwokeysError):
 
 class QuerySyntaxError(TwokeysError):
     """A query in a structured syntax (``--mode boolean``) is malformed; names the column."""
+
+
+class AuthError(TwokeysError):
+    """A server refused the API key (HTTP 401/403); the message says how to send one."""
+
+
+class NotFoundError(TwokeysError):
+    """A server has no such document or route (HTTP 404); the message names it."""
+
+
+class ServiceUnavailable(TwokeysError):
+    """A server could not be reached, timed out, or stayed busy (429/503) on every attempt."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status

@@ -229,6 +229,18 @@ class Evidence:
             "matched_terms": [[t, w] for t, w in self.matched_terms],
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Evidence:
+        """The evidence :meth:`to_dict` wrote (e.g. read back from ``twokeys serve``)."""
+        return cls(
+            retriever=str(data["retriever"]),
+            rank=int(data["rank"]),
+            score=float(data["score"]),
+            fused=float(data.get("fused", 0.0)),
+            weight=float(data.get("weight", 1.0)),
+            matched_terms=tuple((str(t), float(w)) for t, w in data.get("matched_terms", ())),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Hit:
@@ -276,6 +288,7 @@ class Hit:
             "path": self.path,
             "title": self.title,
             "heading": self.chunk.heading,
+            "heading_path": list(self.chunk.heading_path),
             "start": self.chunk.start,
             "end": self.chunk.end,
             "locator": self.locator.to_dict() if self.locator else {},
@@ -283,3 +296,42 @@ class Hit:
             "text": self.text,
             "evidence": [e.to_dict() for e in self.evidence],
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Hit:
+        """The hit :meth:`to_dict` wrote: equal to the original (read back from JSON, as
+        :class:`twokeys.client.Client` does with ``twokeys serve``'s answers). A
+        :class:`ValueError` names a missing or malformed field."""
+        try:
+            doc_id = str(data["doc_id"])
+            chunk_id = str(data["chunk_id"])
+            head, sep, position = chunk_id.rpartition("#")
+            if not sep or head != doc_id or not position.isdigit():
+                raise ValueError(f"chunk_id {chunk_id!r} is not '{doc_id}#<position>'")
+            if "heading_path" in data:
+                heading_path = tuple(str(h) for h in data["heading_path"])
+            else:  # an older server: the joined heading
+                heading = str(data.get("heading", ""))
+                heading_path = tuple(heading.split(HEADING_SEPARATOR)) if heading else ()
+            locator = Locator.from_dict(data.get("locator") or {})
+            chunk = Chunk(
+                doc_id=doc_id,
+                position=int(position),
+                text=str(data["text"]),
+                start=int(data["start"]),
+                end=int(data["end"]),
+                heading_path=heading_path,
+                locator=locator or None,
+            )
+            return cls(
+                rank=int(data["rank"]),
+                score=float(data["score"]),
+                chunk=chunk,
+                title=str(data["title"]),
+                path=str(data["path"]),
+                evidence=tuple(Evidence.from_dict(e) for e in data.get("evidence", ())),
+            )
+        except KeyError as exc:
+            raise ValueError(f"hit: missing field {exc.args[0]!r}") from None
+        except (TypeError, AttributeError) as exc:
+            raise ValueError(f"hit: malformed ({exc})") from None

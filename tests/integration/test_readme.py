@@ -28,6 +28,7 @@ def test_readme_starts_with_the_two_commands() -> None:
 
 
 def test_readme_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HAYSTACK_TELEMETRY_ENABLED", "False")  # nothing leaves the machine
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     monkeypatch.chdir(tmp_path)
     commands = [
@@ -141,8 +142,10 @@ def test_readme_serve_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPat
                     data = json.loads(run.stdout)
                     if "QQ-7781" in line and "hits" in data:
                         assert data["hits"][0]["doc_id"] == "notes/qq-7781.md"
-        (code,) = re.findall(r"```py\n(.*?)```", section, flags=re.S)
-        exec(compile(code.replace("8000", port), "README.md", "exec"), {})
+        blocks = re.findall(r"```py\n(.*?)```", section, flags=re.S)
+        assert len(blocks) == 2  # the OpenAI client, then twokeys.client
+        for code in blocks:
+            exec(compile(code.replace("8000", port), "README.md", "exec"), {})
     finally:
         if server is not None:
             server.terminate()

@@ -21,7 +21,15 @@ KERNELS = (
     "types.py",
     "pagecache.py",
 )
-ABOVE = ("twokeys.store", "twokeys.engine", "twokeys.request", "twokeys.cli", "twokeys.rag")
+ABOVE = (
+    "twokeys.store",
+    "twokeys.engine",
+    "twokeys.request",
+    "twokeys.cli",
+    "twokeys.rag",
+    "twokeys.client",
+    "twokeys.integrations",
+)
 
 
 def _imports(file: Path) -> set[str]:

@@ -143,6 +143,7 @@ class HitData(TypedDict):
     path: str
     title: str
     heading: str
+    heading_path: list[str]
     start: int
     end: int
     locator: dict[str, Any]  # the set fields of the chunk's Locator (page, slide, ...)
