@@ -29,6 +29,8 @@ import yaml
 from charset_normalizer import from_bytes
 
 from twokeys.errors import IngestError
+from twokeys.ingest.code import SUFFIXES as CODE_SUFFIXES
+from twokeys.ingest.code import read_code
 from twokeys.ingest.html import html_to_markdown
 from twokeys.sanitize import has_surrogates, replace_surrogates
 from twokeys.types import Document
@@ -41,6 +43,7 @@ _KINDS: Final = {
     ".html": "html",
     ".htm": "html",
     ".jsonl": "jsonl",
+    **dict.fromkeys(CODE_SUFFIXES, "code"),
 }
 SUPPORTED_SUFFIXES: Final[tuple[str, ...]] = tuple(_KINDS)
 
@@ -247,6 +250,11 @@ def _load_file(
     result = _read_document(path, rel, kind)
     if isinstance(result, SkippedFile):
         report(result)
+    elif kind == "code":  # cut by symbol (twokeys.ingest.code)
+        document, warning = read_code(result)
+        if warning:
+            report(SkippedFile(rel, warning, kept=True))
+        yield document
     else:
         yield result
 
