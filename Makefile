@@ -10,14 +10,14 @@ DEMO_INDEX ?= .demo/support-kb.twokeys
 
 venv: $(STAMP)
 
-# `make demo` needs the runtime only: no torch, no test or benchmark extras
+# `make demo` needs the runtime only (and the pdf extra): no torch, no test or benchmark extras
 runtime: $(RUNTIME_STAMP)
 
 $(RUNTIME_STAMP): pyproject.toml setup.py src/twokeys/lexical/_kernel.c src/twokeys/text/_kernel.c
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "twokeys needs Python 3.11+"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e '.[pdf]'
 	touch $(RUNTIME_STAMP)
 
 $(STAMP): pyproject.toml setup.py src/twokeys/lexical/_kernel.c src/twokeys/text/_kernel.c
@@ -43,6 +43,9 @@ demo: runtime
 	$(BIN)/twokeys search "why was nomic-embed-text chosen?" --index $(DEMO_INDEX) -k 2 --explain
 	@echo
 	$(BIN)/python examples/compare_modes.py --index $(DEMO_INDEX)
+	@echo; echo "=== a PDF, cited to its page: examples/manuals/octave-refcard.pdf"
+	$(BIN)/twokeys index examples/manuals --index .demo/manuals.twokeys
+	$(BIN)/twokeys search "solve nonlinear algebraic equations" --index .demo/manuals.twokeys --mode bm25 -k 2
 
 lint: venv
 	$(BIN)/ruff check src tests examples benchmarks

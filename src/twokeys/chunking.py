@@ -32,6 +32,15 @@ lines) of the previous chunk, at most ``overlap_tokens`` of them. A chunk with f
 than ``min_tokens`` of its own tokens is not closed before a block that must be cut:
 that block's first pieces are merged into it instead.
 
+A document whose reader located spans of its text (:attr:`Document.segments`: PDF
+pages, slides, notebook cells) is chunked segment by segment: a chunk never crosses a
+segment's edge and takes that segment's :class:`~twokeys.types.Locator`; a segment's
+``section`` (a PDF outline path, a Word heading path, joined by ``" > "``) heads its
+chunks' heading path. Runs of small ``joinable`` segments of one section (together at
+most about one chunk of text, :func:`join_chars`) are chunked as one, and a chunk over
+several of them gets a locator spanning them (``pp. 12-13``). A document without segments is chunked
+as above, its chunks without a locator.
+
 Token counts come from a batched :data:`TokenCounter`. Each sentence, line and (for
 over-long sentences) word is counted once, in at most two calls per document (three
 when a word must be sliced), and the count of a span is the sum of its pieces' counts.
@@ -41,7 +50,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from itertools import islice
 from types import ModuleType
 from typing import NamedTuple
@@ -53,7 +62,7 @@ from twokeys.text.sentences import sentence_spans, trim_span
 from twokeys.text.tokens import TokenCounter as TokenCounter  # importable from here too
 from twokeys.text.tokens import approx_span_counts
 from twokeys.text.tokens import approx_token_counter as approx_token_counter
-from twokeys.types import Chunk, Document
+from twokeys.types import HEADING_SEPARATOR, Chunk, Document, Locator, Segment
 
 _kernel: ModuleType | None
 try:  # the compiled packing (``text/_kernel.c``); the same chunks without it
@@ -63,7 +72,7 @@ except ImportError:  # pragma: no cover - depends on the build
 #: whether sections are packed by the compiled kernel where it is built (tests compare)
 compiled_packing = True
 
-MARKDOWN_KINDS = frozenset({"markdown", "html"})
+MARKDOWN_KINDS = frozenset({"markdown", "html", "notebook", "docx"})
 CHARS_PER_TOKEN = 16  # a generous bound: English runs about 4-5 characters a token
 MIN_MAX_CHARS = 4000
 
@@ -136,7 +145,7 @@ def chunk_documents(
     core), so a batch of documents costs about one call instead of one per document.
     The approximate counter reads each document's pieces in place in its text instead.
     """
-    plans = [_plan(doc) for doc in docs]
+    plans = [_plan(doc, config) for doc in docs]
     counted = [(doc, plan) for doc, plan in zip(docs, plans, strict=True) if plan is not None]
     if count_tokens is approx_token_counter:
         all_counts = [
@@ -171,17 +180,21 @@ class _Plan:
     headings: list[str]
     spans: list[list[list[tuple[int, int]]]]
     pieces: list[tuple[int, int]]
+    #: the segments each section lies in (by _Section.group), for a document with segments
+    groups: tuple[tuple[Segment, ...], ...] = ()
 
     def strings(self, text: str) -> list[str]:
         """What is counted, as strings of ``text``."""
         return self.headings + [text[a:b] for a, b in self.pieces]
 
 
-def _plan(doc: Document) -> _Plan | None:
+def _plan(doc: Document, config: ChunkerConfig) -> _Plan | None:
     """Sections and pieces of ``doc``; None when its text is blank."""
     text = doc.text
     if not text.strip():
         return None
+    if doc.segments:
+        return _segmented_plan(doc, config)
     if doc.kind not in MARKDOWN_KINDS and "\n" not in text:
         # one paragraph (most records of a JSONL corpus): what the lines below give it
         start, end = trim_span(text, 0, len(text))
@@ -221,6 +234,11 @@ def _chunks(
         )
         if packed is not None:  # else a piece must be cut: below
             paths = [section.path for section in sections]
+            if plan.groups:
+                return [
+                    Chunk(doc.id, i, text[a:b], a, b, paths[k], _locate(plan, sections[k], a, b))
+                    for i, (k, a, b) in enumerate(packed)
+                ]
             return [
                 Chunk(doc.id, i, text[start:end], start, end, paths[k])
                 for i, (k, start, end) in enumerate(packed)
@@ -235,7 +253,10 @@ def _chunks(
     chunks: list[Chunk] = []
     for section, blocks, budget in zip(sections, pieces, budgets, strict=True):
         for start, end in _pack(blocks, budget, config):
-            chunks.append(Chunk(doc.id, len(chunks), text[start:end], start, end, section.path))
+            locator = _locate(plan, section, start, end) if plan.groups else None
+            chunks.append(
+                Chunk(doc.id, len(chunks), text[start:end], start, end, section.path, locator)
+            )
     return chunks
 
 
@@ -249,6 +270,117 @@ def _count(count_tokens: TokenCounter, texts: list[str]) -> list[int]:
         return counts
     it = iter(counts)
     return [next(it) if t else 0 for t in texts]
+
+
+# --- segments --------------------------------------------------------------------------
+
+
+def join_chars(max_tokens: int) -> int:
+    """How many characters of small ``joinable`` segments are chunked together: about
+    one chunk's worth (4 characters a token)."""
+    return 4 * max_tokens
+
+
+def _segment_groups(doc: Document, limit: int) -> list[tuple[Segment, ...]]:
+    """The document's segments in runs chunked as one (small joinable neighbours),
+    with any text between or around them as segments without a locator."""
+    text = doc.text
+    covered: list[Segment] = []
+    at = 0
+    for seg in doc.segments:
+        if not (at <= seg.start <= seg.end <= len(text)):
+            raise ValueError(
+                f"{doc.path or doc.id}: segment [{seg.start}, {seg.end}) overlaps another "
+                f"or lies outside the text ({len(text)} characters)"
+            )
+        if text[at : seg.start].strip():
+            covered.append(Segment(at, seg.start, Locator()))
+        covered.append(seg)
+        at = seg.end
+    if text[at:].strip():
+        covered.append(Segment(at, len(text), Locator()))
+    groups: list[list[Segment]] = []
+    for seg in covered:
+        last = groups[-1] if groups else None
+        if (
+            last is not None
+            and seg.joinable
+            and last[-1].joinable
+            and seg.end - last[0].start <= limit
+            and _joins(last[0].locator, seg.locator)
+        ):
+            last.append(seg)
+        else:
+            groups.append([seg])
+    return [tuple(g) for g in groups]
+
+
+def _joins(first: Locator, other: Locator) -> bool:
+    """Whether a span of the two can be said: both have pages, or both line ranges,
+    in one section."""
+    if first.section != other.section:
+        return False
+    return (first.page is not None and other.page is not None) or (
+        first.line_start is not None and other.line_start is not None
+    )
+
+
+def _section_path(locator: Locator) -> tuple[str, ...]:
+    if not locator.section:  # a code symbol (module.Class.method) heads its chunks
+        return (locator.symbol,) if locator.symbol else ()
+    return tuple(p for p in (x.strip() for x in locator.section.split(HEADING_SEPARATOR)) if p)
+
+
+def _segmented_plan(doc: Document, config: ChunkerConfig) -> _Plan | None:
+    """Sections of each run of segments (none crossing a run's edge), each headed by
+    its first segment's section path."""
+    text = doc.text
+    groups = _segment_groups(doc, join_chars(config.max_tokens))
+    sections: list[_Section] = []
+    levels: list[tuple[int, str]] = []  # Markdown headings open from segment to segment
+    for k, group in enumerate(groups):
+        start, end = group[0].start, group[-1].end
+        part = text[start:end]
+        if not part.strip():
+            continue
+        prefix = _section_path(group[0].locator)
+        if prefix:  # the reader's section path heads the segment instead
+            levels = []
+        if doc.kind in MARKDOWN_KINDS:
+            inner = _markdown_sections(part, levels)
+        else:
+            inner = _plain_sections(part)
+        if not any(s.blocks for s in inner):
+            inner = _plain_sections(part)
+        for sec in inner:
+            if not sec.blocks:
+                continue
+            blocks = tuple(
+                _Block(b.start + start, b.end + start, b.kind, b.closed) for b in sec.blocks
+            )
+            sections.append(_Section(prefix + sec.path, blocks, k))
+    if not sections:
+        return None
+    heading_lines = [heading_line(s.path, doc.title) for s in sections]
+    spans = [[_piece_spans(text, block) for block in s.blocks] for s in sections]
+    pieces = [span for sec in spans for blk in sec for span in blk]
+    return _Plan(sections, heading_lines, spans, pieces, tuple(groups))
+
+
+def _locate(plan: _Plan, section: _Section, start: int, end: int) -> Locator | None:
+    """The locator of a chunk ``[start, end)`` of ``section``: its segment's, or one
+    spanning the segments it covers; None where the reader located nothing."""
+    segs = [s for s in plan.groups[section.group] if s.start < end and start < s.end]
+    if not segs:
+        segs = [plan.groups[section.group][0]]
+    first, last = segs[0].locator, segs[-1].locator
+    if len(segs) > 1:
+        if first.page is not None and last.page is not None:
+            page_end = last.page_end or last.page
+            first = replace(first, page_end=page_end if page_end != first.page else None)
+        if first.line_start is not None and last.line_start is not None:
+            first = replace(first, line_end=last.line_end or last.line_start)
+    return first or None
 
 
 # --- blocks and sections ---------------------------------------------------------------
@@ -266,6 +398,7 @@ class _Block:
 class _Section:
     path: tuple[str, ...]
     blocks: tuple[_Block, ...]
+    group: int = -1  # which run of segments it lies in (_Plan.groups), -1 without segments
 
 
 _FENCE_OPEN = re.compile(r"[ \t]*(?:(`{3,})[^`]*|(~{3,}).*)")
@@ -312,13 +445,16 @@ def _plain_sections(text: str) -> list[_Section]:
     return [_Section((), tuple(blocks))]
 
 
-def _markdown_sections(text: str) -> list[_Section]:
-    """Blocks grouped into sections by headings; heading lines belong to no block."""
+def _markdown_sections(text: str, levels: list[tuple[int, str]] | None = None) -> list[_Section]:
+    """Blocks grouped into sections by headings; heading lines belong to no block.
+
+    ``levels`` (the open headings, (level, title), updated in place) carries headings
+    from one segment of a document to the next (notebook cells)."""
     lines = _lines(text)
     strs = [text[s:e] for s, e in lines]
     n = len(lines)
     sections: list[_Section] = []
-    levels: list[tuple[int, str]] = []
+    levels = [] if levels is None else levels
     blocks: list[_Block] = []
 
     def block(first: int, last: int, kind: str, closed: bool = True) -> None:
@@ -372,7 +508,8 @@ def _markdown_sections(text: str) -> list[_Section]:
                 last += 1
             block(i, last, "prose")
             i = last + 1
-    heading(0, "")  # flush the last section
+    if blocks:  # the last section (its headings stay open in ``levels``)
+        sections.append(_Section(tuple(t for _, t in levels), tuple(blocks)))
     return sections
 
 

@@ -32,6 +32,7 @@ from twokeys.engine import open_index
 from twokeys.errors import TwokeysError
 from twokeys.indexer import IndexOptions, build_index
 from twokeys.ingest import SkippedFile
+from twokeys.ingest.files import MAX_FILE_BYTES
 from twokeys.lexical.bm25 import BM25Params
 from twokeys.optimize import DERIVED
 from twokeys.optimize import optimize as build_optimized
@@ -86,6 +87,13 @@ def main() -> None:
 )
 @encoder_option
 @click.option("--no-dense", is_flag=True, help="Build a lexical-only index (no embeddings).")
+@click.option(
+    "--max-file-mb",
+    type=click.FloatRange(min=0, min_open=True),
+    default=MAX_FILE_BYTES / (1 << 20),
+    show_default=True,
+    help="Skip (and name) files bigger than this; JSONL corpora are exempt.",
+)
 @click.option("--float16", is_flag=True, help="Store vectors as float16 (half the size).")
 @click.option("--k1", type=float, default=BM25Params().k1, show_default=True, help="BM25 k1.")
 @click.option("--b", "b", type=float, default=BM25Params().b, show_default=True, help="BM25 b.")
@@ -145,6 +153,7 @@ def index(
     from_index: Path | None,
     encoder: str,
     no_dense: bool,
+    max_file_mb: float,
     float16: bool,
     k1: float,
     b: float,
@@ -195,7 +204,13 @@ def index(
     else:
         with progress_bars(quiet) as stage:
             report = build_index(
-                source, index_path, options, progress=stage, on_skip=warn, replace_source=replace
+                source,
+                index_path,
+                options,
+                progress=stage,
+                on_skip=warn,
+                replace_source=replace,
+                max_file_bytes=int(max_file_mb * (1 << 20)),
             )
     if report.full_rebuild_reason:
         err.print(f"full rebuild: {shown(report.full_rebuild_reason)}")
@@ -203,7 +218,7 @@ def index(
         f"indexed {report.documents} documents, {report.chunks} chunks into {shown(index_path)} "
         f"({report.added} added, {report.changed} changed, {report.unchanged} unchanged, "
         f"{report.removed} removed; {report.embedded_chunks} chunks embedded; "
-        f"{len(report.skipped)} skipped"
+        f"{sum(item.count for item in report.skipped)} skipped"
         + (f", {len(report.warnings)} with warnings" if report.warnings else "")
         + f") in {report.seconds:.1f}s"
         + (f"; vector index: {report.vector_index}" if report.vector_index != "none" else "")
@@ -321,7 +336,7 @@ def search(
 def _print_hit(hit: Hit, explain: bool, rrf_k: float | None) -> None:
     where = shown(heading_line(hit.chunk.heading_path, hit.title))
     out.print(
-        f"[bold]{hit.rank}.[/bold] {shown(hit.path)}  [dim]{where}[/dim]  score={hit.score:.4f}"
+        f"[bold]{hit.rank}.[/bold] {shown(hit.cite)}  [dim]{where}[/dim]  score={hit.score:.4f}"
     )
     snippet = for_terminal(" ".join(hit.text.split()))
     out.print(f"   {snippet[:240]}{'…' if len(snippet) > 240 else ''}", markup=False)

@@ -12,7 +12,15 @@ A filter is written as one string (``search --filter``, ``eval --filter``) or bu
                        a list field holds it
 ``version>=2``         ``>=``, ``<=``, ``>``, ``<``: a numeric range, or a date range
 ``updated<2024-06-01`` when both sides are ISO dates (``YYYY-MM-DD[ HH:MM[:SS]]``)
+``page>=10``           a chunk's locator field (``page``, ``slide``, ``cell``,
+``symbol=Pool.acquire`` ``line_start``, ``line_end``, ``symbol``, ``section``,
+                       ``record``): per chunk, not per document; a page range
+                       ``pp. 12-13`` matches ``page=13`` and ``page>=13``
 =====================  ===============================================================
+
+A locator filter applies to the chunks that have that field; a chunk without it is
+judged by its document's metadata field of the same name, as before locators.
+``kind=code`` is ``kind:code`` (likewise ``id=``).
 
 A document whose field is missing, or not comparable with the value, does not match.
 The engine turns the filters into the set of chunk rows they allow
@@ -33,11 +41,13 @@ import numpy as np
 import numpy.typing as npt
 
 from twokeys.errors import ConfigError
-from twokeys.types import DocumentInfo
+from twokeys.types import DocumentInfo, Locator
 
 OPERATORS = ("glob", "prefix", "in", "=", ">=", "<=", ">", "<")
 _RANGE = (">=", "<=", ">", "<")
 _BUILT_IN = ("path", "kind", "id")
+#: fields a chunk's locator may set, filtered chunk by chunk
+LOCATOR_FIELDS = ("page", "slide", "cell", "line_start", "line_end", "symbol", "section", "record")
 _FIELD = re.compile(r"^(?P<field>[A-Za-z_][\w.-]*)\s*(?P<op>>=|<=|=|>|<|:)\s*(?P<value>.*)$")
 
 
@@ -84,6 +94,8 @@ class Filter:
                 f"filter {text!r}: '{field}:' is not a filter; use path:, kind:, id: or "
                 f"{field}=VALUE for a metadata field"
             )
+        if op == "=" and field in ("kind", "id"):
+            return cls(field, "in", (value,))
         if op in _RANGE and _comparable(value) is None:
             raise ConfigError(f"filter {text!r}: {op} needs a number or an ISO date")
         return cls(field, op, value)
@@ -97,6 +109,29 @@ class Filter:
         if self.field in ("kind", "id") and self.op == "in":
             return (doc.kind if self.field == "kind" else doc.id) in self.value
         return _matches_metadata(doc.metadata, self)
+
+    @property
+    def on_chunks(self) -> bool:
+        """Whether it tests a chunk's locator (then :meth:`matches_locator`)."""
+        return self.field in LOCATOR_FIELDS
+
+    def matches_locator(self, locator: Locator | None) -> bool | None:
+        """Whether the chunk's locator holds; None when it lacks the field (then its
+        document's metadata decides). A page range matches any page in it."""
+        if locator is None:
+            return None
+        value = getattr(locator, self.field)
+        if value is None:
+            return None
+        if self.field == "page" and locator.page_end is not None and self.op != "in":
+            low, high = float(value), float(locator.page_end)
+            wanted = _comparable(str(self.value))
+            if not isinstance(wanted, float):
+                return False
+            if self.op == "=":
+                return low <= wanted <= high
+            return _compare(high if self.op in (">=", ">") else low, wanted, self.op)
+        return _matches_metadata({self.field: value}, self)
 
     def __str__(self) -> str:
         if self.op in ("glob", "prefix"):
@@ -112,14 +147,33 @@ def parse_filters(texts: Iterable[str | Filter]) -> tuple[Filter, ...]:
 
 
 def allowed_rows(
-    documents: Sequence[DocumentInfo], filters: Sequence[Filter], n_rows: int
+    documents: Sequence[DocumentInfo],
+    filters: Sequence[Filter],
+    n_rows: int,
+    locators: Mapping[int, Locator] | None = None,
 ) -> npt.NDArray[np.bool_]:
-    """A mask over the index's chunk rows: the rows of the documents every filter allows."""
+    """A mask over the index's chunk rows: the rows of the documents every filter allows,
+    and of those, the chunks whose locator every locator filter allows (``locators``:
+    by row, see :attr:`Filter.on_chunks`)."""
     mask = np.zeros(n_rows, np.bool_)
+    per_doc = [f for f in filters if not f.on_chunks]
+    per_chunk = [f for f in filters if f.on_chunks]
+    found = locators or {}
     for doc in documents:
-        if all(f.matches(doc) for f in filters):
+        if not all(f.matches(doc) for f in per_doc):
+            continue
+        if not per_chunk:
             mask[doc.first_row : doc.first_row + doc.n_chunks] = True
+            continue
+        for row in range(doc.first_row, min(doc.first_row + doc.n_chunks, n_rows)):
+            mask[row] = all(chunk_matches(f, found.get(row), doc) for f in per_chunk)
     return mask
+
+
+def chunk_matches(f: Filter, locator: Locator | None, doc: DocumentInfo) -> bool:
+    """A locator filter on one chunk: its locator's field, else its document's metadata."""
+    verdict = f.matches_locator(locator)
+    return f.matches(doc) if verdict is None else verdict
 
 
 def _matches_metadata(metadata: Mapping[str, Any], f: Filter) -> bool:

@@ -37,6 +37,7 @@ from twokeys.dense.selection import VectorIndexOptions
 from twokeys.errors import ConfigError
 from twokeys.grouping import groups_by_size
 from twokeys.ingest import SkippedFile, load_documents
+from twokeys.ingest.files import MAX_FILE_BYTES
 from twokeys.lexical.bm25 import BM25Params
 from twokeys.optimize import check_derived, optimize
 from twokeys.store.base import DocumentInfo, EncoderInfo, IndexSpec
@@ -159,6 +160,7 @@ def build_index(
     progress: ProgressFactory | None = None,
     on_skip: Callable[[SkippedFile], None] | None = None,
     replace_source: bool = False,
+    max_file_bytes: int = MAX_FILE_BYTES,
 ) -> IndexReport:
     """Index ``source`` into the index at ``location`` (a folder, or a URL such as
     ``postgresql://...``), reusing the unchanged documents it holds.
@@ -196,7 +198,9 @@ def build_index(
         report.full_rebuild_reason = writer.rebuild_reason
         report.repaired = list(writer.repaired)
         stored = writer.stored()
-        changed = _collect(source, writer, stored, options, encoder, stage, skipped, report)
+        changed = _collect(
+            source, writer, stored, options, encoder, stage, skipped, report, max_file_bytes
+        )
         if not replace_source:
             _check_same_source(writer.source, len(stored), source, location, report)
         _store(writer, changed, encoder, stage, report)
@@ -232,6 +236,7 @@ def _collect(
     stage: ProgressFactory,
     skipped: Callable[[SkippedFile], None],
     report: IndexReport,
+    max_file_bytes: int = MAX_FILE_BYTES,
 ) -> list[tuple[DocumentInfo, list[Chunk]]]:
     """Read ``source``: unchanged documents are kept, the others chunked (returned, in
     id order); the stored documents not seen are deleted."""
@@ -259,7 +264,16 @@ def _collect(
         advance(len(batch))
         batch.clear()
 
-    for doc in load_documents(source, on_skip=skipped, exclude=writer.excluded):
+    unread: set[str] = set()  # files not read this time whose indexed documents stay
+
+    def skipped_file(item: SkippedFile) -> None:
+        if item.keep_indexed:
+            unread.update(item.paths or (item.path,))
+        skipped(item)
+
+    for doc in load_documents(
+        source, on_skip=skipped_file, exclude=writer.excluded, max_file_bytes=max_file_bytes
+    ):
         if doc.id in seen:  # a file "c.jsonl#y.md" and record "y.md" of "c.jsonl", ...
             first = seen[doc.id]
             skipped(SkippedFile(doc.path, f"id {doc.id!r} is already taken by {first}"))
@@ -278,7 +292,11 @@ def _collect(
             if len(batch) >= CHUNK_BATCH:
                 chunk_batch()
     chunk_batch()
-    removed = sorted(set(stored) - set(seen))
+    removed = sorted(
+        doc_id
+        for doc_id in set(stored) - set(seen)
+        if doc_id not in unread and doc_id.partition("#")[0] not in unread
+    )
     report.removed = len(removed)
     writer.delete(removed)
     changed.sort(key=lambda item: item[0].id)

@@ -85,6 +85,19 @@ class Locator:
         return " ".join(parts)
 
 
+def cite(path: str, locator: Locator | None, doc_id: str = "", title: str = "") -> str:
+    """The citation of a passage: its locator's label, or for a record of a file of
+    records (a document id other than its path) the record id and title."""
+    if locator:
+        return locator.label(path)
+    if doc_id and doc_id != path:
+        record = doc_id[len(path) + 1 :] if doc_id.startswith(path + "#") else doc_id
+        short = " ".join(title.split())
+        short = short if len(short) <= 80 else short[:79] + "…"
+        return f'{path} #{record} "{short}"' if short else f"{path} #{record}"
+    return path
+
+
 _LOCATOR_FIELDS: tuple[str, ...] = (
     "page",
     "page_end",
@@ -249,9 +262,9 @@ class Hit:
 
     @property
     def cite(self) -> str:
-        """The citation a person reads: ``manual.pdf p. 12``, or the path alone."""
-        loc = self.chunk.locator
-        return loc.label(self.path) if loc else self.path
+        """The citation a person reads: ``manual.pdf p. 12``; a record of a JSONL file by
+        its id and title (``corpus.jsonl #4983 "Title"``); else the path alone."""
+        return cite(self.path, self.chunk.locator, self.doc_id, self.title)
 
     def to_dict(self) -> dict[str, Any]:
         """The hit as JSON-ready data (what ``twokeys search --json`` prints)."""

@@ -27,7 +27,7 @@ from twokeys.store.contract import (
     open_writer,
     scheme_of,
 )
-from twokeys.types import Chunk
+from twokeys.types import Chunk, Locator
 
 Build = Callable[[dict[str, str]], str]
 
@@ -265,6 +265,38 @@ def test_the_writer_adds_replaces_deletes_and_keeps(build: Build) -> None:
         assert all(h.doc_id != "policies/refunds.md" for h in kb.search("refund", k=10))
         assert kb.backend.documents(["policies/refunds.md", "new.md"]).keys() == {"new.md"}
         assert kb.search("signature firmware", k=1) == kept_before[:1]  # kept as it was
+
+
+def test_locators_are_stored_cited_filtered_and_kept(build: Build) -> None:
+    """A chunk's locator comes back with it, in its hit's citation, and answers locator
+    filters; a later session that keeps the document keeps its locators."""
+    location = build(DOCS)
+    (power,) = kb_documents(location, ["guides/power.md"])
+    manual = replace(power, id="manual.pdf", path="manual.pdf", kind="pdf", sha256="m1")
+    texts = ["zebra crossing on page twelve", "zebra stripes over pages 13 and 14"]
+    chunks = (
+        Chunk("manual.pdf", 0, texts[0], 0, 29, (), Locator(page=12, section="Roads")),
+        Chunk("manual.pdf", 1, texts[1], 31, 65, (), Locator(page=13, page_end=14)),
+    )
+    with open_writer(location) as writer:
+        writer.put([DocumentChunks(manual, chunks, HashEncoder().encode(texts, "document"))])
+        writer.commit()
+    with open_writer(location) as writer:  # a session that changes another document
+        writer.delete(["notes/misc.txt"])
+        writer.commit()
+    with open_index(location) as kb:
+        hits = kb.search("zebra", mode="bm25", k=5)
+        assert {h.cite for h in hits} == {"manual.pdf p. 12 § Roads", "manual.pdf pp. 13-14"}
+        assert kb.backend.passages(["manual.pdf#1"])["manual.pdf#1"].locator == chunks[1].locator
+        assert [h.chunk.id for h in kb.search("zebra", k=5, filters=["page>=13"])] == [
+            "manual.pdf#1"
+        ]
+        assert [h.cite for h in kb.search("zebra", k=5, filters=["section=Roads"])] == [
+            "manual.pdf p. 12 § Roads"
+        ]
+        # chunks without a locator: page filters leave them out, others keep them
+        assert {h.doc_id for h in kb.search("power", k=5, filters=["page>=1"])} == {"manual.pdf"}
+        assert all(h.locator is None for h in kb.search("refund", mode="bm25", k=3))
 
 
 def kb_documents(location: str, ids: list[str]) -> list[DocumentInfo]:

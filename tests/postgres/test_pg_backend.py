@@ -159,7 +159,7 @@ def test_schema_versions_missing_newer_and_older(
     with pytest.raises(IndexFormatError, match="newer than this twokeys supports"):
         PostgresWriter(pg_url)
     with psycopg.connect(loc.conninfo, autocommit=True) as conn:
-        conn.execute(f'DELETE FROM "{loc.schema}".schema_version WHERE version > 1')
+        conn.execute(f'DELETE FROM "{loc.schema}".schema_version WHERE version > {SCHEMA_VERSION}')
         # a second migration, as a later twokeys would ship: readers refuse, writers upgrade
         extra = (*__import__("twokeys.store.postgres.schema").store.postgres.schema.MIGRATIONS,
                  "ALTER TABLE {s}.documents ADD COLUMN note text")  # fmt: skip

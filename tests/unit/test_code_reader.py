@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from twokeys.ingest import SkippedFile, load_documents
-from twokeys.ingest.code import code_segments, language_of, line_windows, module_name
+from twokeys.ingest.readers.code import code_segments, language_of, line_windows, module_name
 from twokeys.types import Segment
 
 pytest.importorskip("tree_sitter", reason="the [code] extra")

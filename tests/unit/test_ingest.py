@@ -10,7 +10,7 @@ import pytest
 
 from twokeys.errors import IngestError
 from twokeys.ingest import SUPPORTED_SUFFIXES, SkippedFile, load_documents
-from twokeys.ingest.code import SUFFIXES as CODE_SUFFIXES
+from twokeys.ingest.readers.code import SUFFIXES as CODE_SUFFIXES
 from twokeys.ingest.html import html_to_markdown
 from twokeys.ingest.jsonl import load_jsonl
 from twokeys.types import Document
@@ -42,7 +42,7 @@ def _one(tmp_path: Path, name: str, content: str | bytes) -> Document:
 
 
 def test_supported_suffixes() -> None:
-    assert SUPPORTED_SUFFIXES[:7] == (
+    assert SUPPORTED_SUFFIXES[:11] == (
         ".md",
         ".markdown",
         ".txt",
@@ -50,8 +50,12 @@ def test_supported_suffixes() -> None:
         ".html",
         ".htm",
         ".jsonl",
+        ".pdf",
+        ".docx",
+        ".pptx",
+        ".ipynb",
     )
-    assert SUPPORTED_SUFFIXES[7:] == CODE_SUFFIXES  # twokeys.ingest.code
+    assert SUPPORTED_SUFFIXES[11:] == CODE_SUFFIXES  # twokeys.ingest.readers.code
 
 
 def test_folder_walk_is_sorted_recursive_and_skips_hidden_and_unsupported(

@@ -1,5 +1,6 @@
-"""Ingestion: turn a folder or file of Markdown, text, reStructuredText, HTML or JSONL
-into :class:`~twokeys.types.Document` values."""
+"""Ingestion: turn a folder or file of Markdown, text, reStructuredText, HTML, JSONL,
+PDF, Word, PowerPoint or notebooks into :class:`~twokeys.types.Document` values
+(readers: :mod:`twokeys.ingest.readers`)."""
 
 from __future__ import annotations
 

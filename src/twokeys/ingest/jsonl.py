@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from twokeys.ingest.files import OnSkip, SkippedFile, unix_newlines
+from twokeys.ingest.base import OnSkip, SkippedFile, SourceFile, unix_newlines
 from twokeys.sanitize import has_surrogates, replace_surrogates
 from twokeys.types import Document
 
@@ -30,6 +30,11 @@ class _Record:
     title: str
     text: str
     metadata: dict[str, Any]
+
+
+def read(source: SourceFile, report: OnSkip) -> Iterator[Document]:
+    """The reader interface (:mod:`twokeys.ingest.readers`): :func:`load_jsonl`."""
+    return load_jsonl(source.path, source.rel, id_prefix=source.id_prefix, on_skip=report)
 
 
 def load_jsonl(

@@ -126,11 +126,14 @@ class Source:
     chunk_ids: tuple[str, ...]
     cited: bool
     quoted_headings: tuple[str, ...] = ()  # headings of the chunks quotes were taken from
+    #: the citation a person reads: ``manual.pdf pp. 12-13``, ``corpus.jsonl #17 "Title"``
+    cite: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "number": self.number,
             "path": self.path,
+            "cite": self.cite or self.path,
             "title": self.title,
             "heading": self.heading,
             "quoted_headings": list(self.quoted_headings),
@@ -580,6 +583,7 @@ def _answer(
             b.chunk_ids,
             b.number in cited,
             tuple(headings.get(b.number, ())),
+            b.cite or b.path,
         )
         for b in plan.context.blocks
     )

@@ -196,4 +196,4 @@ def _print_sources(answer: Answer) -> None:
         heading = "; ".join(s.quoted_headings) or s.heading
         where = f"  {heading}" if heading else ""
         quiet = s.cited or answer.abstains
-        safe_echo(f"  [{s.number}] {s.path}{where}{'' if quiet else '  (not cited)'}")
+        safe_echo(f"  [{s.number}] {s.cite or s.path}{where}{'' if quiet else '  (not cited)'}")

@@ -61,7 +61,7 @@ from twokeys.errors import ConfigError
 from twokeys.text.passages import heading_text
 from twokeys.text.sentences import split_sentences
 from twokeys.text.tokens import TokenCounter
-from twokeys.types import Chunk, Hit
+from twokeys.types import Chunk, Hit, Locator, cite
 
 SEPARATOR = "\n\n"
 FIXED_SECTIONS = ("instructions", "question")
@@ -136,6 +136,12 @@ class Block:
     trimmed: bool  # cut after a whole sentence to fit
     # where each chunk starts in ``text`` and its heading path, in reading order
     parts: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    #: the citation a person reads (``manual.pdf pp. 12-13``, a JSONL record's id and
+    #: title; the path if nothing more)
+    cite: str = ""
+    #: where the label in the context says the block is from: the path and its chunks'
+    #: locator (``manual.pdf pp. 12-13``), or the path
+    where: str = ""
 
     @property
     def heading(self) -> str:
@@ -163,7 +169,7 @@ class Block:
 
     @property
     def label(self) -> str:
-        return render_label(self.number, self.path, self.heading_path)
+        return render_label(self.number, self.where or self.path, self.heading_path)
 
     def render(self) -> str:
         return f"{self.label}\n{self.text}"
@@ -352,8 +358,21 @@ class _Open:
     def heading_path(self) -> tuple[str, ...]:
         return self.parts[0].heading_path
 
+    @property
+    def cite(self) -> str:
+        """The block's citation: its chunks' locators spanned (pages, lines), or a
+        record's id and title, or the path."""
+        located = [c.locator for c in self.parts if c.locator]
+        return cite(self.path, _span(located), self.doc_id, self.title)
+
+    @property
+    def where(self) -> str:
+        """The path, with the chunks' locators spanned where they have one."""
+        span = _span([c.locator for c in self.parts if c.locator])
+        return span.label(self.path) if span else self.path
+
     def render(self, text: str | None = None, heading_path: tuple[str, ...] | None = None) -> str:
-        label = render_label(self.number, self.path, heading_path or self.heading_path)
+        label = render_label(self.number, self.where, heading_path or self.heading_path)
         return f"{label}\n{self.text if text is None else text}"
 
     def freeze(self) -> Block:
@@ -370,7 +389,25 @@ class _Open:
             parts=tuple(
                 (start, c.heading_path) for start, c in zip(self.starts, self.parts, strict=True)
             ),
+            cite=self.cite,
+            where=self.where,
         )
+
+
+def _span(locators: list[Locator]) -> Locator | None:
+    """One locator over several chunks' (in reading order): the first, its pages or
+    lines reaching to the last's; its section if they share one."""
+    if not locators:
+        return None
+    first, last = locators[0], locators[-1]
+    if any(loc.section != first.section for loc in locators):  # spans sections: none
+        first = replace(first, section=None)
+    if first.page is not None and last.page is not None:
+        end = last.page_end or last.page
+        first = replace(first, page_end=end if end != first.page else None)
+    if first.line_start is not None and last.line_start is not None:
+        first = replace(first, line_end=last.line_end or last.line_start)
+    return first
 
 
 class _Packer:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import mimetypes
 import re
 import threading
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
@@ -28,7 +29,13 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from fastapi.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    Response,
+    StreamingResponse,
+)
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -438,6 +445,21 @@ def create_app(
             raise UnknownDocumentError(f"no document {doc_id!r}")
         return found
 
+    @api.get("/files/{doc_id:path}", tags=["documents"], response_class=FileResponse)
+    def source_file(doc_id: str) -> Any:
+        """A document's original file, from the folder the index was built from (a PDF
+        opens at a page with ``#page=N``)."""
+        with service.reader() as index:
+            info = index.backend.documents([doc_id]).get(doc_id)
+            source = index.manifest.source
+        if info is None:
+            raise UnknownDocumentError(f"no document {doc_id!r}")
+        file = _source_file(source, info.path)
+        if file is None:
+            raise RequestError(404, f"document {doc_id!r} has no file on this server")
+        media = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
+        return FileResponse(file, media_type=media)
+
     @api.delete("/documents/{doc_id:path}", response_model=WriteResponse, tags=["documents"])
     def delete_document(doc_id: str) -> Any:
         """Delete a document; it is gone from searches at once."""
@@ -560,3 +582,21 @@ def _write_response(service: IndexService, report: Any) -> dict[str, Any]:
         "generation": generation,
         "seconds": round(report.seconds, 4),
     }
+
+
+def _source_file(source: str, rel: str) -> Path | None:
+    """The file a document was read from: ``rel`` inside the indexed folder (never a
+    path outside it), or the indexed file itself; None when there is none now."""
+    if not source or not rel:
+        return None
+    root = Path(source)
+    if root.is_file():
+        return root if root.name == rel else None
+    try:
+        real_root = root.resolve(strict=True)
+        candidate = (root / rel).resolve(strict=True)
+    except OSError:
+        return None
+    if real_root not in candidate.parents or not candidate.is_file():
+        return None
+    return candidate

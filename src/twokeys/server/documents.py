@@ -26,7 +26,9 @@ from twokeys.types import Document
 
 #: suffix of each ``kind`` a JSON document may name
 KIND_SUFFIX = {"markdown": ".md", "text": ".txt", "html": ".html", "rst": ".rst"}
-UPLOAD_SUFFIXES = tuple(s for s in SUPPORTED_SUFFIXES if s != ".jsonl")
+UPLOAD_SUFFIXES = tuple(
+    s for s in SUPPORTED_SUFFIXES if s in (".md", ".markdown", ".txt", ".rst", ".html", ".htm")
+)
 MAX_ID_CHARS = 512
 
 

@@ -35,6 +35,7 @@ def event_payload(event: Event, *, with_context: bool = False) -> tuple[str, dic
                 {
                     "number": b.number,
                     "path": b.path,
+                    "cite": b.cite or b.path,
                     "title": b.title,
                     "heading": b.heading,
                     "chunk_ids": list(b.chunk_ids),

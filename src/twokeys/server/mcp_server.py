@@ -72,8 +72,9 @@ def create_mcp(
         """Rank the index's chunks for a query. mode: bm25 (exact words, identifiers),
         dense (meaning), hybrid (both, fused; the default) or a shorthand such as
         hybrid-rrf. filters (all must hold): path:policies/* or path:policies/,
-        kind:markdown, id:a.md,b.md, lang=en, version>=2. Returns hits with rank, score,
-        document id, chunk id, heading and text."""
+        kind:markdown, id:a.md,b.md, lang=en, version>=2, page>=10 (a chunk's page).
+        Returns hits with rank, score, document id, chunk id, cite (the file with its
+        page, slide or lines: "manual.pdf p. 12"), locator, heading and text."""
         guard(limits.check_text, "query", query)
         guard(limits.check_count, "k", k, limits.max_k)
         try:

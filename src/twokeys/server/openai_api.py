@@ -100,7 +100,7 @@ def sources_text(answer: Answer) -> str:
         heading = "; ".join(s.quoted_headings) or s.heading
         where = f" — {heading}" if heading else ""
         quiet = s.cited or answer.abstains
-        lines.append(f"[{s.number}] {s.path}{where}{'' if quiet else ' (not cited)'}")
+        lines.append(f"[{s.number}] {s.cite or s.path}{where}{'' if quiet else ' (not cited)'}")
     return "\n".join(lines)
 
 

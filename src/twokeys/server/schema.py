@@ -145,6 +145,8 @@ class HitData(TypedDict):
     heading: str
     start: int
     end: int
+    locator: dict[str, Any]  # the set fields of the chunk's Locator (page, slide, ...)
+    cite: str  # "manual.pdf p. 12", or the path
     text: str
     evidence: list[EvidenceData]
 
@@ -158,6 +160,7 @@ class SearchResponse(TypedDict):
 class SourceData(TypedDict):
     number: int
     path: str
+    cite: str  # "manual.pdf pp. 12-13", 'corpus.jsonl #17 "Title"', or the path
     title: str
     heading: str
     quoted_headings: list[str]

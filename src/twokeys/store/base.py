@@ -24,7 +24,7 @@ from twokeys.dense.selection import VectorIndexOptions
 from twokeys.errors import ConfigError, IndexFormatError
 from twokeys.lexical.base import LexicalIndex as LexicalIndex
 from twokeys.lexical.bm25 import BM25Params
-from twokeys.types import Chunk
+from twokeys.types import Chunk, Locator
 from twokeys.types import DocumentInfo as DocumentInfo
 from twokeys.types import RowMask as RowMask
 
@@ -298,7 +298,15 @@ class IndexBackend(ABC):
         from twokeys.filters import allowed_rows
 
         n_rows = int(self.manifest.counts.get("chunks", 0))
-        return allowed_rows(self.all_documents(), filters, n_rows)
+        located = self.row_locators() if any(f.on_chunks for f in filters) else None
+        return allowed_rows(self.all_documents(), filters, n_rows, located)
+
+    def row_locators(self) -> Mapping[int, Locator]:
+        """Every located chunk's :class:`~twokeys.types.Locator` by row (for locator
+        filters). This default reads every chunk; backends read one column."""
+        n_rows = int(self.manifest.counts.get("chunks", 0))
+        rows = list(range(n_rows))
+        return {row: c.locator for row, c in zip(rows, self.chunks(rows), strict=True) if c.locator}
 
     def passages(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         """Chunks by their stable id (:attr:`Chunk.id`, ``<document id>#<position>``).

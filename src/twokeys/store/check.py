@@ -32,6 +32,7 @@ import numpy.typing as npt
 
 from twokeys.errors import IndexFormatError
 from twokeys.store.base import Manifest
+from twokeys.store.hittable import parse_locator
 from twokeys.store.local import (
     DATABASE,
     EMBEDDINGS,
@@ -315,6 +316,13 @@ def _database_problems(db: sqlite3.Connection, manifest: Manifest, deep: bool) -
         if not _is_heading(heading):
             problems.append(f"chunk row {row}: heading is not a JSON list of strings")
             break
+    has_locators = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'locators'"
+    ).fetchone()
+    for row, stored in db.execute("SELECT row, locator FROM locators") if has_locators else ():
+        if not _is_locator(stored) or not 0 <= row < chunks:
+            problems.append(f"chunk row {row}: locator is not a locator of a chunk")
+            break
     for doc_id, metadata in db.execute("SELECT id, metadata FROM documents ORDER BY id"):
         if not _is_json_object(metadata):
             problems.append(f"document {doc_id!r}: metadata is not a JSON object")
@@ -339,6 +347,14 @@ def _is_heading(stored: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _is_locator(stored: Any) -> bool:
+    try:
+        parse_locator(stored)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _is_json_object(stored: Any) -> bool:

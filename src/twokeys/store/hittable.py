@@ -11,6 +11,12 @@ for a few slices of memory-mapped arrays::
     hits.strings.offsets.npy  int64, start of every string and the end of the last
     hits.rows.npy             int64 (chunks, 5): document number, position, start, end,
                               heading string number (-1 when the chunk has none)
+    hits.locators.npy         int64 (chunks,): the chunk's locator string number (its
+                              JSON, after the headings), -1 when it has none; written
+                              only when some chunk has one (a page, a slide, lines)
+
+An index without ``hits.locators.npy`` (written before locators, or with none) gives
+chunks without a locator.
 
 SQLite stays the record of documents and chunks (metadata, mtime, sha256, listings);
 these files repeat what a hit needs and are written in the same generation. An index
@@ -30,11 +36,12 @@ import numpy.typing as npt
 
 from twokeys.errors import IndexFormatError
 from twokeys.store.base import DocumentInfo
-from twokeys.types import Chunk
+from twokeys.types import Chunk, Locator
 
 STRINGS = "hits.strings.utf8"
 OFFSETS = "hits.strings.offsets.npy"
 ROWS = "hits.rows.npy"
+LOCATORS = "hits.locators.npy"
 FILES = (STRINGS, OFFSETS, ROWS)
 _DOC_CACHE = 1 << 16  # decoded (id, title, path) kept per open index, then started afresh
 _WRITE_STRINGS = 4096  # strings encoded and written together
@@ -60,6 +67,13 @@ def write_hit_table(
     for doc in docs:
         strings += (doc.id, doc.title, doc.path)
     strings += (json.dumps(list(path), ensure_ascii=False) for path in headings)
+    locators: dict[Locator, int] = {}
+    located = np.full(len(rows_chunks), -1, np.int64)
+    first_locator = len(strings)
+    for row, chunk in rows_chunks:
+        if chunk.locator:
+            located[row] = first_locator + locators.setdefault(chunk.locator, len(locators))
+    strings += (locator_json(loc) for loc in locators)
     lengths = np.empty(len(strings), np.int64)
     with open(folder / STRINGS, "wb") as fh:
         for at in range(0, len(strings), _WRITE_STRINGS):  # a few MB of UTF-8 at a time
@@ -71,6 +85,21 @@ def write_hit_table(
     rows = np.array(meta, np.int64).reshape(len(meta), 5)
     np.save(folder / OFFSETS, offsets, allow_pickle=False)
     np.save(folder / ROWS, rows, allow_pickle=False)
+    if locators:
+        np.save(folder / LOCATORS, located, allow_pickle=False)
+
+
+def locator_json(locator: Locator) -> str:
+    """A locator as stored (in the hit files, SQLite and PostgreSQL): its set fields."""
+    return json.dumps(locator.to_dict(), ensure_ascii=False, sort_keys=True)
+
+
+def parse_locator(stored: str) -> Locator:
+    """A stored locator back (ValueError when it is not one)."""
+    data = json.loads(stored)
+    if not isinstance(data, dict):
+        raise ValueError("a locator is a JSON object")
+    return Locator.from_dict(data)
 
 
 class HitTable:
@@ -90,8 +119,15 @@ class HitTable:
             self._rows: npt.NDArray[np.int64] = np.load(
                 folder / ROWS, mmap_mode="r", allow_pickle=False
             ).view(np.ndarray)
+            self._located: npt.NDArray[np.int64] | None = None
+            if (folder / LOCATORS).is_file():
+                self._located = np.load(folder / LOCATORS, mmap_mode="r", allow_pickle=False)
         except (OSError, ValueError) as exc:
             raise IndexFormatError(f"{folder}: unreadable hit table ({exc})") from exc
+        if self._located is not None and self._located.shape != (n_chunks,):
+            raise IndexFormatError(
+                f"{folder / LOCATORS}: {self._located.shape} locators for {n_chunks} chunks"
+            )
         if self._rows.shape != (n_chunks, 5) or self._offsets.size < n_chunks + 1:
             raise IndexFormatError(
                 f"{folder / ROWS}: {self._rows.shape[0]} rows for {n_chunks} chunks"
@@ -105,6 +141,7 @@ class HitTable:
         self._meta_at = memoryview(self._rows.reshape(-1)).cast("B").cast("q")
         self._docs: dict[int, tuple[str, str, str]] = {}
         self._headings: dict[int, tuple[str, ...]] = {}
+        self._locators: dict[int, Locator] = {}
 
     @staticmethod
     def exists(folder: Path) -> bool:
@@ -136,6 +173,29 @@ class HitTable:
             heading = self._headings[number] = tuple(json.loads(self._string(number)))
         return heading
 
+    def _locator(self, number: int) -> Locator:
+        locator = self._locators.get(number)
+        if locator is None:
+            try:
+                locator = self._locators[number] = parse_locator(self._string(number))
+            except (ValueError, TypeError) as exc:
+                raise IndexFormatError(f"{self.folder / STRINGS}: bad locator ({exc})") from exc
+        return locator
+
+    def locator_of(self, row: int) -> Locator | None:
+        """The chunk's locator, None when it has none."""
+        if self._located is None:
+            return None
+        number = int(self._located[row])
+        return self._locator(number) if number >= 0 else None
+
+    def locators(self) -> dict[int, Locator]:
+        """Every located chunk's locator by row."""
+        if self._located is None:
+            return {}
+        rows = np.flatnonzero(self._located >= 0)
+        return {int(r): self._locator(int(self._located[r])) for r in rows}
+
     def chunks_with_source(self, rows: Sequence[int]) -> list[tuple[Chunk, str, str]]:
         """Each row's chunk, document title and path, in the order of ``rows``."""
         if not rows:
@@ -144,6 +204,7 @@ class HitTable:
             bad = [int(r) for r in rows if not 0 <= r < self._n]
             raise IndexFormatError(f"{self.folder}: chunk rows {bad[:5]} missing from hit table")
         strings, offset_at, meta_at = self._strings, self._offset_at, self._meta_at
+        located = self._located is not None
         out = []
         for row in rows:
             at = 5 * row
@@ -157,6 +218,7 @@ class HitTable:
                 meta_at[at + 2],
                 meta_at[at + 3],
                 self._heading(heading) if heading >= 0 else (),
+                self.locator_of(row) if located else None,
             )
             out.append((chunk, title, path))
         return out

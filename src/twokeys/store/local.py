@@ -6,7 +6,7 @@ Layout::
     kb.twokeys/
       manifest.json              the commit record: parameters, counts, current generation
       gen-<id>/
-        twokeys.sqlite           documents and chunks
+        twokeys.sqlite           documents, chunks, and the locators of located chunks
         lexical.vocab.txt        one term a line, sorted; line number = term id
         lexical.indptr.npy       int64, term-major CSR row pointers
         lexical.indices.npy      int32, chunk rows
@@ -84,7 +84,7 @@ from twokeys.store.leases import (
     remove_unleased,
 )
 from twokeys.store.writes import fsync_path, write_errors, writing
-from twokeys.types import Chunk
+from twokeys.types import Chunk, Locator
 
 HASHED_UP_TO = 4 << 20  # files up to this size get their sha256 in the manifest
 _SQLITE_MMAP_BYTES = 1 << 40  # SQLite caps it at its compiled maximum (2 GB by default)
@@ -109,6 +109,10 @@ CREATE TABLE chunks (
     end INTEGER NOT NULL,
     heading TEXT NOT NULL,
     text TEXT NOT NULL
+);
+CREATE TABLE locators (
+    row INTEGER PRIMARY KEY,
+    locator TEXT NOT NULL
 );
 """
 
@@ -228,6 +232,7 @@ class LocalIndex(IndexReader):
         self._vectors_loaded = False
         self._hit_table: hittable.HitTable | None = None
         self._hit_table_checked = False
+        self._all_locators: dict[int, Locator] | None = None
 
     def _hits(self) -> hittable.HitTable | None:
         """The generation's memory-mapped hit files (:mod:`twokeys.store.hittable`), or
@@ -377,6 +382,7 @@ class LocalIndex(IndexReader):
                     start=start,
                     end=end,
                     heading_path=self._heading_path(row, heading),
+                    locator=self.row_locators().get(row),
                 )
         missing = [r for r in rows if r not in found]
         if missing:
@@ -402,12 +408,35 @@ class LocalIndex(IndexReader):
                 batch,
             ):
                 heading_path = self._heading_path(row, heading)
-                chunk = Chunk(doc_id, position, text, start, end, heading_path)
+                locator = self.row_locators().get(row)
+                chunk = Chunk(doc_id, position, text, start, end, heading_path, locator)
                 found[row] = (chunk, title, path) if title is not None else (chunk, doc_id, doc_id)
         missing = [r for r in rows if r not in found]
         if missing:
             raise IndexFormatError(f"{self.path}: chunk rows {missing[:5]} missing from database")
         return [found[int(r)] for r in rows]
+
+    def row_locators(self) -> Mapping[int, Locator]:
+        """Every located chunk's locator by row (none for an index written before
+        locators were stored)."""
+        if self._all_locators is None:
+            table = self._hits()
+            if table is not None:
+                found = table.locators()
+            else:
+                found = {}
+                has_table = self._rows(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'locators'"
+                )
+                for row, stored in (
+                    self._rows("SELECT row, locator FROM locators") if has_table else []
+                ):
+                    try:
+                        found[int(row)] = hittable.parse_locator(stored)
+                    except (TypeError, ValueError) as exc:
+                        raise self._damaged(f"chunk row {row}: bad locator ({exc})") from exc
+            self._all_locators = found
+        return self._all_locators
 
     def iter_chunks(self) -> Iterator[tuple[int, Chunk]]:
         """Every chunk in row order."""
@@ -423,11 +452,11 @@ class LocalIndex(IndexReader):
                     raise self._damaged(str(exc)) from exc
             if not batch:
                 return
+            locators = self.row_locators()
             for row, doc_id, position, start, end, heading, text in batch:
-                yield (
-                    row,
-                    Chunk(doc_id, position, text, start, end, self._heading_path(row, heading)),
-                )
+                heading_path = self._heading_path(row, heading)
+                locator = locators.get(row)
+                yield row, Chunk(doc_id, position, text, start, end, heading_path, locator)
 
     def _doc(self, r: tuple[Any, ...]) -> DocumentInfo:
         try:
@@ -639,6 +668,10 @@ class GenerationWriter:
                 (row, c.doc_id, c.position, c.start, c.end, heading(c.heading_path), c.text)
                 for row, c in rows_and_chunks
             ),
+        )
+        self._db.executemany(
+            "INSERT INTO locators VALUES (?,?)",
+            ((row, hittable.locator_json(c.locator)) for row, c in rows_and_chunks if c.locator),
         )
 
     @write_errors

@@ -27,7 +27,7 @@ import contextlib
 import json
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from twokeys.errors import ConfigError, IndexFormatError, MissingExtraError
-from twokeys.filters import Filter
+from twokeys.filters import Filter, chunk_matches
 from twokeys.lexical.bm25 import BM25Params, TermMatrix
 from twokeys.store.base import (
     FORMAT_NAME,
@@ -50,7 +50,7 @@ from twokeys.store.base import (
 from twokeys.store.contract import IndexReader
 from twokeys.store.postgres.location import PostgresLocation
 from twokeys.store.postgres.schema import check_readable, qualified
-from twokeys.types import Chunk, ScoredChunk
+from twokeys.types import Chunk, Locator, ScoredChunk
 
 try:
     import psycopg
@@ -439,7 +439,7 @@ def read_stats(conn: psycopg.Connection[Any], schema: str) -> dict[str, Any]:
     return dict(zip(names, row, strict=True))
 
 
-_CHUNK_COLUMNS = "row_id, doc_id, position, text, start_offset, end_offset, heading_path"
+_CHUNK_COLUMNS = "row_id, doc_id, position, text, start_offset, end_offset, heading_path, locator"
 
 
 def _chunk(row: Sequence[Any]) -> Chunk:
@@ -450,6 +450,7 @@ def _chunk(row: Sequence[Any]) -> Chunk:
         start=int(row[4]),
         end=int(row[5]),
         heading_path=tuple(row[6]),
+        locator=Locator.from_dict(row[7]) if row[7] else None,
     )
 
 
@@ -528,11 +529,11 @@ class PostgresIndex(IndexReader):
         with self._db.connection() as conn:
             found = conn.execute(
                 f"SELECT c.row_id, c.doc_id, c.position, c.text, c.start_offset, c.end_offset, "
-                f"c.heading_path, d.title, d.path FROM {self._s}.chunks c "
+                f"c.heading_path, c.locator, d.title, d.path FROM {self._s}.chunks c "
                 f"JOIN {self._s}.documents d ON d.id = c.doc_id WHERE c.row_id = ANY(%s)",
                 (list(rows),),
             ).fetchall()
-        by_row = {int(r[0]): (_chunk(r), str(r[7]), str(r[8])) for r in found}
+        by_row = {int(r[0]): (_chunk(r), str(r[8]), str(r[9])) for r in found}
         missing = [r for r in rows if r not in by_row]
         if missing:
             raise IndexFormatError(f"{self.path}: no chunk with row {missing[0]} (deleted since?)")
@@ -557,20 +558,32 @@ class PostgresIndex(IndexReader):
         kept = self._masks.get(key)
         if kept is not None and kept[0] == generation:
             return kept[1]
-        ids = [d.id for d in self.all_documents() if all(f.matches(d) for f in filters)]
+        per_doc = [f for f in filters if not f.on_chunks]
+        per_chunk = [f for f in filters if f.on_chunks]
+        docs = {d.id: d for d in self.all_documents() if all(f.matches(d) for f in per_doc)}
         with self._db.connection() as conn:
             found = conn.execute(
-                f"SELECT row_id FROM {self._s}.chunks WHERE doc_id = ANY(%s)", (ids,)
+                f"SELECT row_id, doc_id, locator FROM {self._s}.chunks WHERE doc_id = ANY(%s)",
+                (list(docs),),
             ).fetchall()
             top = conn.execute(f"SELECT coalesce(max(row_id), -1) FROM {self._s}.chunks")
             size = int(top.fetchone()[0]) + 1  # type: ignore[index]
         mask = np.zeros(size, np.bool_)
-        mask[[int(r) for (r,) in found]] = True
+        for row, doc_id, stored in found:
+            locator = Locator.from_dict(stored) if stored else None
+            mask[int(row)] = all(chunk_matches(f, locator, docs[doc_id]) for f in per_chunk)
         with self._lock:
             if len(self._masks) >= 64:
                 self._masks.pop(next(iter(self._masks)))
             self._masks[key] = (generation, mask)
         return mask
+
+    def row_locators(self) -> Mapping[int, Locator]:
+        with self._db.connection() as conn:
+            found = conn.execute(
+                f"SELECT row_id, locator FROM {self._s}.chunks WHERE locator IS NOT NULL"
+            ).fetchall()
+        return {int(row): Locator.from_dict(stored) for row, stored in found}
 
     def info(self) -> dict[str, Any]:
         data = super().info()
@@ -631,7 +644,7 @@ class PostgresIndex(IndexReader):
                 f"SELECT {_CHUNK_COLUMNS}, chunk_id FROM {self._s}.chunks WHERE chunk_id = ANY(%s)",
                 (list(chunk_ids),),
             ).fetchall()
-        return {str(r[7]): _chunk(r) for r in found}
+        return {str(r[8]): _chunk(r) for r in found}
 
     def documents(self, ids: Sequence[str]) -> dict[str, DocumentInfo]:
         if not ids:

@@ -33,7 +33,7 @@ from twokeys.errors import IndexFormatError
 from twokeys.store.postgres.location import check_name
 
 #: The newest schema this twokeys writes; migrations[i] upgrades version i to i + 1.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: The oldest schema version this twokeys can upgrade (older ones are refused).
 OLDEST_UPGRADABLE = 0
 
@@ -93,7 +93,13 @@ CREATE TABLE {s}.postings (
 CREATE INDEX ON {s}.postings (row_id);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1,)
+# Version 1 -> 2: where each chunk sits in its file (page, slide, lines: a Locator's set
+# fields), NULL for a chunk without one.
+_V2 = """
+ALTER TABLE {s}.chunks ADD COLUMN locator jsonb;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
 
 
 def qualified(schema: str) -> str:

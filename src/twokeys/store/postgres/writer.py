@@ -206,7 +206,7 @@ class PostgresWriter:
                          len(d.chunks))
                     )  # fmt: skip
             columns = "row_id, doc_id, position, text, start_offset, end_offset, heading_path, "
-            columns += "length, metadata"
+            columns += "length, metadata, locator"
             has_vectors = any(d.embeddings is not None for d in docs)
             if has_vectors:
                 columns += ", embedding"
@@ -220,6 +220,7 @@ class PostgresWriter:
                         values: list[Any] = [
                             row, chunk.doc_id, chunk.position, chunk.text, chunk.start,
                             chunk.end, list(chunk.heading_path), d.lengths[j], metadata,
+                            Jsonb(chunk.locator.to_dict()) if chunk.locator else None,
                         ]  # fmt: skip
                         if has_vectors:
                             vec = d.embeddings[j] if d.embeddings is not None else None

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING, Final
 
+from twokeys.ingest.base import OnSkip, SkippedFile, SourceFile
 from twokeys.types import Document, Locator, Segment
 
 if TYPE_CHECKING:
@@ -169,6 +170,17 @@ _GRAMMARS: Final[Mapping[str, _Grammar]] = {
 def language_of(path: str) -> str | None:
     """The language of a file, by its suffix (None: not a code file)."""
     return LANGUAGES.get(os.path.splitext(path)[1].lower())
+
+
+def read(source: SourceFile, report: OnSkip) -> Iterator[Document]:
+    """The one document of a code file, cut by symbol (a skip or warning, reported)."""
+    from twokeys.ingest.readers import text  # decoded as any text file is
+
+    for doc in text.read(SourceFile(source.path, source.rel, "text"), report):
+        document, warning = read_code(doc)
+        if warning:
+            report(SkippedFile(source.rel, warning, kept=True))
+        yield document
 
 
 def read_code(doc: Document) -> tuple[Document, str]:

@@ -1,0 +1,273 @@
+"""PDF extraction and page-level retrieval on real manuals from Debian packages.
+
+Five PDFs (589 pages, ``PDFS``) from ``gnuplot-doc``, ``octave-doc``,
+``lilypond-doc-pdf`` and ``docbook-xsl-doc-pdf`` are read by four extractors:
+
+* ``twokeys``: twokeys' PDF reader (PDFium through pypdfium2, then the cleaning of
+  :mod:`twokeys.ingest.pdftext`: running headers/footers, line-end hyphens, ligatures,
+  two-column order);
+* ``pypdfium2``: PDFium's raw page text, uncleaned (what the cleaning adds);
+* ``pypdf``: ``page.extract_text()``;
+* ``markitdown``: Microsoft's markitdown (pdfminer.six), installed per its README
+  (``pip install 'markitdown[pdf]'``) in its own venv (``--markitdown-python``).
+  markitdown gives one text per file, without page breaks: its speed is measured on
+  the whole files, and its page texts come from converting each page split into a
+  one-page PDF (by pypdf; that time is not counted).
+
+``build OUT`` times each extractor over all the files in a fresh process (pages/s, peak
+RSS) and writes one BEIR collection per extractor, one document per page
+(``<file>#p<N>``), with the queries of ``benchmarks/pdf_pages/written.tsv`` (158 queries,
+79 identifier and 79 paraphrase, each with its gold page). ``run OUT`` evaluates bm25,
+dense and hybrid on each collection (``twokeys eval``) and prints nDCG@10 and
+Recall@10 per query kind: page-level figures, since a document is a page.
+
+How the queries were written (before any retrieval was run on these collections): 80
+pages were drawn at random (seed 34) among pages with at least 800 characters of text
+and no dot-leader table of contents, 16-30 per file; for each, pypdf's text of the page
+(not twokeys') was read and two queries written from it: an identifier query naming
+something the page defines or uses (an option, a function, a parameter), and a
+paraphrase query asking for what the page says in other words. Six pages were left
+out as license text repeated in several manuals (GPL, FDL) or an index page; four
+more pages were added from an earlier draw. The gold page is the page the query was
+written from (other pages may answer too: then a system is penalised alike).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).parent / "pdf_pages"
+DOC = Path("/usr/share/doc")
+#: name in the collection -> path under /usr/share/doc (the docbook one is gzipped)
+PDFS = {
+    "gnuplot.pdf": "gnuplot/gnuplot.pdf",
+    "liboctave.pdf": "octave/liboctave.pdf",
+    "lilypond-usage.pdf": "lilypond/html/Documentation/usage.pdf",
+    "lilypond-extending.pdf": "lilypond/html/Documentation/extending.pdf",
+    "docbook-xsl-reference.pdf": "docbook-xsl-doc-pdf/doc/reference.pdf.gz",
+}
+EXTRACTORS = ("twokeys", "pypdfium2", "pypdf", "markitdown")
+RETRIEVERS = ("bm25", "dense", "hybrid")
+
+
+def pdf_files(out: Path) -> dict[str, Path]:
+    """The PDFs, the gzipped one unpacked into ``out``."""
+    import gzip
+
+    files = {}
+    for name, rel in PDFS.items():
+        path = DOC / rel
+        if not path.exists():
+            sys.exit(f"missing {path}: apt-get install gnuplot-doc octave-doc lilypond-doc-pdf "
+                     "docbook-xsl-doc-pdf")  # fmt: skip
+        if path.suffix == ".gz":
+            target = out / name
+            if not target.exists():
+                target.write_bytes(gzip.decompress(path.read_bytes()))
+            path = target
+        files[name] = path
+    return files
+
+
+# -- extraction (each run in a fresh process by ``extract``) ---------------------------
+
+
+def _twokeys(path: Path) -> list[str]:
+    from twokeys.ingest.base import SourceFile
+    from twokeys.ingest.readers.pdf import read
+
+    docs = list(read(SourceFile(path, path.name, "pdf"), lambda skipped: None))
+    pages: dict[int, list[str]] = defaultdict(list)
+    for doc in docs:
+        for seg in doc.segments:
+            if seg.locator.page is not None:
+                pages[seg.locator.page].append(doc.text[seg.start : seg.end])
+    n = max(pages, default=0)
+    return ["\n".join(pages.get(i, [])) for i in range(1, n + 1)]
+
+
+def _pypdfium2(path: Path) -> list[str]:
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(str(path))
+    out = []
+    for i in range(len(pdf)):
+        page = pdf[i]
+        textpage = page.get_textpage()
+        out.append(textpage.get_text_range())
+        textpage.close()
+        page.close()
+    pdf.close()
+    return out
+
+
+def _pypdf(path: Path) -> list[str]:
+    import pypdf
+
+    logging.disable(logging.CRITICAL)  # font warnings on every page otherwise
+    return [page.extract_text() for page in pypdf.PdfReader(path).pages]
+
+
+def _markitdown_whole(path: Path) -> list[str]:
+    from markitdown import MarkItDown
+
+    return [MarkItDown().convert(str(path)).text_content]
+
+
+def extract(name: str, files: list[Path]) -> dict[str, Any]:
+    """Run one extractor over ``files``: its texts, pages, seconds and peak RSS."""
+    function = {
+        "twokeys": _twokeys,
+        "pypdfium2": _pypdfium2,
+        "pypdf": _pypdf,
+        "markitdown": _markitdown_whole,
+    }[name]
+    started = time.perf_counter()
+    texts = {path.name: function(path) for path in files}
+    seconds = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return {"texts": texts, "seconds": seconds, "peak_rss": peak}
+
+
+def _markitdown_pages(python: str, path: Path, scratch: Path) -> list[str]:
+    """markitdown's text of each page, from one-page PDFs split by pypdf."""
+    import pypdf
+
+    logging.disable(logging.CRITICAL)
+    reader = pypdf.PdfReader(path)
+    names = []
+    for i, page in enumerate(reader.pages):
+        writer = pypdf.PdfWriter()
+        writer.add_page(page)
+        target = scratch / f"{path.stem}-{i + 1:04d}.pdf"
+        with open(target, "wb") as fh:
+            writer.write(fh)
+        names.append(str(target))
+    script = (
+        "import json,sys\nfrom markitdown import MarkItDown\nm=MarkItDown()\n"
+        "print(json.dumps([m.convert(p).text_content for p in sys.argv[1:]]))"
+    )
+    done = subprocess.run([python, "-c", script, *names], capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    pages: list[str] = json.loads(done.stdout)
+    return pages
+
+
+def build(out: Path, markitdown_python: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    files = pdf_files(out)
+    queries = [line.split("\t") for line in (HERE / "written.tsv").read_text().splitlines()]
+    speed = {}
+    for name in EXTRACTORS:
+        python = markitdown_python if name == "markitdown" else sys.executable
+        code = (
+            "import json,sys\nfrom pathlib import Path\nfrom benchmarks.pdf_pages import extract\n"
+            f"r=extract({name!r},[Path(p) for p in sys.argv[1:]])\nprint(json.dumps(r))"
+        )
+        paths = [str(Path.cwd()), str(Path.cwd() / "src")]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+        done = subprocess.run([python, "-c", code, *map(str, files.values())], capture_output=True,
+                              text=True, env=env, check=True)  # fmt: skip
+        result = json.loads(done.stdout)
+        texts: dict[str, list[str]] = result["texts"]
+        if name == "markitdown":
+            scratch = out / "markitdown-pages"
+            scratch.mkdir(exist_ok=True)
+            texts = {n: _markitdown_pages(python, p, scratch) for n, p in files.items()}
+            pages = sum(len(t) for t in texts.values())
+        else:
+            pages = sum(len(t) for t in texts.values())
+        speed[name] = {"pages": pages, "seconds": result["seconds"], "peak_rss": result["peak_rss"]}
+        _collection(out / name, texts, queries)
+        print(f"{name}: {pages} pages in {result['seconds']:.1f}s", file=sys.stderr)
+    (out / "speed.json").write_text(json.dumps(speed, indent=1))
+
+
+def _collection(folder: Path, texts: dict[str, list[str]], queries: list[list[str]]) -> None:
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    with open(folder / "corpus.jsonl", "w") as fh:
+        for name, pages in texts.items():
+            for number, text in enumerate(pages, start=1):
+                record = {"_id": f"{name}#p{number}", "title": "", "text": text}
+                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+    with open(folder / "queries.jsonl", "w") as fq, open(folder / "qrels" / "test.tsv", "w") as fr:
+        fr.write("query-id\tcorpus-id\tscore\n")
+        for i, (name, page, kind, text) in enumerate(queries, start=1):
+            qid = f"q{i:03d}"
+            fq.write(json.dumps({"_id": qid, "text": text, "metadata": {"kind": kind}}) + "\n")
+            fr.write(f"{qid}\t{name}#p{page}\t1\n")
+
+
+# -- evaluation --------------------------------------------------------------------------
+
+
+def run(out: Path) -> None:
+    import ir_measures
+    from ir_measures import R, nDCG
+
+    speed = json.loads((out / "speed.json").read_text())
+    rows = []
+    for name in EXTRACTORS:
+        folder = out / name
+        runs = out / f"runs-{name}"
+        subprocess.run(
+            [sys.executable, "-m", "twokeys.cli", "eval", str(folder), "-q",
+             "--retrievers", ",".join(RETRIEVERS), "--index", str(out / f"index-{name}.twokeys"),
+             "--save-runs", str(runs), "--json"],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        kinds = {}
+        for line in (folder / "queries.jsonl").read_text().splitlines():
+            q = json.loads(line)
+            kinds[q["_id"]] = q["metadata"]["kind"]
+        qrels = list(ir_measures.read_trec_qrels(str(folder / "qrels" / "test.tsv")))
+        for retriever in RETRIEVERS:
+            run_file = next(runs.glob(f"*{retriever}*"))
+            scored = list(ir_measures.read_trec_run(str(run_file)))
+            for kind in ("identifier", "paraphrase", "all"):
+                keep = {q for q, k in kinds.items() if kind == "all" or k == kind}
+                measures = ir_measures.calc_aggregate(
+                    [nDCG @ 10, R @ 10],
+                    [q for q in qrels if q.query_id in keep],
+                    [s for s in scored if s.query_id in keep],
+                )
+                rows.append((name, retriever, kind, measures[nDCG @ 10], measures[R @ 10]))
+    print("| extractor | pages/s | peak RSS MB |")
+    print("|---|---:|---:|")
+    for name in EXTRACTORS:
+        s = speed[name]
+        print(f"| {name} | {s['pages'] / s['seconds']:.1f} | {s['peak_rss'] / 2**20:.0f} |")
+    print()
+    print("| extractor | retriever | kind | nDCG@10 | Recall@10 |")
+    print("|---|---|---|---:|---:|")
+    for name, retriever, kind, ndcg, recall in rows:
+        print(f"| {name} | {retriever} | {kind} | {ndcg:.3f} | {recall:.3f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("out", type=Path)
+    b.add_argument("--markitdown-python", default="/work/cache/markitdown-venv/bin/python")
+    r = sub.add_parser("run")
+    r.add_argument("out", type=Path)
+    args = parser.parse_args()
+    if args.command == "build":
+        build(args.out, args.markitdown_python)
+    else:
+        run(args.out)
+
+
+if __name__ == "__main__":
+    main()
