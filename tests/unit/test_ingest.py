@@ -10,9 +10,9 @@ import pytest
 
 from twokeys.errors import IngestError
 from twokeys.ingest import SUPPORTED_SUFFIXES, SkippedFile, load_documents
-from twokeys.ingest.readers.code import SUFFIXES as CODE_SUFFIXES
 from twokeys.ingest.html import html_to_markdown
 from twokeys.ingest.jsonl import load_jsonl
+from twokeys.ingest.readers.code import SUFFIXES as CODE_SUFFIXES
 from twokeys.types import Document
 
 
