@@ -232,3 +232,27 @@ def test_a_folder_of_code_is_read_by_symbol(tmp_path: Path) -> None:
         "broken.go: does not parse as go (line 2); indexed by line windows"
     ]
     assert docs["broken.go"].segments[0].locator.symbol == "broken"
+
+
+def test_chunks_of_a_long_function_carry_their_own_lines() -> None:
+    from twokeys.chunking import ChunkerConfig, approx_token_counter, chunk_document
+    from twokeys.ingest.readers.code import read_code
+    from twokeys.types import Document
+
+    body = "".join(f"    total += compute_step_{i}(value, factor={i})\n" for i in range(200))
+    text = f"import os\n\n\ndef accumulate(value):\n    total = 0\n{body}    return total\n"
+    doc, warning = read_code(Document("calc.py", "", text, "calc.py", 0.0, "x", "text"))
+    assert warning == ""
+    config = ChunkerConfig(max_tokens=128, overlap_tokens=0, min_tokens=16)
+    chunks = chunk_document(doc, approx_token_counter, config)
+    symbols = [c.locator.symbol for c in chunks if c.locator is not None]
+    assert symbols[0] == "calc" and set(symbols[1:]) == {"calc.accumulate"}
+    for chunk in chunks[1:]:
+        loc = chunk.locator
+        assert loc is not None and loc.line_start is not None
+        first = text.count("\n", 0, chunk.start + len(chunk.text) - len(chunk.text.lstrip())) + 1
+        last = text.count("\n", 0, chunk.start + len(chunk.text.rstrip()) - 1) + 1
+        assert (loc.line_start, loc.line_end) == (first, last)
+        assert chunk.heading_path == ("calc.accumulate",)
+    assert chunks[1].locator is not None and chunks[1].locator.line_start == 4
+    assert chunks[-1].locator is not None and chunks[-1].locator.line_end == 206
