@@ -256,3 +256,22 @@ def test_chunks_of_a_long_function_carry_their_own_lines() -> None:
         assert chunk.heading_path == ("calc.accumulate",)
     assert chunks[1].locator is not None and chunks[1].locator.line_start == 4
     assert chunks[-1].locator is not None and chunks[-1].locator.line_end == 206
+
+
+def test_a_comment_above_a_class_s_first_method_goes_with_it() -> None:
+    text = "class Pool:\n    # Take one.\n    def acquire(self):\n        return 1\n"
+    assert read("pool.py", text) == [
+        (1, 1, "pool.Pool", "class Pool:"),
+        (2, 4, "pool.Pool.acquire", "# Take one."),
+    ]
+
+
+def test_many_definitions_are_read_in_one_sweep() -> None:
+    methods = "".join(
+        f"    # ü {i}\n    def m{i}(self):\n        return {i}\n\n" for i in range(3000)
+    )
+    text = f"class Big:\n{methods}"
+    segments, warning = code_segments(text, "big.py", "python")
+    rows = table(text, segments)
+    assert warning == "" and len(rows) == 3001
+    assert rows[-1] == (11998, 12000, "big.Big.m2999", "# ü 2999")

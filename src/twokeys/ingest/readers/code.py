@@ -289,15 +289,25 @@ def _definitions(
             continue
         start = child.start_byte
         row = child.start_point.row
-        j = i - 1
-        while j >= 0 and children[j].type in _COMMENTS and children[j].end_point.row >= row - 1:
-            start, row = children[j].start_byte, children[j].start_point.row
-            j -= 1
+        # the comments right above it; before a body's first member, they may sit just
+        # before the body (Python puts a comment after ``class X:`` in the class)
+        above = itertools.chain((children[j] for j in range(i - 1, -1, -1)), _siblings_before(body))
+        for prev in above:
+            if prev.type not in _COMMENTS or prev.end_point.row < row - 1:
+                break
+            start, row = prev.start_byte, prev.start_point.row
         symbol = (*scope, *name.split("."))
         yield _Span(start, child.end_byte, symbol, len(scope))
         members = node.child_by_field_name(member_field) if member_field else None
         if members is not None:
             yield from _definitions(members, symbol, grammar, source)
+
+
+def _siblings_before(node: Node) -> Iterator[Node]:
+    prev = node.prev_sibling
+    while prev is not None:
+        yield prev
+        prev = prev.prev_sibling
 
 
 def _definition(node: Node, grammar: _Grammar) -> tuple[Node, str] | None:
@@ -432,20 +442,26 @@ _NAMERS: Final[Mapping[str, Callable[[Node, bytes], str]]] = {
 def _segments(text: str, source: bytes, spans: list[_Span], module: str) -> tuple[Segment, ...]:
     """Cut ``text`` at the definitions' edges: each piece belongs to the innermost
     definition that holds it (the module where none does); blank pieces and leftover
-    braces join the piece before."""
-    edges = _CharOffsets(text, source)
+    braces join the piece before. One sweep over the edges: a file of thousands of
+    definitions costs no more per definition than a small one."""
+    edges = _CharOffsets(text, source, [x for s in spans for x in (s.start, s.end)])
+    char_spans = [(edges.line_start(s.start), edges.line_end(s.end)) for s in spans]
+    cuts = sorted({0, len(text)} | {x for span in char_spans for x in span})
+    # spans nest (a method inside its class): the innermost open one owns a piece
+    order = sorted(range(len(spans)), key=lambda i: (char_spans[i][0], -char_spans[i][1]))
     pieces: list[tuple[int, int, int]] = []  # (start, end, owning span index or -1)
-    cuts = sorted(
-        {0, len(text)}
-        | {edges.line_start(s.start) for s in spans}
-        | {edges.line_end(s.end) for s in spans}
-    )
-    char_spans = [(edges.line_start(s.start), edges.line_end(s.end), s.depth) for s in spans]
+    stack: list[int] = []
+    j = 0
     for a, b in itertools.pairwise(cuts):
-        owner = -1
-        for i, (start, end, depth) in enumerate(char_spans):
-            if start <= a and b <= end and (owner < 0 or depth > char_spans[owner][2]):
-                owner = i
+        while j < len(order) and char_spans[order[j]][0] <= a:
+            while stack and char_spans[stack[-1]][1] <= a:
+                stack.pop()
+            if char_spans[order[j]][1] > a:
+                stack.append(order[j])
+            j += 1
+        while stack and char_spans[stack[-1]][1] <= a:
+            stack.pop()
+        owner = stack[-1] if stack else -1
         if pieces and (
             pieces[-1][2] == owner
             or not text[a:b].strip()
@@ -458,38 +474,53 @@ def _segments(text: str, source: bytes, spans: list[_Span], module: str) -> tupl
         first, second = pieces[0], pieces[1]  # leading blank lines: the next piece's
         pieces[:2] = [(first[0], second[1], second[2])]
     segments = []
+    lines = _LineCounter(text)
     for start, end, owner in pieces:
         symbol = ".".join((module, *spans[owner].symbol)) if owner >= 0 else module
-        first_line, last_line = _line_range(text, start, end)
+        body = text[start:end]
+        lead = len(body) - len(body.lstrip())
+        tail = max(len(body.rstrip()), lead + 1)
+        first_line = lines.line_of(start + lead)
+        last_line = max(first_line, lines.line_of(start + tail - 1))
         locator = Locator(line_start=first_line, line_end=last_line, symbol=symbol)
         segments.append(Segment(start, end, locator))
     return tuple(segments)
 
 
-def _line_range(text: str, start: int, end: int) -> tuple[int, int]:
-    """The 1-based lines of the text in ``[start, end)``, blank lines at its edges left out."""
-    body = text[start:end]
-    lead = len(body) - len(body.lstrip())
-    trail = len(body.rstrip())
-    first = text.count("\n", 0, start + lead) + 1
-    last = text.count("\n", 0, start + max(trail, lead + 1) - 1) + 1
-    return first, max(first, last)
+class _LineCounter:
+    """1-based line numbers of offsets asked for in increasing order (mostly)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._at = 0
+        self._line = 1
+
+    def line_of(self, offset: int) -> int:
+        if offset < self._at:
+            self._at, self._line = 0, 1
+        self._line += self.text.count("\n", self._at, offset)
+        self._at = offset
+        return self._line
 
 
 class _CharOffsets:
     """Byte offsets of the UTF-8 source as offsets into the text, snapped to lines: a
     definition starts at its line's start and ends after its line's newline, where only
-    blanks lie between."""
+    blanks lie between. The offsets used are converted at once, in one pass."""
 
-    def __init__(self, text: str, source: bytes) -> None:
+    def __init__(self, text: str, source: bytes, offsets: list[int]) -> None:
         self.text = text
-        self._ascii = len(source) == len(text)
-        self._source = source
+        self._chars: dict[int, int] | None = None
+        if len(source) != len(text):  # not ASCII: count the characters before each
+            self._chars = {}
+            at = chars = 0
+            for byte in sorted(set(offsets)):
+                chars += len(source[at:byte].decode("utf-8", "surrogatepass"))
+                self._chars[byte] = chars
+                at = byte
 
     def char(self, byte: int) -> int:
-        if self._ascii:
-            return byte
-        return len(self._source[:byte].decode("utf-8", "surrogatepass"))
+        return byte if self._chars is None else self._chars[byte]
 
     def line_start(self, byte: int) -> int:
         at = self.char(byte)
