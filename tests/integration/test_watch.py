@@ -261,3 +261,40 @@ def test_index_watch_cli_until_ctrl_c(tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_the_page_shows_the_generation_advancing(tmp_path: Path) -> None:
+    """The search page's header follows the watched index's generation (a real browser)."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (test extra)")
+    chromium = os.environ.get("TWOKEYS_CHROMIUM", "/usr/bin/chromium")
+    if not Path(chromium).is_file():
+        pytest.skip(f"no chromium at {chromium}")
+    from serverutil import running
+    from twokeys.server.app import create_app
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\n\nThe compressor hums.\n")
+    build_index(folder, tmp_path / "index", LEXICAL)
+    service, stop = watched_service(tmp_path / "index", folder, echo=lambda _: None)
+    try:
+        with running(create_app(service)) as url, sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(
+                executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu"]
+            )
+            try:
+                page = browser.new_page()
+                page.goto(url)
+                stats = page.locator("#stats")
+                first = service.generation
+                sync_api.expect(stats).to_contain_text("1 documents, 1 chunks", timeout=20_000)
+                sync_api.expect(stats).to_contain_text(f"generation {first}")
+                (folder / "b.md").write_text("# B\n\nThe turbine whistles.\n")
+                wait_for("the new generation", lambda: service.generation != first)
+                sync_api.expect(stats).to_contain_text("2 documents", timeout=20_000)
+                sync_api.expect(stats).to_contain_text(f"generation {service.generation}")
+            finally:
+                browser.close()
+    finally:
+        stop.set()
+        service.close()
