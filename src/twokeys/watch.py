@@ -202,11 +202,18 @@ def watch_folder(
     def show(update: Update) -> None:
         echo(describe(update, generation_of(location) if update.report is not None else ""))
 
+    said: set[str] = set()  # every re-index reads the whole folder: say each warning once
+
+    def skipped(item: SkippedFile) -> None:
+        if on_skip is not None and str(item) not in said:
+            said.add(str(item))
+            on_skip(item)
+
     # Ctrl-C is the way a watch ends: a re-index it cuts short leaves the index as last
     # committed
     with contextlib.suppress(KeyboardInterrupt):
         keep_current(
-            source, location, options, encoder=encoder, on_update=show, on_skip=on_skip, stop=stop
+            source, location, options, encoder=encoder, on_update=show, on_skip=skipped, stop=stop
         )
     echo("stopped watching")
 
