@@ -275,3 +275,12 @@ def test_many_definitions_are_read_in_one_sweep() -> None:
     rows = table(text, segments)
     assert warning == "" and len(rows) == 3001
     assert rows[-1] == (11998, 12000, "big.Big.m2999", "# ü 2999")
+
+
+def test_a_cpp_header_ending_in_h_is_read_as_cpp() -> None:
+    text = "#pragma once\nclass Socket {\n public:\n  int open(int port) { return port; }\n};\n"
+    assert [row[:3] for row in read("net/socket.h", text)] == [
+        (1, 1, "socket"),
+        (2, 3, "socket.Socket"),
+        (4, 5, "socket.Socket.open"),
+    ]

@@ -13,7 +13,8 @@ into its own lines (the header, docstring, attributes: symbol ``module.Class``) 
 segment per method; code between definitions at module level is a segment of its own,
 named by the module.
 
-A file that does not parse cleanly, or whose language has no grammar installed, is cut
+A ``.h`` file that does not parse as C but does as C++ is read as C++. A file that does
+not parse cleanly, or whose language has no grammar installed, is cut
 into windows of :data:`WINDOW_LINES` lines instead, with a warning that says why.
 
 Which parser: the per-language grammar wheels over ``tree-sitter-language-pack`` (which
@@ -24,6 +25,7 @@ downloads its grammars at first use, so fails offline) and ``tree-sitter-languag
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import itertools
 import os
@@ -203,6 +205,11 @@ def code_segments(text: str, path: str, language: str) -> tuple[tuple[Segment, .
         return line_windows(text, module_name(path)), f"{why}; indexed by line windows"
     source = text.encode("utf-8", "surrogatepass")
     tree = parser.parse(source)
+    if tree.root_node.has_error and language == "c" and path.lower().endswith(".h"):
+        with contextlib.suppress(ImportError):  # a C++ header, perhaps
+            cpp_tree = _parser("cpp").parse(source)
+            if not cpp_tree.root_node.has_error:
+                tree, language = cpp_tree, "cpp"
     if tree.root_node.has_error:
         row = _first_error_row(tree.root_node)
         where = f" (line {row + 1})" if row is not None else ""
