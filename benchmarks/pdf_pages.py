@@ -14,19 +14,22 @@ Five PDFs (589 pages, ``PDFS``) from ``gnuplot-doc``, ``octave-doc``,
   the whole files, and its page texts come from converting each page split into a
   one-page PDF (by pypdf; that time is not counted).
 
-``build OUT`` times each extractor over all the files in a fresh process (pages/s, peak
-RSS) and writes one BEIR collection per extractor, one document per page
-(``<file>#p<N>``), with the queries of ``benchmarks/pdf_pages/written.tsv`` (158 queries,
-79 identifier and 79 paraphrase, each with its gold page). ``run OUT`` evaluates bm25,
-dense and hybrid on each collection (``twokeys eval``) and prints nDCG@10 and
-Recall@10 per query kind: page-level figures, since a document is a page.
+``build OUT`` runs each extractor over all the files in a fresh process and writes one
+BEIR collection per extractor, one document per page (``<file>#p<N>``), with the
+queries of ``benchmarks/pdf_pages/written.tsv`` (158 queries, 79 identifier and 79
+paraphrase, each with its gold page); ``markitdown OUT`` writes markitdown's collection
+alone. ``speed OUT [--pdfs ...]`` times each extractor in a fresh process: wall and CPU
+seconds (compare CPU time on a shared machine) and peak RSS. ``run OUT`` evaluates
+bm25, dense and hybrid on each collection (``twokeys eval``, the default MiniLM encoder)
+and prints nDCG@10 and Recall@10 per query kind: page-level figures, since a document
+is a page.
 
 How the queries were written (before any retrieval was run on these collections): 80
 pages were drawn at random (seed 34) among pages with at least 800 characters of text
-and no dot-leader table of contents, 16-30 per file; for each, pypdf's text of the page
+and no dot-leader table of contents, 10-30 per file; for each, pypdf's text of the page
 (not twokeys') was read and two queries written from it: an identifier query naming
 something the page defines or uses (an option, a function, a parameter), and a
-paraphrase query asking for what the page says in other words. Six pages were left
+paraphrase query asking for what the page says in other words. Five pages were left
 out as license text repeated in several manuals (GPL, FDL) or an index page; four
 more pages were added from an earlier draw. The gold page is the page the query was
 written from (other pages may answer too: then a system is penalised alike).
@@ -56,7 +59,7 @@ PDFS = {
     "lilypond-extending.pdf": "lilypond/html/Documentation/extending.pdf",
     "docbook-xsl-reference.pdf": "docbook-xsl-doc-pdf/doc/reference.pdf.gz",
 }
-EXTRACTORS = ("twokeys", "pypdfium2", "pypdf", "markitdown")
+EXTRACTORS = ("twokeys", "markitdown", "pypdf", "pypdfium2")
 RETRIEVERS = ("bm25", "dense", "hybrid")
 
 
@@ -132,11 +135,46 @@ def extract(name: str, files: list[Path]) -> dict[str, Any]:
         "pypdf": _pypdf,
         "markitdown": _markitdown_whole,
     }[name]
+    before = resource.getrusage(resource.RUSAGE_SELF)
     started = time.perf_counter()
     texts = {path.name: function(path) for path in files}
     seconds = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return {"texts": texts, "seconds": seconds, "peak_rss": peak}
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    peak = after.ru_maxrss * 1024
+    return {"texts": texts, "seconds": seconds, "cpu_seconds": cpu, "peak_rss": peak}
+
+
+def speed(out: Path, markitdown_python: str, names: tuple[str, ...]) -> None:
+    """Time each extractor over the PDFs ``names`` in a fresh process: wall and CPU
+    seconds (CPU time is what to compare on a shared machine) and peak RSS."""
+    files = pdf_files(out)
+    chosen = [files[n] for n in names]
+    found = {}
+    for name in EXTRACTORS:
+        result = _extract_in_process(name, chosen, markitdown_python)
+        pages = sum(len(t) for t in result["texts"].values())
+        if name == "markitdown":  # one text per file: count the pages with pypdf
+            import pypdf
+
+            pages = sum(len(pypdf.PdfReader(p).pages) for p in chosen)
+        found[name] = {k: v for k, v in result.items() if k != "texts"} | {"pages": pages}
+    (out / "speed.json").write_text(json.dumps(found, indent=1))
+    speed_table(out)
+
+
+def _extract_in_process(name: str, files: list[Path], markitdown_python: str) -> dict[str, Any]:
+    python = markitdown_python if name == "markitdown" else sys.executable
+    code = (
+        "import json,sys\nfrom pathlib import Path\nfrom benchmarks.pdf_pages import extract\n"
+        f"r=extract({name!r},[Path(p) for p in sys.argv[1:]])\nprint(json.dumps(r))"
+    )
+    paths = [str(Path.cwd()), str(Path.cwd() / "src")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    done = subprocess.run([python, "-c", code, *map(str, files)], capture_output=True,
+                          text=True, env=env, check=True)  # fmt: skip
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
 
 
 def _markitdown_pages(python: str, path: Path, scratch: Path) -> list[str]:
@@ -190,7 +228,29 @@ def build(out: Path, markitdown_python: str) -> None:
         speed[name] = {"pages": pages, "seconds": result["seconds"], "peak_rss": result["peak_rss"]}
         _collection(out / name, texts, queries)
         print(f"{name}: {pages} pages in {result['seconds']:.1f}s", file=sys.stderr)
-    (out / "speed.json").write_text(json.dumps(speed, indent=1))
+        (out / "speed.json").write_text(json.dumps(speed, indent=1))
+    speed_table(out)
+
+
+def speed_table(out: Path) -> None:
+    """Pages/s and peak memory of each extractor, measured in one ``build`` run."""
+    speed = json.loads((out / "speed.json").read_text())
+    print("| extractor | pages | CPU seconds | pages per CPU second | peak RSS MB |")
+    print("|---|---:|---:|---:|---:|")
+    for name, s in speed.items():
+        cpu = s.get("cpu_seconds", s["seconds"])
+        rate, rss = s["pages"] / cpu, s["peak_rss"] / 2**20
+        print(f"| {name} | {s['pages']} | {cpu:.1f} | {rate:.1f} | {rss:.0f} |")
+
+
+def markitdown_collection(out: Path, markitdown_python: str) -> None:
+    """Only markitdown's collection (its page texts, from one-page PDFs)."""
+    files = pdf_files(out)
+    queries = [line.split("\t") for line in (HERE / "written.tsv").read_text().splitlines()]
+    scratch = out / "markitdown-pages"
+    scratch.mkdir(parents=True, exist_ok=True)
+    texts = {n: _markitdown_pages(markitdown_python, p, scratch) for n, p in files.items()}
+    _collection(out / "markitdown", texts, queries)
 
 
 def _collection(folder: Path, texts: dict[str, list[str]], queries: list[list[str]]) -> None:
@@ -211,13 +271,12 @@ def _collection(folder: Path, texts: dict[str, list[str]], queries: list[list[st
 # -- evaluation --------------------------------------------------------------------------
 
 
-def run(out: Path) -> None:
+def run(out: Path, extractors: tuple[str, ...] = EXTRACTORS) -> None:
     import ir_measures
     from ir_measures import R, nDCG
 
-    speed = json.loads((out / "speed.json").read_text())
     rows = []
-    for name in EXTRACTORS:
+    for name in extractors:
         folder = out / name
         runs = out / f"runs-{name}"
         subprocess.run(
@@ -230,7 +289,13 @@ def run(out: Path) -> None:
         for line in (folder / "queries.jsonl").read_text().splitlines():
             q = json.loads(line)
             kinds[q["_id"]] = q["metadata"]["kind"]
-        qrels = list(ir_measures.read_trec_qrels(str(folder / "qrels" / "test.tsv")))
+        qrels = [
+            ir_measures.Qrel(q, d, int(r))
+            for q, d, r in (
+                line.split("\t")
+                for line in (folder / "qrels" / "test.tsv").read_text().splitlines()[1:]
+            )
+        ]
         for retriever in RETRIEVERS:
             run_file = next(runs.glob(f"*{retriever}*"))
             scored = list(ir_measures.read_trec_run(str(run_file)))
@@ -242,12 +307,7 @@ def run(out: Path) -> None:
                     [s for s in scored if s.query_id in keep],
                 )
                 rows.append((name, retriever, kind, measures[nDCG @ 10], measures[R @ 10]))
-    print("| extractor | pages/s | peak RSS MB |")
-    print("|---|---:|---:|")
-    for name in EXTRACTORS:
-        s = speed[name]
-        print(f"| {name} | {s['pages'] / s['seconds']:.1f} | {s['peak_rss'] / 2**20:.0f} |")
-    print()
+                print(name, retriever, kind, rows[-1][3:], file=sys.stderr, flush=True)
     print("| extractor | retriever | kind | nDCG@10 | Recall@10 |")
     print("|---|---|---|---:|---:|")
     for name, retriever, kind, ndcg, recall in rows:
@@ -260,13 +320,25 @@ def main() -> None:
     b = sub.add_parser("build")
     b.add_argument("out", type=Path)
     b.add_argument("--markitdown-python", default="/work/cache/markitdown-venv/bin/python")
+    m = sub.add_parser("markitdown")
+    m.add_argument("out", type=Path)
+    m.add_argument("--markitdown-python", default="/work/cache/markitdown-venv/bin/python")
+    t = sub.add_parser("speed")
+    t.add_argument("out", type=Path)
+    t.add_argument("--markitdown-python", default="/work/cache/markitdown-venv/bin/python")
+    t.add_argument("--pdfs", default=",".join(PDFS))
     r = sub.add_parser("run")
     r.add_argument("out", type=Path)
+    r.add_argument("--extractors", default=",".join(EXTRACTORS))
     args = parser.parse_args()
     if args.command == "build":
         build(args.out, args.markitdown_python)
+    elif args.command == "markitdown":
+        markitdown_collection(args.out, args.markitdown_python)
+    elif args.command == "speed":
+        speed(args.out, args.markitdown_python, tuple(args.pdfs.split(",")))
     else:
-        run(args.out)
+        run(args.out, tuple(args.extractors.split(",")))
 
 
 if __name__ == "__main__":
