@@ -236,7 +236,9 @@ def _chunks(
             paths = [section.path for section in sections]
             if plan.groups:
                 return [
-                    Chunk(doc.id, i, text[a:b], a, b, paths[k], _locate(plan, sections[k], a, b))
+                    Chunk(
+                        doc.id, i, text[a:b], a, b, paths[k], _locate(plan, sections[k], a, b, text)
+                    )
                     for i, (k, a, b) in enumerate(packed)
                 ]
             return [
@@ -253,7 +255,7 @@ def _chunks(
     chunks: list[Chunk] = []
     for section, blocks, budget in zip(sections, pieces, budgets, strict=True):
         for start, end in _pack(blocks, budget, config):
-            locator = _locate(plan, section, start, end) if plan.groups else None
+            locator = _locate(plan, section, start, end, text) if plan.groups else None
             chunks.append(
                 Chunk(doc.id, len(chunks), text[start:end], start, end, section.path, locator)
             )
@@ -326,8 +328,8 @@ def _joins(first: Locator, other: Locator) -> bool:
 
 
 def _section_path(locator: Locator) -> tuple[str, ...]:
-    if not locator.section:
-        return ()
+    if not locator.section:  # a code symbol (module.Class.method) heads its chunks
+        return (locator.symbol,) if locator.symbol else ()
     return tuple(p for p in (x.strip() for x in locator.section.split(HEADING_SEPARATOR)) if p)
 
 
@@ -367,13 +369,23 @@ def _segmented_plan(doc: Document, config: ChunkerConfig) -> _Plan | None:
     return _Plan(sections, heading_lines, spans, pieces, tuple(groups))
 
 
-def _locate(plan: _Plan, section: _Section, start: int, end: int) -> Locator | None:
+def _locate(plan: _Plan, section: _Section, start: int, end: int, text: str) -> Locator | None:
     """The locator of a chunk ``[start, end)`` of ``section``: its segment's, or one
-    spanning the segments it covers; None where the reader located nothing."""
+    spanning the segments it covers; None where the reader located nothing. A chunk of
+    part of a line-located segment (a long function) gets its own lines."""
     segs = [s for s in plan.groups[section.group] if s.start < end and start < s.end]
     if not segs:
         segs = [plan.groups[section.group][0]]
     first, last = segs[0].locator, segs[-1].locator
+    if len(segs) == 1 and first.line_start is not None and first.line_end is not None:
+        seg = segs[0]
+        body = text[start:end]
+        lead = len(body) - len(body.lstrip())
+        tail = max(len(body.rstrip()), lead + 1)
+        line = first.line_start + text.count("\n", seg.start, start + lead)
+        line_end = first.line_start + text.count("\n", seg.start, start + tail - 1)
+        line = min(max(line, first.line_start), first.line_end)
+        return replace(first, line_start=line, line_end=min(max(line, line_end), first.line_end))
     if len(segs) > 1:
         if first.page is not None and last.page is not None:
             page_end = last.page_end or last.page

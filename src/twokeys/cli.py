@@ -141,6 +141,11 @@ def main() -> None:
     help="Also build this derived structure (repeatable); the HNSW graph is built "
     "whenever the vector index is HNSW.",
 )
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Then keep the index current as SOURCE changes, until Ctrl-C (needs twokeys[watch]).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 def index(
     source: Path | None,
@@ -159,6 +164,7 @@ def index(
     vector_index: str,
     replace: bool,
     derive: tuple[str, ...],
+    watch: bool,
     quiet: bool,
 ) -> None:
     """Index SOURCE (a folder, or a .jsonl / BEIR corpus file) into --index.
@@ -217,6 +223,12 @@ def index(
         + f") in {report.seconds:.1f}s"
         + (f"; vector index: {report.vector_index}" if report.vector_index != "none" else "")
     )
+    if watch:
+        if source is None or from_index is not None:
+            raise click.UsageError("--watch keeps an index of SOURCE current: give SOURCE")
+        from twokeys.watch import watch_folder
+
+        watch_folder(source, index_path, options, on_skip=warn, echo=lambda s: err.print(shown(s)))
 
 
 @main.command()

@@ -12,6 +12,7 @@ from twokeys.errors import IngestError
 from twokeys.ingest import SUPPORTED_SUFFIXES, SkippedFile, load_documents
 from twokeys.ingest.html import html_to_markdown
 from twokeys.ingest.jsonl import load_jsonl
+from twokeys.ingest.readers.code import SUFFIXES as CODE_SUFFIXES
 from twokeys.types import Document
 
 
@@ -41,7 +42,7 @@ def _one(tmp_path: Path, name: str, content: str | bytes) -> Document:
 
 
 def test_supported_suffixes() -> None:
-    assert SUPPORTED_SUFFIXES == (
+    assert SUPPORTED_SUFFIXES[:11] == (
         ".md",
         ".markdown",
         ".txt",
@@ -54,6 +55,7 @@ def test_supported_suffixes() -> None:
         ".pptx",
         ".ipynb",
     )
+    assert SUPPORTED_SUFFIXES[11:] == CODE_SUFFIXES  # twokeys.ingest.readers.code
 
 
 def test_folder_walk_is_sorted_recursive_and_skips_hidden_and_unsupported(
@@ -66,7 +68,7 @@ def test_folder_walk_is_sorted_recursive_and_skips_hidden_and_unsupported(
     _write(tmp_path / "sub" / "d.htm", "<p>D</p>")
     _write(tmp_path / "sub" / ".hidden.md", "hidden\n")
     _write(tmp_path / ".git" / "x.md", "hidden dir\n")
-    _write(tmp_path / "script.py", "print('ignored')\n")
+    _write(tmp_path / "script.mk", "ignored:\n")
     _write(tmp_path / "image.png", b"\x89PNG\r\n\x1a\n\x00\x00")
     os.symlink(tmp_path, tmp_path / "loop")  # a directory symlink is never followed
 

@@ -202,6 +202,13 @@ def api_key_file_option(help_text: str) -> Callable[[_Command], _Command]:
 @click.option(
     "--model-name", default=ServerConfig.model_name, show_default=True, help="Model id for /v1."
 )
+@click.option(
+    "--watch",
+    "watch_dir",
+    type=click.Path(path_type=Path, exists=True, file_okay=False),
+    default=None,
+    help="Keep the index current as this folder changes (needs twokeys[watch]).",
+)
 def serve(
     index_path: Path,
     host: str,
@@ -223,6 +230,7 @@ def serve(
     access_log: str,
     log_queries: bool,
     model_name: str,
+    watch_dir: Path | None,
 ) -> None:
     """Serve the index over HTTP: /search, /ask, /documents, /v1 (OpenAI), / (a page)."""
     _require("fastapi", "serve")
@@ -253,13 +261,23 @@ def serve(
         log_queries=log_queries,
     )
     access_logging(access_log)
-    service = IndexService(index_path)
+    if watch_dir is not None:
+        _require("watchfiles", "watch")
+        from twokeys.server.service import watched_service
+
+        service, stop_watching = watched_service(
+            index_path, watch_dir, echo=lambda line: click.echo(line, err=True)
+        )
+    else:
+        service = IndexService(index_path)
     llm = make_llm(llm_spec, base_url, timeout)
     app = create_app(service, llm=llm, config=config)
     click.echo(f"twokeys: serving {_label(index_path)} on http://{host}:{port}", err=True)
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
     finally:
+        if watch_dir is not None:
+            stop_watching.set()
         if llm is not None:
             llm.close()
         service.close()

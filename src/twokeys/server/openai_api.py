@@ -120,11 +120,10 @@ def openai_router(
 
     @router.get("/models")
     def models() -> dict[str, Any]:
-        """The one model: the index, answered through retrieval (and the server's --llm)."""
-        return {
-            "object": "list",
-            "data": [{"id": model_name, "object": "model", "created": 0, "owned_by": "twokeys"}],
-        }
+        """The one model: the index, answered through retrieval (and the server's --llm);
+        ``generation`` is the index generation it answers from (it advances at each commit)."""
+        model = {"id": model_name, "object": "model", "created": 0, "owned_by": "twokeys"}
+        return {"object": "list", "data": [{**model, "generation": service.generation}]}
 
     @router.post("/chat/completions")
     def chat_completions(body: ChatCompletionBody) -> Any:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from twokeys.dense.encoder import Encoder
 from twokeys.engine import Index
 from twokeys.errors import TwokeysError
-from twokeys.indexer import IndexReport, update_documents
+from twokeys.indexer import IndexOptions, IndexReport, build_index, update_documents
 from twokeys.store.contract import LOCAL, open_reader, scheme_of
 from twokeys.store.local import MANIFEST
 from twokeys.types import Document
@@ -171,6 +171,58 @@ class IndexService:
             self.writes += 1
             return report
 
+    def rebuild(self, build: Callable[[], IndexReport]) -> IndexReport:
+        """Run ``build`` (a re-index of the watched folder, :mod:`twokeys.watch`) as the
+        one writer, then serve what it committed."""
+        with self._write_lock:
+            try:
+                return build()
+            finally:
+                stamp = self._manifest_stamp() if self.path is not None else None
+                if stamp is None or stamp != self._stamp:
+                    self._swap(stamp)
+
+    @property
+    def generation(self) -> str:
+        """The generation being served (a local folder's name, a database's counter)."""
+        with self.reader() as index:
+            return str(index.manifest.generation)
+
     def close(self) -> None:
         with self._lock:
             self._current.close()
+
+
+def watched_service(
+    location: str | Path, folder: Path, *, echo: Callable[[str], None]
+) -> tuple[IndexService, threading.Event]:
+    """``twokeys serve --watch FOLDER``: the service of the index at ``location``, kept
+    current with ``folder`` (:mod:`twokeys.watch`). The folder is indexed at once (the
+    index built if there is none yet; a folder the index was not built from is refused
+    here), then again after each group of changes, in a thread, as the service's one
+    writer; set the event returned to stop watching."""
+    from twokeys.watch import Update, describe, watch_in_thread
+
+    if scheme_of(location) == LOCAL and not (Path(location) / MANIFEST).exists():
+        echo(f"watch: no index at {location} yet: indexing {folder}")
+        build_index(folder, location, IndexOptions())
+    service = IndexService(location)
+    with service.reader() as index:
+        options = IndexOptions.of(index.manifest.spec)
+    target = service.path if service.path is not None else location
+
+    def build() -> IndexReport:
+        return build_index(folder, target, options, encoder=service.encoder)
+
+    def show(update: Update) -> None:
+        echo(describe(update, service.generation if update.report is not None else ""))
+
+    try:
+        show(Update((), service.rebuild(build)))
+    except BaseException:
+        service.close()
+        raise
+    _, stop = watch_in_thread(
+        folder, target, options, encoder=service.encoder, run=service.rebuild, on_update=show
+    )
+    return service, stop

@@ -18,6 +18,9 @@ from typing import Final
 
 from twokeys.ingest.base import Reader
 
+# the suffixes of source code (the table only: tree-sitter is imported when a file is read)
+from twokeys.ingest.readers.code import SUFFIXES as CODE_SUFFIXES
+
 
 @dataclass(frozen=True, slots=True)
 class ReaderSpec:
@@ -56,6 +59,9 @@ READERS: Final[dict[str, ReaderSpec]] = {
     ".docx": ReaderSpec("docx", "twokeys.ingest.readers.docx", "office", ("docx",)),
     ".pptx": ReaderSpec("pptx", "twokeys.ingest.readers.pptx", "office", ("pptx",)),
     ".ipynb": ReaderSpec("notebook", "twokeys.ingest.readers.notebook"),
+    **dict.fromkeys(
+        CODE_SUFFIXES, ReaderSpec("code", "twokeys.ingest.readers.code", "code", ("tree_sitter",))
+    ),
 }
 
 #: formats met often and not read, with what to do instead (a named skip)
