@@ -53,8 +53,9 @@ from twokeys.engine import MODES, Index
 from twokeys.errors import ConfigError
 from twokeys.llm.base import LLM, Prompt
 from twokeys.llm.http import ServiceTimeoutError, ServiceUnavailableError
+from twokeys.rag.conversation import Conversation
 from twokeys.rag.decompose import DEFAULT_MAX_PARTS, decompose, decompose_with_llm
-from twokeys.rag.extractive import Similarity, extract
+from twokeys.rag.extractive import EXTRACTIVE_NOTE, Similarity, extract
 from twokeys.rag.grounding import (
     Confidence,
     SentenceCheck,
@@ -272,23 +273,36 @@ Event = Retrieved | Packed | ModelFailed | TextDelta | Done
 
 
 def ask_events(
-    index: Index, question: str, *, llm: LLM | None = None, options: AskOptions | None = None
+    index: Index,
+    question: str,
+    *,
+    llm: LLM | None = None,
+    options: AskOptions | None = None,
+    search: str | None = None,
+    conversation: Conversation | None = None,
 ) -> Iterator[Event]:
-    """The work of :func:`ask`, one event at a time (see the module docstring)."""
+    """The work of :func:`ask`, one event at a time (see the module docstring).
+
+    ``search``: the query to retrieve with, when it is not the question itself (a
+    follow-up made standalone, :mod:`twokeys.rag.followup`). ``conversation``: the
+    chat so far, already fitted to its share of the model's context
+    (:func:`twokeys.rag.conversation.fit`; ``options.budget`` is what is left), shown to
+    a chat model before the question."""
     options = options or AskOptions()
+    query = search if search is not None and search.strip() else question
     try:
-        parts, runs, confidence = _retrieve(index, question, llm, options)
+        parts, runs, confidence = _retrieve(index, query, llm, options)
     except (ServiceUnavailableError, ServiceTimeoutError) as exc:  # --decompose-with-llm
         yield ModelFailed(str(exc))
         rules = replace(options, decompose="rules")
-        parts, runs, confidence = _retrieve(index, question, None, rules)
+        parts, runs, confidence = _retrieve(index, query, None, rules)
         yield Retrieved(parts, runs, confidence)
         plan = _plan(index, question, parts, runs, confidence, None, options)
         yield Packed(plan)
         yield from _generate_events(plan, None, options, _sentence_tools(index), str(exc))
         return
     yield Retrieved(parts, runs, confidence)
-    plan = _plan(index, question, parts, runs, confidence, llm, options)
+    plan = _plan(index, question, parts, runs, confidence, llm, options, conversation)
     yield Packed(plan)
     yield from _generate_events(plan, llm, options, _sentence_tools(index))
 
@@ -402,6 +416,7 @@ def _plan(
     confidence: tuple[Confidence, ...],
     llm: LLM | None,
     options: AskOptions,
+    conversation: Conversation | None = None,
 ) -> Plan:
     question = question.strip()
     # parts the sources do not answer get their closest sources (as a whole question that
@@ -429,7 +444,12 @@ def _plan(
         runs=runs,
         context=context,
         template=template,
-        prompt=template.render(context.text, asked),
+        prompt=template.render(
+            context.text,
+            asked,
+            conversation.messages() if conversation is not None else (),
+            conversation.system if conversation is not None else "",
+        ),
         counter=f"{llm.name} tokenizer" if counter is not None and llm else APPROXIMATE,
         confidence=confidence,
     )
@@ -513,6 +533,10 @@ def _extractive_events(
         unanswered=skip,
         evidence=quote_evidence(plan.runs, plan.context, k),
     )
+    text = quoted.text
+    if model_error is not None:  # say why there is no generated answer
+        text = text.replace(EXTRACTIVE_NOTE, model_failed_note(model_error), 1)
+    quoted = replace(quoted, text=text)
     yield TextDelta(quoted.text)
     headings: dict[int, list[str]] = {}
     for q in quoted.quotes:
@@ -520,6 +544,14 @@ def _extractive_events(
             headings[q.number].append(q.heading)
     answer = _answer(plan, quoted.text, "extractive", None, quoted.cited, headings)
     yield Done(replace(answer, model_error=model_error))
+
+
+def model_failed_note(error: str) -> str:
+    """The first line of an extractive answer given because the model failed."""
+    return (
+        f"Extractive answer (the language model was not reached: {error}): the most "
+        "relevant sentences from the sources, quoted as written, not a generated answer."
+    )
 
 
 def quote_evidence(runs: Sequence[SubQueryHits], context: PackedContext, k: int) -> list[set[str]]:

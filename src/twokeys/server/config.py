@@ -39,6 +39,9 @@ class ServerConfig:
     limits: Limits = field(default_factory=Limits)
     cors_origins: tuple[str, ...] = ()
     model_name: str = "twokeys"  # the model id the OpenAI-compatible routes answer to
+    #: tokens a chat turn's whole prompt may take with a model: the conversation (system
+    #: text and earlier turns, fitted) plus the sources, the question and the answer
+    chat_context: int = 4096
 
 
 class RequestError(Exception):
