@@ -84,8 +84,10 @@ def test_background_tasks_are_detected_by_their_shape() -> None:
     task = detect(title)
     assert task is not None and task.task == "title"
     assert task.history == (("user", "What is ZX-4821?"), ("assistant", "Low voltage."))
-    assert detect("What does the JSON format { \"title\": x } of the API mean?") is None
-    assert detect('### Task:\nJSON format: { "weather": [] }\n<chat_history></chat_history>') is None
+    assert detect('What does the JSON format { "title": x } of the API mean?') is None
+    assert (
+        detect('### Task:\nJSON format: { "weather": [] }\n<chat_history></chat_history>') is None
+    )
 
 
 def test_the_shaper_cuts_at_a_stop_sequence_across_pieces_and_at_the_token_limit() -> None:

@@ -243,7 +243,7 @@ def create_app(
         title="twokeys",
         version=__version__,
         description="Hybrid BM25 + dense retrieval over one index: search, ask, documents.",
-        docs_url=None if keyed else "/docs",  # the docs page cannot send the key
+        docs_url=None,  # served by apidocs.docs_router: local assets, asks for the key
         redoc_url=None,
         openapi_url=None if keyed else "/openapi.json",  # keyed: served below, with the key
     )
@@ -475,9 +475,11 @@ def create_app(
         """The search page: static HTML and a script; it calls the API (with the key)."""
         return HTMLResponse(page)
 
+    from twokeys.server.apidocs import declare_errors, docs_router
     from twokeys.server.openai_api import openai_router
 
     app.include_router(open_routes)
+    app.include_router(docs_router(keyed))
     app.include_router(api)
     app.include_router(
         openai_router(service, shared_llm, config, scrub), dependencies=[Depends(require_key)]
@@ -493,7 +495,7 @@ def create_app(
             components = schema.setdefault("components", {}).setdefault("schemas", {})
             components.update(body.pop("$defs", {}))
             components["DocumentsBody"] = body
-            app.openapi_schema = schema
+            app.openapi_schema = declare_errors(schema, keyed=keyed)
         return app.openapi_schema
 
     app.openapi = full_openapi  # type: ignore[method-assign]

@@ -93,10 +93,20 @@ class ChatCompletionBody(BaseModel):
         return self.max_completion_tokens or self.max_tokens
 
 
+#: why token-id input is refused: the ids are of the client's tokenizer (LangChain's
+#: OpenAIEmbeddings counts with tiktoken's cl100k_base), not of the index's encoder, and
+#: read with another vocabulary they would embed other words
+TOKEN_IDS = (
+    "input: token ids are not accepted: they are the client's tokenizer's, not this "
+    "index's encoder's; send text (LangChain: OpenAIEmbeddings(..., "
+    "check_embedding_ctx_length=False))"
+)
+
+
 class EmbeddingsBody(BaseModel):
     model_config = ConfigDict(extra="allow")
     model: str
-    input: str | list[str]
+    input: str | list[str] | list[int] | list[list[int]]
     encoding_format: Literal["float", "base64"] = "float"
 
 
@@ -127,13 +137,19 @@ def openai_router(
         if name not in (model_name, *also):
             raise RequestError(404, f"model {name!r} not found; this server serves {model_name!r}")
 
+    def model_card() -> dict[str, Any]:
+        return {"id": model_name, "object": "model", "created": 0, "owned_by": "twokeys"}
+
     @router.get("/models")
     def models() -> dict[str, Any]:
         """The one model: the index, answered through retrieval (and the server's --llm)."""
-        return {
-            "object": "list",
-            "data": [{"id": model_name, "object": "model", "created": 0, "owned_by": "twokeys"}],
-        }
+        return {"object": "list", "data": [model_card()]}
+
+    @router.get("/models/{model_id:path}")
+    def model(model_id: str) -> dict[str, Any]:
+        """One model by its id (OpenAI's ``models.retrieve``)."""
+        check_model(model_id)
+        return model_card()
 
     @router.post("/chat/completions")
     def chat_completions(body: ChatCompletionBody) -> Any:
@@ -191,7 +207,9 @@ def openai_router(
     @router.post("/embeddings")
     def embeddings(body: EmbeddingsBody) -> dict[str, Any]:
         """Vectors from the index's encoder (the one its chunks were embedded with)."""
-        texts = [body.input] if isinstance(body.input, str) else list(body.input)
+        if isinstance(body.input, list) and any(not isinstance(x, str) for x in body.input):
+            raise RequestError(400, TOKEN_IDS)
+        texts = [body.input] if isinstance(body.input, str) else [str(x) for x in body.input]
         if not texts:
             raise ConfigError("input: is empty")
         if len(texts) > limits.max_embedding_inputs:

@@ -1,0 +1,160 @@
+"""What the OpenAPI schema declares is what the server answers: each failing request's
+status is among its route's declared responses, with the declared error body; the
+OpenAI routes answer as OpenAI's client expects (models.retrieve, token-id input); the
+API docs page works offline and with a key, in a real Chromium."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+pytest.importorskip("fastapi", reason="needs the serve extra")
+openai = pytest.importorskip("openai", reason="needs the test extra")
+
+from conftest import SUPPORT_KB  # noqa: E402
+from serverutil import running  # noqa: E402
+from twokeys import IndexOptions, build_index  # noqa: E402
+from twokeys.server.app import create_app  # noqa: E402
+from twokeys.server.config import Limits, ServerConfig  # noqa: E402
+from twokeys.server.service import IndexService  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("no_llm_from_environment")
+
+KEY = "contract-key-0123456789"
+ZX = "What does error code ZX-4821 mean?"
+CHROMIUM = os.environ.get("TWOKEYS_CHROMIUM", "/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("contract") / "support.twokeys"
+    build_index(SUPPORT_KB / "docs", path, IndexOptions(encoder="test-hash"))
+    return path
+
+
+@pytest.fixture(scope="module")
+def servers(built: Path) -> Iterator[tuple[str, str]]:
+    """An open server and a keyed one, with small limits."""
+    limits = Limits(max_query_chars=200, max_body_bytes=8192)
+    open_service, keyed_service = IndexService(built), IndexService(built)
+    with (
+        running(create_app(open_service, config=ServerConfig(limits=limits))) as url,
+        running(create_app(keyed_service, config=ServerConfig(api_key=KEY))) as keyed,
+    ):
+        yield url, keyed
+    open_service.close()
+    keyed_service.close()
+
+
+CHAT = "/v1/chat/completions"
+JSON = {"content-type": "application/json"}
+#: (method, route, schema path, request arguments, the status it must get)
+FAILING: list[tuple[str, str, str, dict[str, Any], int]] = [
+    ("POST", "/search", "/search", {"content": b"{nope", "headers": JSON}, 400),
+    ("POST", "/search", "/search", {"json": {"query": ZX, "k": "5"}}, 422),
+    ("POST", "/search", "/search", {"json": {"query": "x" * 201}}, 400),
+    ("POST", "/search", "/search", {"json": {"query": "x" * 9000}}, 413),
+    ("POST", "/ask", "/ask", {"json": {"question": " "}}, 400),
+    ("GET", "/documents/nope.md", "/documents/{doc_id}", {}, 404),
+    ("DELETE", "/documents/nope.md", "/documents/{doc_id}", {}, 404),
+    (
+        "POST",
+        "/documents",
+        "/documents",
+        {"content": b"x", "headers": {"content-type": "a/b"}},
+        415,
+    ),
+    ("POST", CHAT, CHAT, {"json": {"model": "gpt-4o", "messages": [{"role": "user"}]}}, 404),
+    ("POST", CHAT, CHAT, {"json": {"model": "twokeys", "messages": []}}, 422),
+    (
+        "POST",
+        CHAT,
+        CHAT,
+        {"json": {"model": "twokeys", "n": 2, "messages": [{"role": "user"}]}},
+        400,
+    ),
+    ("POST", "/v1/embeddings", "/v1/embeddings", {"json": {"model": "x", "input": "a"}}, 404),
+    ("POST", "/v1/embeddings", "/v1/embeddings", {"json": {"model": "twokeys", "input": [1]}}, 400),
+    ("GET", "/v1/models/gpt-4o", "/v1/models/{model_id}", {}, 404),
+]
+
+
+def _declared(schema: dict[str, Any], path: str, method: str) -> dict[str, Any]:
+    responses: dict[str, Any] = schema["paths"][path][method.lower()]["responses"]
+    return responses
+
+
+def test_every_failing_request_gets_a_status_its_route_declares(
+    servers: tuple[str, str],
+) -> None:
+    url, keyed = servers
+    schema = httpx.get(f"{url}/openapi.json").json()
+    for method, route, path, kwargs, status in FAILING:
+        r = httpx.request(method, url + route, **kwargs)
+        assert r.status_code == status, (method, route, r.text)
+        declared = _declared(schema, path, method)
+        assert str(status) in declared, (method, path, status, sorted(declared))
+        body = r.json()
+        if path.startswith("/v1/"):
+            assert set(body) == {"error"} and body["error"]["message"], body
+            assert body["error"]["type"] == "invalid_request_error"
+        else:
+            assert set(body) == {"detail"}, body
+    keyed_schema = httpx.get(f"{keyed}/openapi.json", headers={"Authorization": f"Bearer {KEY}"})
+    for path, operations in keyed_schema.json()["paths"].items():
+        for method in operations:
+            if path == "/healthz":
+                continue
+            route = path.replace("{doc_id}", "a.md").replace("{model_id}", "twokeys")
+            r = httpx.request(method, keyed + route, json={})
+            assert r.status_code == 401, (method, path)
+            assert "401" in _declared(keyed_schema.json(), path, method), (method, path)
+
+
+def test_models_retrieve_and_token_id_input(servers: tuple[str, str]) -> None:
+    url, _ = servers
+    client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
+    assert client.models.retrieve("twokeys").id == "twokeys"
+    with pytest.raises(openai.NotFoundError, match="model 'gpt-4o' not found"):
+        client.models.retrieve("gpt-4o")
+    with pytest.raises(openai.BadRequestError, match="check_embedding_ctx_length=False"):
+        client.embeddings.create(model="twokeys", input=[[9906, 1917]])
+
+
+def test_the_docs_page_works_offline_and_with_a_key(servers: tuple[str, str]) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright")
+    if shutil.which(CHROMIUM) is None and not Path(CHROMIUM).is_file():
+        pytest.skip(f"no chromium at {CHROMIUM}")
+    url, keyed = servers
+    elsewhere: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            for base, key in ((url, None), (keyed, KEY)):
+                page = browser.new_page()
+
+                def local_only(route: Any) -> None:
+                    if route.request.url.startswith("http://127.0.0.1"):
+                        route.continue_()
+                    else:
+                        elsewhere.append(route.request.url)
+                        route.abort()
+
+                page.route("**/*", local_only)
+                page.goto(f"{base}/docs")
+                if key is not None:
+                    page.fill("#key-input", key)
+                    page.click("#key button")
+                page.wait_for_selector(".opblock-summary-path", timeout=15_000)
+                paths = page.locator(".opblock-summary-path").all_inner_texts()
+                assert any("/v1/chat/completions" in t for t in paths), paths
+                page.close()
+        finally:
+            browser.close()
+    assert elsewhere == []  # nothing but the server itself was asked for
