@@ -131,7 +131,8 @@ def test_a_20_turn_chat_with_a_long_system_prompt_is_fitted_not_refused(built: P
     assert text.startswith("The warranty covers hardware faults")
     assert "policies/warranty.md" in text.split("Sources:")[-1]
     streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
-    assert streamed.split() == text.split()
+    assert streamed.split("Sources:")[-1] == text.split("Sources:")[-1]
+    assert streamed.startswith("The warranty covers hardware faults for two years [1].")
     prompt = model.prompts[-1]
     assert not isinstance(prompt, str)
     roles = [m.role for m in prompt]
@@ -349,3 +350,62 @@ def test_raw_open_webui_task_request_with_metadata(base: str) -> None:
     data = r.json()
     assert json.loads(data["choices"][0]["message"]["content"])["title"]
     assert data["twokeys"] == {"task": "title", "made_by": "rule"}
+
+
+# -- 6. sources people can see ---------------------------------------------------------
+
+CHEESE = "ZX-4821 means the input voltage is too low [1]. The moon is made of green cheese [1]."
+
+
+def test_citations_sources_unsupported_marks_and_url_citations(built: Path) -> None:
+    model = ChatModel(CHEESE)
+    with serve(built, model) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
+        reply = client.chat.completions.create(
+            model="twokeys", messages=[{"role": "user", "content": ZX}]
+        )
+        body = {"model": "twokeys", "messages": [{"role": "user", "content": ZX}], "stream": True}
+        with httpx.stream("POST", f"{url}/v1/chat/completions", json=body, timeout=30) as r:
+            lines = [x[6:] for x in r.iter_lines() if x.startswith("data: ")]
+        chunks = [json.loads(x) for x in lines if x != "[DONE]"]
+        message = reply.choices[0].message
+        notes = [a.model_dump() for a in message.annotations or []]
+        page = httpx.get(notes[0]["url_citation"]["url"])
+    text = message.content or ""
+    assert "green cheese [1]. [not supported by the cited source]" in text
+    assert "too low [1]. [not supported" not in text
+    assert "\n[1] errors/zx-4821.md — " in text
+    first = notes[0]["url_citation"]
+    assert notes[0]["type"] == "url_citation" and first["title"].startswith("[1] errors/zx-4821.md")
+    assert first["url"].startswith(f"{url}/passages/errors%2Fzx-4821.md%23")
+    assert text[first["start_index"] : first["end_index"]] == "[1]"
+    assert len(notes) == len(reply.model_extra["twokeys"]["sources"])  # type: ignore[index]
+    assert page.status_code == 200 and "ZX-4821" in page.text
+    assert page.headers["content-security-policy"].startswith("default-src 'none'")
+    streamed = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+    annotated = [d["annotations"] for d in streamed if "annotations" in d]
+    assert len(annotated) == 1 and [a["url_citation"]["url"] for a in annotated[0]] == [
+        n["url_citation"]["url"] for n in notes
+    ]
+    streamed_text = "".join(d.get("content") or "" for d in streamed)
+    assert "Not supported by the cited sources:\n- The moon is made of green cheese [1]." in (
+        streamed_text
+    )
+
+
+def test_a_passage_page_shows_document_text_as_text(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    hostile = (
+        "# Hostile\n\nBefore <script>alert(1)</script> and <img src=x onerror=alert(2)> after.\n"
+    )
+    (docs / "hostile.md").write_text(hostile, encoding="utf-8")
+    path = tmp_path / "kb.twokeys"
+    build_index(docs, path, IndexOptions(encoder="test-hash"))
+    with serve(path) as url:
+        page = httpx.get(f"{url}/passages/hostile.md%230")
+        missing = httpx.get(f"{url}/passages/nope.md%230")
+    assert page.status_code == 200
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text and "<script>" not in page.text
+    assert "&lt;img src=x onerror=alert(2)&gt;" in page.text and "<img" not in page.text
+    assert missing.status_code == 404 and missing.json() == {"detail": "no passage 'nope.md#0'"}

@@ -55,6 +55,7 @@ BY_ROUTE: dict[tuple[str, str], dict[str, str]] = {
         "415": "a body that is neither JSON nor a multipart upload",
     },
     ("post", "/ask"): {"502": "the language model failed"},
+    ("get", "/passages/{chunk_id}"): {"404": "no such passage"},
 }
 _OPEN = ("/healthz",)
 

@@ -476,10 +476,12 @@ def create_app(
         return HTMLResponse(page)
 
     from twokeys.server.apidocs import declare_errors, docs_router
+    from twokeys.server.citations import passage_router
     from twokeys.server.openai_api import openai_router
 
     app.include_router(open_routes)
     app.include_router(docs_router(keyed))
+    app.include_router(passage_router(service), dependencies=[Depends(require_key)])
     app.include_router(api)
     app.include_router(
         openai_router(service, shared_llm, config, scrub), dependencies=[Depends(require_key)]

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 import numpy as np
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,6 +32,7 @@ from twokeys.errors import ConfigError, TwokeysError
 from twokeys.llm.base import LLM
 from twokeys.rag.ask import Answer, Done, TextDelta, ask_events
 from twokeys.rag.conversation import Conversation
+from twokeys.server import citations
 from twokeys.server.chat import (
     Shaper,
     TurnPlan,
@@ -111,16 +112,8 @@ class EmbeddingsBody(BaseModel):
 
 
 def sources_text(answer: Answer) -> str:
-    """The sources, as the lines appended to the reply (as ``twokeys ask`` prints them)."""
-    if not answer.sources:
-        return ""
-    lines = ["", "", "Closest sources:" if answer.abstains else "Sources:"]
-    for s in answer.sources:
-        heading = "; ".join(s.quoted_headings) or s.heading
-        where = f" — {heading}" if heading else ""
-        quiet = s.cited or answer.abstains
-        lines.append(f"[{s.number}] {s.path}{where}{'' if quiet else ' (not cited)'}")
-    return "\n".join(lines)
+    """The sources, as the lines appended to the reply, each named by its path."""
+    return citations.sources_text(answer, {})
 
 
 def openai_router(
@@ -152,7 +145,7 @@ def openai_router(
         return model_card()
 
     @router.post("/chat/completions")
-    def chat_completions(body: ChatCompletionBody) -> Any:
+    def chat_completions(body: ChatCompletionBody, request: Request) -> Any:
         """OpenAI's chat completion: the answer, its sources cited at the end."""
         check_model(body.model)
         if body.n is not None and body.n > 1:
@@ -180,7 +173,17 @@ def openai_router(
         shaper = Shaper(stops, body.token_limit())
         if body.stream:
             return _event_stream(
-                _stream(service, conversation, llm, body, reply, shaper, scrub, config)
+                _stream(
+                    service,
+                    conversation,
+                    llm,
+                    body,
+                    reply,
+                    shaper,
+                    scrub,
+                    config,
+                    str(request.base_url),
+                )
             )
         with service.reader() as index:
             plan = plan_turn(
@@ -192,17 +195,23 @@ def openai_router(
                 max_tokens=body.token_limit(),
             )
             answer = _answer(index, plan)
-        text = shaper.feed(fix_note(answer.text, plan) + searched_text(plan) + sources_text(answer))
-        text += shaper.close()
+            labels = citations.cites(index, answer)
+        whole = (
+            fix_note(citations.marked_text(answer), plan)
+            + searched_text(plan)
+            + citations.sources_text(answer, labels)
+        )
+        text = shaper.feed(whole) + shaper.close()
+        notes = citations.url_citations(answer, labels, str(request.base_url), text)
         data = answer.to_dict()
         data["model_error"] = answer_model_error(answer, plan)
         data["search"] = plan.followup.to_dict()
         data["conversation"] = _conversation_data(plan)
-        return JSONResponse(
-            reply.whole(
-                text, shaper.finish or "stop", _usage(answer, text, plan), {"twokeys": data}
-            )
+        completion = reply.whole(
+            text, shaper.finish or "stop", _usage(answer, text, plan), {"twokeys": data}
         )
+        completion["choices"][0]["message"]["annotations"] = notes
+        return JSONResponse(completion)
 
     @router.post("/embeddings")
     def embeddings(body: EmbeddingsBody) -> dict[str, Any]:
@@ -360,6 +369,7 @@ def _stream(
     shaper: Shaper,
     scrub: Callable[[str], str],
     config: ServerConfig,
+    base_url: str,
 ) -> Iterator[str]:
     usage: dict[str, int] | None = None
     yield reply.chunk({"role": "assistant", "content": ""})
@@ -386,11 +396,20 @@ def _stream(
                     if piece:
                         yield reply.chunk({"content": piece})
                 elif isinstance(event, Done):
-                    tail = shaper.feed(searched_text(plan) + sources_text(event.answer))
+                    answer = event.answer
+                    labels = citations.cites(index, answer)
+                    tail = shaper.feed(
+                        citations.unsupported_text(answer)
+                        + searched_text(plan)
+                        + citations.sources_text(answer, labels)
+                    )
                     tail += shaper.close()
                     if tail:
                         yield reply.chunk({"content": tail})
-                    usage = _usage(event.answer, shaper.sent, plan)
+                    notes = citations.url_citations(answer, labels, base_url, shaper.sent)
+                    if notes:  # one url_citation per source (Open WebUI: source cards)
+                        yield reply.chunk({"annotations": notes})
+                    usage = _usage(answer, shaper.sent, plan)
         except RequestError as exc:
             yield reply.chunk({"content": f"\n\n[twokeys error: {scrub(exc.message)}]"})
         except Exception as exc:  # the stream has begun: say so in the reply
