@@ -82,6 +82,10 @@ FAILING: list[tuple[str, str, str, dict[str, Any], int]] = [
     ("POST", "/v1/embeddings", "/v1/embeddings", {"json": {"model": "x", "input": "a"}}, 404),
     ("POST", "/v1/embeddings", "/v1/embeddings", {"json": {"model": "twokeys", "input": [1]}}, 400),
     ("GET", "/v1/models/gpt-4o", "/v1/models/{model_id}", {}, 404),
+    ("GET", "/documents?limit=0", "/documents", {}, 400),
+    ("GET", "/documents?filter=colour~red", "/documents", {}, 400),
+    ("GET", "/documents?offset=x", "/documents", {}, 422),
+    ("GET", "/passages/nope.md%230", "/passages/{chunk_id}", {}, 404),
 ]
 
 
@@ -158,3 +162,30 @@ def test_the_docs_page_works_offline_and_with_a_key(servers: tuple[str, str]) ->
         finally:
             browser.close()
     assert elsewhere == []  # nothing but the server itself was asked for
+
+
+def test_documents_are_listed_a_page_at_a_time_filtered(servers: tuple[str, str]) -> None:
+    url, _ = servers
+    everything = httpx.get(f"{url}/documents", params={"limit": 1000}).json()
+    ids = [d["id"] for d in everything["documents"]]
+    assert everything["total"] == len(ids) > 30 and ids == sorted(ids)
+    pages = [
+        httpx.get(f"{url}/documents", params={"offset": o, "limit": 10}).json()
+        for o in range(0, len(ids), 10)
+    ]
+    assert [d["id"] for p in pages for d in p["documents"]] == ids
+    policies = httpx.get(f"{url}/documents", params={"filter": ["path:policies/*"]}).json()
+    assert [d["id"] for d in policies["documents"]] == [
+        "policies/privacy.md",
+        "policies/refund-policy.md",
+        "policies/shipping.md",
+        "policies/warranty.md",
+    ]
+    warranty = policies["documents"][-1]
+    assert warranty["title"] == "Limited Hardware Warranty" and warranty["kind"] == "markdown"
+    record = httpx.get(f"{url}/documents/policies/warranty.md").json()
+    assert warranty["chunks"] == len(record["chunks"]) > 0
+    both = {"filter": ["path:policies/*", "id:policies/shipping.md,errors/e-102.md"]}
+    assert [d["id"] for d in httpx.get(f"{url}/documents", params=both).json()["documents"]] == [
+        "policies/shipping.md"
+    ]

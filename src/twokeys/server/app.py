@@ -22,10 +22,10 @@ import threading
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
@@ -41,12 +41,19 @@ from twokeys.llm.http import ServiceError
 from twokeys.rag.ask import ask_events
 from twokeys.request import SearchRequest
 from twokeys.server.config import Limits, RequestError, ServerConfig
-from twokeys.server.documents import KIND_SUFFIX, check_id, document_record, read_document
+from twokeys.server.documents import (
+    KIND_SUFFIX,
+    check_id,
+    document_page,
+    document_record,
+    read_document,
+)
 from twokeys.server.events import closing, event_payload, sse
 from twokeys.server.schema import (
     AnswerData,
     AskBody,
     DocumentData,
+    DocumentPage,
     DocumentsBody,
     SearchBody,
     SearchResponse,
@@ -428,6 +435,17 @@ def create_app(
             )
         report = await run_in_threadpool(service.write, docs, ())
         return _write_response(service, report)
+
+    @api.get("/documents", response_model=DocumentPage, tags=["documents"])
+    def list_documents(
+        offset: int = 0,
+        limit: int = 100,
+        filter: Annotated[list[str] | None, Query()] = None,
+    ) -> Any:
+        """The documents, in id order, a page at a time: each one's record, metadata and
+        chunk count. ``filter`` (repeatable) takes the filters of a search (all hold)."""
+        with service.reader() as index:
+            return document_page(index, filter or (), offset, limit)
 
     @api.get("/documents/{doc_id:path}", response_model=DocumentData, tags=["documents"])
     def get_document(doc_id: str) -> Any:

@@ -200,6 +200,24 @@ class DocumentData(TypedDict):
     chunks: list[ChunkData]
 
 
+class DocumentSummary(TypedDict):
+    id: str
+    title: str
+    path: str
+    kind: str
+    sha256: str
+    metadata: dict[str, Any]
+    chunks: int  # how many chunks it was cut into
+
+
+class DocumentPage(TypedDict):
+    total: int  # documents the filters allow, over all pages
+    offset: int
+    limit: int
+    filters: list[str]
+    documents: list[DocumentSummary]
+
+
 class WriteResponse(TypedDict):
     added: int
     changed: int
