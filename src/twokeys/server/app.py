@@ -39,7 +39,6 @@ from twokeys.errors import TwokeysError
 from twokeys.llm.base import LLM
 from twokeys.llm.http import ServiceError
 from twokeys.rag.ask import ask_events
-from twokeys.request import SearchRequest
 from twokeys.server.config import Limits, RequestError, ServerConfig
 from twokeys.server.documents import (
     KIND_SUFFIX,
@@ -55,11 +54,14 @@ from twokeys.server.schema import (
     DocumentData,
     DocumentPage,
     DocumentsBody,
+    SearchBatchBody,
+    SearchBatchResponse,
     SearchBody,
     SearchResponse,
     WriteResponse,
     ask_options,
 )
+from twokeys.server.search_api import run_batch, run_search
 from twokeys.server.service import IndexBusyError, IndexService, UnknownDocumentError
 from twokeys.types import Document
 
@@ -325,19 +327,16 @@ def create_app(
     @api.post("/search", response_model=SearchResponse, tags=["search"])
     def search(body: SearchBody) -> Any:  # type: ignore[valid-type]
         """The top ``k`` chunks for a search request (``explain``: each retriever's evidence)."""
-        request = SearchRequest.from_dict(body.model_dump(exclude_unset=True))  # type: ignore[attr-defined]
-        check_text("query", request.query)
-        check_k("k", request.k, limits.max_k)
-        check_k("candidates", request.candidates, limits.max_candidates)
-        check_k("rerank_top", request.rerank_top, limits.max_candidates)
+        given = body.model_dump(exclude_unset=True)  # type: ignore[attr-defined]
         with service.reader() as index:
-            hits = index.search(request)
-            generation = index.manifest.generation
-        return {
-            "request": request.to_dict(),
-            "hits": [h.to_dict() for h in hits],
-            "generation": generation,
-        }
+            return run_search(index, given, limits)
+
+    @api.post("/search/batch", response_model=SearchBatchResponse, tags=["search"])
+    def search_batch(body: SearchBatchBody) -> Any:  # type: ignore[valid-type]
+        """Several searches (each a ``/search`` body) from one generation of the index."""
+        searches = [s.model_dump(exclude_unset=True) for s in body.searches]  # type: ignore[attr-defined]
+        with service.reader() as index:
+            return {"results": run_batch(index, searches, limits)}
 
     @api.post(
         "/ask",
