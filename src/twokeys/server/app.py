@@ -19,7 +19,8 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
@@ -39,7 +40,7 @@ from twokeys.errors import TwokeysError
 from twokeys.llm.base import LLM
 from twokeys.llm.http import ServiceError
 from twokeys.rag.ask import ask_events
-from twokeys.server.config import Limits, RequestError, ServerConfig
+from twokeys.server.config import Limits, RequestError, ServerConfig, check_collection_name
 from twokeys.server.documents import (
     KIND_SUFFIX,
     check_id,
@@ -240,9 +241,16 @@ def serial_llm(llm: LLM | None) -> LLM | None:
 
 
 def create_app(
-    service: IndexService, *, llm: LLM | None = None, config: ServerConfig | None = None
+    service: IndexService,
+    *,
+    llm: LLM | None = None,
+    config: ServerConfig | None = None,
+    collections: Mapping[str, IndexService] | None = None,
 ) -> FastAPI:
-    """The FastAPI app serving ``service``'s index (see the module docstring)."""
+    """The FastAPI app serving ``service``'s index (see the module docstring).
+
+    ``collections``: further indexes by name, each served whole under
+    ``/collections/{name}/`` (every route) and as the model ``name`` under ``/v1``."""
     config = config or ServerConfig()
     limits = config.limits
     scrub = _Scrubber(service.location, service.path)
@@ -501,8 +509,13 @@ def create_app(
     app.include_router(passage_router(service), dependencies=[Depends(require_key)])
     app.include_router(api)
     app.include_router(
-        openai_router(service, shared_llm, config, scrub), dependencies=[Depends(require_key)]
+        openai_router(service, shared_llm, config, scrub, collections),
+        dependencies=[Depends(require_key)],
     )
+    for name, other in (collections or {}).items():
+        check_collection_name(name, config.model_name)
+        sub = create_app(other, llm=shared_llm, config=replace(config, model_name=name))
+        app.mount(f"/collections/{name}", sub)
     base_openapi = app.openapi
 
     def full_openapi() -> dict[str, Any]:
