@@ -495,6 +495,13 @@ def create_app(
 
     page = resources.files("twokeys.server").joinpath("static/index.html").read_text("utf-8")
 
+    markdown_js = resources.files("twokeys.server").joinpath("static/markdown-it.min.js")
+
+    @open_routes.get("/assets/markdown-it.min.js", include_in_schema=False)
+    def markdown_script() -> Response:
+        """markdown-it (MIT), which the page renders answers and passages with."""
+        return Response(markdown_js.read_bytes(), media_type="text/javascript")
+
     @open_routes.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index_page() -> HTMLResponse:
         """The search page: static HTML and a script; it calls the API (with the key)."""
