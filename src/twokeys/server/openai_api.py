@@ -34,6 +34,7 @@ from twokeys.rag.ask import Answer, Done, TextDelta, ask_events
 from twokeys.rag.conversation import Conversation
 from twokeys.server import citations
 from twokeys.server.chat import (
+    ModelProbe,
     Shaper,
     TurnPlan,
     answer_model_error,
@@ -129,6 +130,7 @@ def openai_router(
     model_name: str = config.model_name
     limits = config.limits
     services = {model_name: service, **(collections or {})}
+    probe = ModelProbe(llm)
     default_service = service
 
     def check_model(name: str, *also: str) -> None:
@@ -196,6 +198,7 @@ def openai_router(
                     scrub,
                     config,
                     home,
+                    probe,
                 )
             )
         with service.reader() as index:
@@ -206,6 +209,7 @@ def openai_router(
                 chat_context=config.chat_context,
                 temperature=body.temperature,
                 max_tokens=body.token_limit(),
+                probe=probe,
             )
             answer = _answer(index, plan)
             labels = citations.cites(index, answer)
@@ -383,6 +387,7 @@ def _stream(
     scrub: Callable[[str], str],
     config: ServerConfig,
     base_url: str,
+    probe: ModelProbe,
 ) -> Iterator[str]:
     usage: dict[str, int] | None = None
     yield reply.chunk({"role": "assistant", "content": ""})
@@ -395,6 +400,7 @@ def _stream(
                 chat_context=config.chat_context,
                 temperature=body.temperature,
                 max_tokens=body.token_limit(),
+                probe=probe,
             )
             for event in ask_events(
                 index,
