@@ -36,7 +36,8 @@ drops unsupported and uncited ones. A model told the sources do not answer says 
 :attr:`Answer.declined`, and, as an abstention, lists its closest sources
 (:mod:`twokeys.rag.declines`): where the sensors see a question's topic covered but
 not the asked fact, a model reading the passages can still tell. When the model cannot
-be reached the extractive answer is given instead, with ``model_error`` saying why.
+be reached, or answers with an error (a wrong model name: HTTP 404), the extractive
+answer is given instead, with ``model_error`` naming the model and saying why.
 
 Tokens are counted with the model's tokenizer when the backend exposes it, else with
 :func:`~twokeys.chunking.approx_token_counter`.
@@ -51,10 +52,12 @@ from typing import Any, Literal
 
 from twokeys.engine import MODES, Index
 from twokeys.errors import ConfigError
+from twokeys.filters import parse_filters
 from twokeys.llm.base import LLM, Prompt
-from twokeys.llm.http import ServiceTimeoutError, ServiceUnavailableError
+from twokeys.llm.http import ServiceError, ServiceTimeoutError, ServiceUnavailableError
+from twokeys.rag.conversation import Conversation
 from twokeys.rag.decompose import DEFAULT_MAX_PARTS, decompose, decompose_with_llm
-from twokeys.rag.extractive import Similarity, extract
+from twokeys.rag.extractive import EXTRACTIVE_NOTE, Similarity, extract
 from twokeys.rag.grounding import (
     Confidence,
     SentenceCheck,
@@ -99,8 +102,11 @@ class AskOptions:
     temperature: float = 0.0
     abstain: bool = True  # answer "the sources do not answer this" when retrieval is weak
     strict: bool = False  # drop generated sentences its cited blocks do not back
+    filters: tuple[str, ...] = ()  # a search's filters (all hold): only these documents
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "filters", tuple(str(f) for f in self.filters))
+        parse_filters(self.filters)  # a bad filter is named now, not at the first search
         if self.mode not in MODES:
             raise ConfigError(f"mode: {self.mode!r} is not one of {', '.join(MODES)}")
         if self.k < 1:
@@ -275,23 +281,36 @@ Event = Retrieved | Packed | ModelFailed | TextDelta | Done
 
 
 def ask_events(
-    index: Index, question: str, *, llm: LLM | None = None, options: AskOptions | None = None
+    index: Index,
+    question: str,
+    *,
+    llm: LLM | None = None,
+    options: AskOptions | None = None,
+    search: str | None = None,
+    conversation: Conversation | None = None,
 ) -> Iterator[Event]:
-    """The work of :func:`ask`, one event at a time (see the module docstring)."""
+    """The work of :func:`ask`, one event at a time (see the module docstring).
+
+    ``search``: the query to retrieve with, when it is not the question itself (a
+    follow-up made standalone, :mod:`twokeys.rag.followup`). ``conversation``: the
+    chat so far, already fitted to its share of the model's context
+    (:func:`twokeys.rag.conversation.fit`; ``options.budget`` is what is left), shown to
+    a chat model before the question."""
     options = options or AskOptions()
+    query = search if search is not None and search.strip() else question
     try:
-        parts, runs, confidence = _retrieve(index, question, llm, options)
+        parts, runs, confidence = _retrieve(index, query, llm, options)
     except (ServiceUnavailableError, ServiceTimeoutError) as exc:  # --decompose-with-llm
         yield ModelFailed(str(exc))
         rules = replace(options, decompose="rules")
-        parts, runs, confidence = _retrieve(index, question, None, rules)
+        parts, runs, confidence = _retrieve(index, query, None, rules)
         yield Retrieved(parts, runs, confidence)
         plan = _plan(index, question, parts, runs, confidence, None, options)
         yield Packed(plan)
         yield from _generate_events(plan, None, options, _sentence_tools(index), str(exc))
         return
     yield Retrieved(parts, runs, confidence)
-    plan = _plan(index, question, parts, runs, confidence, llm, options)
+    plan = _plan(index, question, parts, runs, confidence, llm, options, conversation)
     yield Packed(plan)
     yield from _generate_events(plan, llm, options, _sentence_tools(index))
 
@@ -381,8 +400,10 @@ def _retrieve(
     else:
         parts = [question]
     depth = retrieval_depth(options.k, options.budget.context_floor)
+    where = {"filters": list(options.filters)} if options.filters else {}
     runs = tuple(
-        SubQueryHits(part, tuple(index.search(part, mode=options.mode, k=depth))) for part in parts
+        SubQueryHits(part, tuple(index.search(part, mode=options.mode, k=depth, **where)))
+        for part in parts
     )
     confidence = (
         carry_unseen_things(
@@ -405,6 +426,7 @@ def _plan(
     confidence: tuple[Confidence, ...],
     llm: LLM | None,
     options: AskOptions,
+    conversation: Conversation | None = None,
 ) -> Plan:
     question = question.strip()
     # parts the sources do not answer get their closest sources (as a whole question that
@@ -432,7 +454,12 @@ def _plan(
         runs=runs,
         context=context,
         template=template,
-        prompt=template.render(context.text, asked),
+        prompt=template.render(
+            context.text,
+            asked,
+            conversation.messages() if conversation is not None else (),
+            conversation.system if conversation is not None else "",
+        ),
         counter=f"{llm.name} tokenizer" if counter is not None and llm else APPROXIMATE,
         confidence=confidence,
     )
@@ -484,11 +511,12 @@ def _generate_events(
         ):
             pieces.append(piece)
             yield TextDelta(piece)
-    except (ServiceUnavailableError, ServiceTimeoutError) as exc:
+    except ServiceError as exc:  # unreachable, too slow, or an error answer (a 404 model)
         if pieces:
             raise  # text already shown; replaying another answer would mix two
-        yield ModelFailed(str(exc))
-        yield from _extractive_events(plan, tools, options.k, model_error=str(exc))
+        error = f"{llm.name}: {exc}"
+        yield ModelFailed(error)
+        yield from _extractive_events(plan, tools, options.k, model_error=error)
         return
     text = "".join(pieces).strip()
     if not text:
@@ -516,6 +544,10 @@ def _extractive_events(
         unanswered=skip,
         evidence=quote_evidence(plan.runs, plan.context, k),
     )
+    text = quoted.text
+    if model_error is not None:  # say why there is no generated answer
+        text = text.replace(EXTRACTIVE_NOTE, model_failed_note(model_error), 1)
+    quoted = replace(quoted, text=text)
     yield TextDelta(quoted.text)
     headings: dict[int, list[str]] = {}
     for q in quoted.quotes:
@@ -523,6 +555,14 @@ def _extractive_events(
             headings[q.number].append(q.heading)
     answer = _answer(plan, quoted.text, "extractive", None, quoted.cited, headings)
     yield Done(replace(answer, model_error=model_error))
+
+
+def model_failed_note(error: str) -> str:
+    """The first line of an extractive answer given because the model failed."""
+    return (
+        f"Extractive answer (the language model was not reached: {error}): the most "
+        "relevant sentences from the sources, quoted as written, not a generated answer."
+    )
 
 
 def quote_evidence(runs: Sequence[SubQueryHits], context: PackedContext, k: int) -> list[set[str]]:

@@ -30,6 +30,7 @@ SYSTEM = (
     f'brackets, like [1] or [2][3]. If the passages lack the answer, reply "{DECLINE}" '
     "Do not use any other knowledge."
 )
+CLIENT_SYSTEM = "The chat application adds these instructions:"
 COMPLETION_HEADER = (
     "Below are numbered sources, a question, and an answer written only from the sources. "
     "The answer cites the sources it uses by number in square brackets, like [1].\n\n"
@@ -56,11 +57,23 @@ class Template:
         if self.style not in STYLES:
             raise ConfigError(f"prompt_style: {self.style!r} is not one of {', '.join(STYLES)}")
 
-    def render(self, context: str, question: str) -> Prompt:
-        """The prompt for ``context`` (the packed blocks) and ``question``."""
+    def render(
+        self,
+        context: str,
+        question: str,
+        history: Sequence[Message] = (),
+        system: str = "",
+    ) -> Prompt:
+        """The prompt for ``context`` (the packed blocks) and ``question``. A chat prompt
+        takes the conversation so far: ``history`` (earlier turns, alternating user and
+        assistant) between the system message and the question, and the chat client's
+        ``system`` text after the template's own rules; a completion prompt (a base
+        model, which does not follow a conversation) takes neither."""
         if self.style == "chat":
+            rules = f"{SYSTEM}\n\n{CLIENT_SYSTEM}\n{system}" if system else SYSTEM
             return [
-                Message("system", SYSTEM),
+                Message("system", rules),
+                *history,
                 Message("user", f"Context:\n\n{context}\n\nQuestion: {question}"),
             ]
         return f"{COMPLETION_HEADER}\n\nSources:\n\n{context}\n\nQuestion: {question}\nAnswer:"

@@ -25,13 +25,14 @@ import mimetypes
 import re
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import (
@@ -50,21 +51,30 @@ from twokeys.errors import TwokeysError
 from twokeys.llm.base import LLM
 from twokeys.llm.http import ServiceError
 from twokeys.rag.ask import ask_events
-from twokeys.request import SearchRequest
 from twokeys.server.accesslog import AccessLog, log_sink
-from twokeys.server.config import Limits, RequestError, ServerConfig
-from twokeys.server.documents import KIND_SUFFIX, check_id, document_record, read_document
+from twokeys.server.config import Limits, RequestError, ServerConfig, check_collection_name
+from twokeys.server.documents import (
+    KIND_SUFFIX,
+    check_id,
+    document_page,
+    document_record,
+    read_document,
+)
 from twokeys.server.events import closing, event_payload, sse
 from twokeys.server.schema import (
     AnswerData,
     AskBody,
     DocumentData,
+    DocumentPage,
     DocumentsBody,
+    SearchBatchBody,
+    SearchBatchResponse,
     SearchBody,
     SearchResponse,
     WriteResponse,
     ask_options,
 )
+from twokeys.server.search_api import run_batch, run_search
 from twokeys.server.security import KEY_SCOPE, Guard, Policy, page_policy
 from twokeys.server.service import IndexBusyError, IndexService, UnknownDocumentError
 from twokeys.types import Document
@@ -244,9 +254,16 @@ def serial_llm(llm: LLM | None) -> LLM | None:
 
 
 def create_app(
-    service: IndexService, *, llm: LLM | None = None, config: ServerConfig | None = None
+    service: IndexService,
+    *,
+    llm: LLM | None = None,
+    config: ServerConfig | None = None,
+    collections: Mapping[str, IndexService] | None = None,
 ) -> FastAPI:
-    """The FastAPI app serving ``service``'s index (see the module docstring)."""
+    """The FastAPI app serving ``service``'s index (see the module docstring).
+
+    ``collections``: further indexes by name, each served whole under
+    ``/collections/{name}/`` (every route) and as the model ``name`` under ``/v1``."""
     config = config or ServerConfig()
     limits = config.limits
     scrub = _Scrubber(service.location, service.path)
@@ -260,7 +277,7 @@ def create_app(
         title="twokeys",
         version=__version__,
         description="Hybrid BM25 + dense retrieval over one index: search, ask, documents.",
-        docs_url=None if keyed else "/docs",  # the docs page cannot send the key
+        docs_url=None,  # served by apidocs.docs_router: local assets, asks for the key
         redoc_url=None,
         openapi_url=None if keyed else "/openapi.json",  # keyed: served below, with the key
     )
@@ -332,21 +349,19 @@ def create_app(
     @api.post("/search", response_model=SearchResponse, tags=["search"])
     def search(body: SearchBody) -> Any:  # type: ignore[valid-type]
         """The top ``k`` chunks for a search request (``explain``: each retriever's evidence)."""
-        request = SearchRequest.from_dict(body.model_dump(exclude_unset=True))  # type: ignore[attr-defined]
-        check_text("query", request.query)
-        check_k("k", request.k, limits.max_k)
-        check_k("candidates", request.candidates, limits.max_candidates)
-        check_k("rerank_top", request.rerank_top, limits.max_candidates)
+        given = body.model_dump(exclude_unset=True)  # type: ignore[attr-defined]
         with service.reader() as index:
             start = time.perf_counter()
-            hits = index.search(request)
-            metrics.observe_search(request.retriever, time.perf_counter() - start)
-            generation = index.manifest.generation
-        return {
-            "request": request.to_dict(),
-            "hits": [h.to_dict() for h in hits],
-            "generation": generation,
-        }
+            result = run_search(index, given, limits)
+            metrics.observe_search(result["request"]["retriever"], time.perf_counter() - start)
+            return result
+
+    @api.post("/search/batch", response_model=SearchBatchResponse, tags=["search"])
+    def search_batch(body: SearchBatchBody) -> Any:  # type: ignore[valid-type]
+        """Several searches (each a ``/search`` body) from one generation of the index."""
+        searches = [s.model_dump(exclude_unset=True) for s in body.searches]  # type: ignore[attr-defined]
+        with service.reader() as index:
+            return {"results": run_batch(index, searches, limits)}
 
     @api.post(
         "/ask",
@@ -445,6 +460,17 @@ def create_app(
         report = await run_in_threadpool(service.write, docs, ())
         return _write_response(service, report)
 
+    @api.get("/documents", response_model=DocumentPage, tags=["documents"])
+    def list_documents(
+        offset: int = 0,
+        limit: int = 100,
+        filter: Annotated[list[str] | None, Query()] = None,
+    ) -> Any:
+        """The documents, in id order, a page at a time: each one's record, metadata and
+        chunk count. ``filter`` (repeatable) takes the filters of a search (all hold)."""
+        with service.reader() as index:
+            return document_page(index, filter or (), offset, limit)
+
     @api.get("/documents/{doc_id:path}", response_model=DocumentData, tags=["documents"])
     def get_document(doc_id: str) -> Any:
         """A document's record and its chunks."""
@@ -505,20 +531,36 @@ def create_app(
     page = resources.files("twokeys.server").joinpath("static/index.html").read_text("utf-8")
     page_headers = {"Content-Security-Policy": page_policy(page)}
 
+    markdown_js = resources.files("twokeys.server").joinpath("static/markdown-it.min.js")
+
+    @open_routes.get("/assets/markdown-it.min.js", include_in_schema=False)
+    def markdown_script() -> Response:
+        """markdown-it (MIT), which the page renders answers and passages with."""
+        return Response(markdown_js.read_bytes(), media_type="text/javascript")
+
     @open_routes.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index_page() -> HTMLResponse:
         """The search page: static HTML and a script; it calls the API (with the key)."""
         return HTMLResponse(page, headers=page_headers)
 
+    from twokeys.server.apidocs import declare_errors, docs_router
+    from twokeys.server.citations import passage_router
     from twokeys.server.openai_api import openai_router
     from twokeys.server.probes import probes_router
 
     app.include_router(open_routes)
     app.include_router(probes_router(service, shared_llm, metrics, Depends(require_key)))
+    app.include_router(docs_router(keyed))
+    app.include_router(passage_router(service), dependencies=[Depends(require_key)])
     app.include_router(api)
     app.include_router(
-        openai_router(service, shared_llm, config, scrub), dependencies=[Depends(require_key)]
+        openai_router(service, shared_llm, config, scrub, collections),
+        dependencies=[Depends(require_key)],
     )
+    for name, other in (collections or {}).items():
+        check_collection_name(name, config.model_name)
+        sub = create_app(other, llm=shared_llm, config=replace(config, model_name=name))
+        app.mount(f"/collections/{name}", sub)
     base_openapi = app.openapi
 
     def full_openapi() -> dict[str, Any]:
@@ -530,7 +572,7 @@ def create_app(
             components = schema.setdefault("components", {}).setdefault("schemas", {})
             components.update(body.pop("$defs", {}))
             components["DocumentsBody"] = body
-            app.openapi_schema = schema
+            app.openapi_schema = declare_errors(schema, keyed=keyed)
         return app.openapi_schema
 
     app.openapi = full_openapi  # type: ignore[method-assign]

@@ -15,7 +15,15 @@ import click
 
 from twokeys.cliutil import index_option, make_llm, model_options
 from twokeys.errors import ConfigError, MissingExtraError
-from twokeys.server.config import HTTP_PORT, LOOPBACK, MCP_PORT, Limits, ServerConfig
+from twokeys.server.config import (
+    HTTP_PORT,
+    LOOPBACK,
+    MCP_PORT,
+    Limits,
+    ServerConfig,
+    check_collection_name,
+    parse_collection,
+)
 from twokeys.server.keys import ENV_KEYS, ApiKey, check_unique, parse_keys, read_keys_file
 
 _LIMITS = Limits()
@@ -209,6 +217,14 @@ def api_key_file_option(help_text: str) -> Callable[[_Command], _Command]:
     default=None,
     help="Keep the index current as this folder changes (needs twokeys[watch]).",
 )
+@click.option(
+    "--collection",
+    "collection_specs",
+    multiple=True,
+    metavar="NAME=PATH",
+    help="Serve another index too (repeatable): every route under /collections/NAME/, "
+    "and the model NAME under /v1.",
+)
 def serve(
     index_path: Path,
     host: str,
@@ -231,6 +247,7 @@ def serve(
     log_queries: bool,
     model_name: str,
     watch_dir: Path | None,
+    collection_specs: tuple[str, ...],
 ) -> None:
     """Serve the index over HTTP: /search, /ask, /documents, /v1 (OpenAI), / (a page)."""
     _require("fastapi", "serve")
@@ -260,6 +277,10 @@ def serve(
         access_log=access_log,  # type: ignore[arg-type]
         log_queries=log_queries,
     )
+    named = [parse_collection(spec) for spec in collection_specs]
+    names = [check_collection_name(name, model_name) for name, _ in named]
+    if len(set(names)) != len(names):
+        raise ConfigError("--collection: each name once")
     access_logging(access_log)
     if watch_dir is not None:
         _require("watchfiles", "watch")
@@ -270,9 +291,12 @@ def serve(
         )
     else:
         service = IndexService(index_path)
+    collections = {name: IndexService(location) for name, location in named}
     llm = make_llm(llm_spec, base_url, timeout)
-    app = create_app(service, llm=llm, config=config)
+    app = create_app(service, llm=llm, config=config, collections=collections)
     click.echo(f"twokeys: serving {_label(index_path)} on http://{host}:{port}", err=True)
+    for name, location in named:
+        click.echo(f"twokeys: and {_label(location)} as {name} (/collections/{name}/)", err=True)
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
     finally:
@@ -281,6 +305,8 @@ def serve(
         if llm is not None:
             llm.close()
         service.close()
+        for other in collections.values():
+            other.close()
     sys.exit(0)
 
 

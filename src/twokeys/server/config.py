@@ -3,9 +3,11 @@ the access log, the model name, and the default address and ports."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from twokeys.errors import ConfigError
 from twokeys.server.keys import WRITE, ApiKey, check_unique
 
 LOOPBACK = "127.0.0.1"  # the default address to bind: nothing beyond this machine reaches it
@@ -48,6 +50,9 @@ class ServerConfig:
     allowed_hosts: tuple[str, ...] = ()  # Host names served besides loopback and IP literals
     access_log: Literal["text", "json", "off"] = "text"
     log_queries: bool = False  # put the query text in the access log
+    #: tokens a chat turn's whole prompt may take with a model: the conversation (system
+    #: text and earlier turns, fitted) plus the sources, the question and the answer
+    chat_context: int = 4096
 
     def all_keys(self) -> tuple[ApiKey, ...]:
         """``keys``, and ``api_key`` as the read-write key "default"."""
@@ -66,3 +71,25 @@ class RequestError(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+_COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def check_collection_name(name: str, default: str) -> str:
+    """A collection's name: a URL path segment and a model id."""
+    if not _COLLECTION_NAME.match(name):
+        raise ConfigError(
+            f"collection name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)"
+        )
+    if name == default:
+        raise ConfigError(f"collection name {name!r} is the default index's model name")
+    return name
+
+
+def parse_collection(text: str) -> tuple[str, str]:
+    """``NAME=LOCATION`` (``--collection``) as ``(name, location)``."""
+    name, sep, location = text.partition("=")
+    if not sep or not location.strip():
+        raise ConfigError(f"--collection {text!r}: expected NAME=PATH (or NAME=postgresql://...)")
+    return name.strip(), location.strip()

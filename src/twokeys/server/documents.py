@@ -14,13 +14,14 @@ import re
 import tempfile
 import time
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from twokeys.engine import Index
 from twokeys.errors import ConfigError
+from twokeys.filters import parse_filters
 from twokeys.ingest import SUPPORTED_SUFFIXES, SkippedFile, load_documents
 from twokeys.types import Document
 
@@ -121,5 +122,37 @@ def document_record(index: Index, doc_id: str) -> dict[str, Any] | None:
                 "text": c.text,
             }
             for c in chunks
+        ],
+    }
+
+
+MAX_PAGE = 1000  # documents one listing page may hold
+
+
+def document_page(index: Index, filters: Sequence[str], offset: int, limit: int) -> dict[str, Any]:
+    """One page of the documents (in id order) the ``filters`` allow (all must hold, as
+    in a search): each one's record, metadata and chunk count, and the total."""
+    if offset < 0:
+        raise ConfigError(f"offset: must be >= 0, got {offset}")
+    if not 1 <= limit <= MAX_PAGE:
+        raise ConfigError(f"limit: must be in 1..{MAX_PAGE}, got {limit}")
+    wanted = parse_filters(filters)
+    docs = [d for d in index.backend.all_documents() if all(f.matches(d) for f in wanted)]
+    return {
+        "total": len(docs),
+        "offset": offset,
+        "limit": limit,
+        "filters": [str(f) for f in wanted],
+        "documents": [
+            {
+                "id": d.id,
+                "title": d.title,
+                "path": d.path,
+                "kind": d.kind,
+                "sha256": d.sha256,
+                "metadata": dict(d.metadata),
+                "chunks": d.n_chunks,
+            }
+            for d in docs[offset : offset + limit]
         ],
     }

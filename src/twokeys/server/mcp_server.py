@@ -260,6 +260,7 @@ def guarded_http_app(
         request_timeout_s=limits.request_timeout_s,
         max_concurrent_per_key=limits.max_concurrent_per_key,
         open_paths=frozenset(),
+        open_prefixes=(),
         write_route=lambda method, path: False,  # tools/call is read below
     )
     return Guard(_WriteToolGate(app), policy)

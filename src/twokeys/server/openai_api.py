@@ -1,38 +1,54 @@
 """OpenAI-compatible routes, so a chat UI (Open WebUI) or any OpenAI client can use the
 index as a model named ``twokeys``.
 
-``POST /v1/chat/completions`` answers the conversation's last user message with
+``POST /v1/chat/completions`` answers the conversation's newest user message with
 :func:`twokeys.rag.ask.ask_events`: retrieval, then the server's ``--llm`` (or, without
-one, the extractive answer), with the sources listed at the end of the reply. A
-follow-up ("and how do I fix it?") -- one that points back with "it", "that", "they",
-or that retrieval cannot place on its own, by the confidence rule that makes ``ask``
-abstain -- is asked together with the user message before it. ``GET /v1/models`` lists
-the one model; ``POST /v1/embeddings`` embeds text with the index's encoder.
+one, the extractive answer), with the sources listed at the end of the reply. The
+conversation is read and fitted by :mod:`twokeys.server.chat` (only the newest user
+message is capped; a follow-up is searched as a standalone query, and the reply says
+which); a chat client's background task (title, tags, follow-up suggestions,
+autocompletion: :mod:`twokeys.server.tasks`) is answered with the JSON it asks for.
+``max_tokens``, ``stop`` and ``temperature`` are honoured; ``n`` above 1 and ``tools``
+are refused with a 400 naming the field. ``GET /v1/models`` lists the one model;
+``POST /v1/embeddings`` embeds text with the index's encoder.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import re
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal
 
 import numpy as np
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from twokeys.engine import Index
 from twokeys.errors import ConfigError, TwokeysError
 from twokeys.llm.base import LLM
-from twokeys.rag.ask import Answer, AskOptions, Done, TextDelta, ask_events
-from twokeys.rag.grounding import retrieval_confidence
+from twokeys.rag.ask import Answer, Done, TextDelta, ask_events
+from twokeys.rag.conversation import Conversation
+from twokeys.server import citations
+from twokeys.server.chat import (
+    ModelProbe,
+    Shaper,
+    TurnPlan,
+    answer_model_error,
+    fix_note,
+    plan_turn,
+    read_conversation,
+    searched_text,
+)
 from twokeys.server.config import RequestError, ServerConfig
 from twokeys.server.events import closing
 from twokeys.server.service import IndexService
+from twokeys.server.tasks import answer as answer_task
+from twokeys.server.tasks import detect
+from twokeys.text.tokens import approx_token_counter
 
 
 class ContentPart(BaseModel):
@@ -53,55 +69,52 @@ class ChatMessage(BaseModel):
 
 
 class ChatCompletionBody(BaseModel):
-    """The fields of OpenAI's chat completion request that twokeys reads (others are
-    accepted and ignored: sampling is the server's)."""
+    """The fields of OpenAI's chat completion request that twokeys reads; ``n`` above 1
+    and ``tools`` are refused (one answer, no tool calls); other fields are accepted and
+    ignored."""
 
     model_config = ConfigDict(extra="allow")
     model: str
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
     stream_options: dict[str, Any] | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    stop: str | list[str] | None = None
+    n: int | None = Field(default=None, ge=1)
+    tools: list[dict[str, Any]] | None = None
+
+    def stops(self) -> tuple[str, ...]:
+        given = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
+        if len(given) > 4:
+            raise RequestError(400, f"stop: {len(given)} sequences; the limit is 4")
+        return tuple(s for s in given if s)
+
+    def token_limit(self) -> int | None:
+        return self.max_completion_tokens or self.max_tokens
+
+
+#: why token-id input is refused: the ids are of the client's tokenizer (LangChain's
+#: OpenAIEmbeddings counts with tiktoken's cl100k_base), not of the index's encoder, and
+#: read with another vocabulary they would embed other words
+TOKEN_IDS = (
+    "input: token ids are not accepted: they are the client's tokenizer's, not this "
+    "index's encoder's; send text (LangChain: OpenAIEmbeddings(..., "
+    "check_embedding_ctx_length=False))"
+)
 
 
 class EmbeddingsBody(BaseModel):
     model_config = ConfigDict(extra="allow")
     model: str
-    input: str | list[str]
+    input: str | list[str] | list[int] | list[list[int]]
     encoding_format: Literal["float", "base64"] = "float"
 
 
-#: words by which a follow-up points back at what was asked before
-_BACK_REFERENCE = re.compile(
-    r"\b(?:it|its|it's|that|this|these|those|they|them|their|there|the same|above)\b", re.I
-)
-
-
-def conversation_question(index: Index, messages: list[ChatMessage]) -> str:
-    """The question to answer: the last user message; a follow-up -- one that points back
-    ("how do I fix it?") or that retrieval cannot place on its own -- is joined to the
-    user message before it."""
-    users = [m.text().strip() for m in messages if m.role == "user" and m.text().strip()]
-    if not users:
-        raise ConfigError("messages: no user message with text")
-    last = users[-1]
-    if len(users) > 1 and (
-        _BACK_REFERENCE.search(last) or not retrieval_confidence(index, last).answerable
-    ):
-        return f"{users[-2]} {last}"
-    return last
-
-
 def sources_text(answer: Answer) -> str:
-    """The sources, as the lines appended to the reply (as ``twokeys ask`` prints them)."""
-    if not answer.sources:
-        return ""
-    lines = ["", "", "Closest sources:" if answer.abstains else "Sources:"]
-    for s in answer.sources:
-        heading = "; ".join(s.quoted_headings) or s.heading
-        where = f" — {heading}" if heading else ""
-        quiet = s.cited or answer.abstains
-        lines.append(f"[{s.number}] {s.cite or s.path}{where}{'' if quiet else ' (not cited)'}")
-    return "\n".join(lines)
+    """The sources, as the lines appended to the reply, each named by its path."""
+    return citations.sources_text(answer, {})
 
 
 def openai_router(
@@ -109,73 +122,123 @@ def openai_router(
     llm: LLM | None,
     config: ServerConfig,
     scrub: Callable[[str], str],
+    collections: Mapping[str, IndexService] | None = None,
 ) -> APIRouter:
+    """The ``/v1`` routes; each of ``collections`` (the server's further indexes) is one
+    more model, named by its collection."""
     router = APIRouter(prefix="/v1", tags=["openai"])
     model_name: str = config.model_name
     limits = config.limits
+    services = {model_name: service, **(collections or {})}
+    probe = ModelProbe(llm)
+    default_service = service
 
     def check_model(name: str, *also: str) -> None:
-        if name not in (model_name, *also):
-            raise RequestError(404, f"model {name!r} not found; this server serves {model_name!r}")
+        if name not in (*services, *also):
+            served = ", ".join(repr(n) for n in services)
+            raise RequestError(404, f"model {name!r} not found; this server serves {served}")
+
+    def model_card(name: str) -> dict[str, Any]:
+        """A collection as a model; ``generation`` is the index generation it answers
+        from (it advances at each commit, e.g. under ``--watch``)."""
+        card = {"id": name, "object": "model", "created": 0, "owned_by": "twokeys"}
+        return {**card, "generation": services[name].generation}
 
     @router.get("/models")
     def models() -> dict[str, Any]:
-        """The one model: the index, answered through retrieval (and the server's --llm);
-        ``generation`` is the index generation it answers from (it advances at each commit)."""
-        model = {"id": model_name, "object": "model", "created": 0, "owned_by": "twokeys"}
-        return {"object": "list", "data": [{**model, "generation": service.generation}]}
+        """The models: one per collection (index), answered through retrieval (and the
+        server's --llm)."""
+        return {"object": "list", "data": [model_card(name) for name in services]}
+
+    @router.get("/models/{model_id:path}")
+    def model(model_id: str) -> dict[str, Any]:
+        """One model by its id (OpenAI's ``models.retrieve``)."""
+        check_model(model_id)
+        return model_card(model_id)
 
     @router.post("/chat/completions")
-    def chat_completions(body: ChatCompletionBody) -> Any:
-        """OpenAI's chat completion: the answer, its sources cited at the end."""
+    def chat_completions(body: ChatCompletionBody, request: Request) -> Any:
+        """OpenAI's chat completion: the answer, its sources cited at the end. The model
+        names the collection asked."""
         check_model(body.model)
-        for m in body.messages:
-            limits.check_text("messages.content", m.text())
+        service = services[body.model]
+        if body.n is not None and body.n > 1:
+            raise RequestError(400, f"n: {body.n}; this server gives one choice (n=1)")
+        if body.tools:
+            raise RequestError(
+                400, "tools: this server does not call tools; send the request without them"
+            )
+        stops = body.stops()
+        pairs = [(m.role, m.text()) for m in body.messages]
+        conversation = read_conversation(pairs, limits)
         completion_id = f"chatcmpl-{uuid.uuid4().hex}"
         created = int(time.time())
+        reply = _Reply(completion_id, created, body.model)
+        # where the collection's own routes are (its passages, for the citations' links)
+        home = str(request.base_url)
+        if body.model != model_name:
+            home = f"{home.rstrip('/')}/collections/{body.model}"
+        task = detect(conversation.question)
+        if task is not None:  # a chat client's title, tags, follow-ups ...: JSON, no search
+            with service.reader() as index:
+                data, made_by = answer_task(task, index, llm)
+            text = json.dumps(data, ensure_ascii=False)
+            usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+            extra = {"task": task.task, "made_by": made_by}
+            if body.stream:
+                return _event_stream(reply.whole_stream(text, usage, body))
+            return JSONResponse(reply.whole(text, "stop", usage, {"twokeys": extra}))
+        shaper = Shaper(stops, body.token_limit())
         if body.stream:
-            return StreamingResponse(
-                closing(
-                    _stream(
-                        service,
-                        body.messages,
-                        llm,
-                        completion_id,
-                        created,
-                        model_name,
-                        scrub,
-                        include_usage=bool((body.stream_options or {}).get("include_usage")),
-                    )
-                ),
-                media_type="text/event-stream",
-                headers={"Cache-Control": "no-cache"},
+            return _event_stream(
+                _stream(
+                    service,
+                    conversation,
+                    llm,
+                    body,
+                    reply,
+                    shaper,
+                    scrub,
+                    config,
+                    home,
+                    probe,
+                )
             )
         with service.reader() as index:
-            question = conversation_question(index, body.messages)
-            answer = _answer(index, question, llm)
-        text = answer.text + sources_text(answer)
-        return JSONResponse(
-            {
-                "id": completion_id,
-                "object": "chat.completion",
-                "created": created,
-                "model": model_name,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": _usage(answer, text),
-                "twokeys": answer.to_dict(),
-            }
+            plan = plan_turn(
+                index,
+                conversation,
+                llm,
+                chat_context=config.chat_context,
+                temperature=body.temperature,
+                max_tokens=body.token_limit(),
+                probe=probe,
+            )
+            answer = _answer(index, plan)
+            labels = citations.cites(index, answer)
+        whole = (
+            fix_note(citations.marked_text(answer), plan)
+            + searched_text(plan)
+            + citations.sources_text(answer, labels)
         )
+        text = shaper.feed(whole) + shaper.close()
+        notes = citations.url_citations(answer, labels, home, text)
+        data = answer.to_dict()
+        data["model_error"] = answer_model_error(answer, plan)
+        data["search"] = plan.followup.to_dict()
+        data["conversation"] = _conversation_data(plan)
+        completion = reply.whole(
+            text, shaper.finish or "stop", _usage(answer, text, plan), {"twokeys": data}
+        )
+        completion["choices"][0]["message"]["annotations"] = notes
+        return JSONResponse(completion)
 
     @router.post("/embeddings")
     def embeddings(body: EmbeddingsBody) -> dict[str, Any]:
         """Vectors from the index's encoder (the one its chunks were embedded with)."""
-        texts = [body.input] if isinstance(body.input, str) else list(body.input)
+        if isinstance(body.input, list) and any(not isinstance(x, str) for x in body.input):
+            raise RequestError(400, TOKEN_IDS)
+        texts = [body.input] if isinstance(body.input, str) else [str(x) for x in body.input]
         if not texts:
             raise ConfigError("input: is empty")
         if len(texts) > limits.max_embedding_inputs:
@@ -184,7 +247,7 @@ def openai_router(
             )
         for text in texts:
             limits.check_text("input", text)
-        with service.reader() as index:
+        with services.get(body.model, default_service).reader() as index:
             info = index.manifest.encoder
             if info is None:
                 raise ConfigError("this index has no dense encoder (built with --no-dense)")
@@ -213,17 +276,103 @@ def _vector(vector: Any, encoding: str) -> list[float] | str:
     return [float(x) for x in vector]
 
 
-def _answer(index: Index, question: str, llm: LLM | None) -> Answer:
-    for event in ask_events(index, question, llm=llm, options=AskOptions()):
+def _event_stream(events: Iterator[str]) -> StreamingResponse:
+    return StreamingResponse(
+        closing(events),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+class _Reply:
+    """The envelope of one completion: whole, or as stream chunks."""
+
+    def __init__(self, completion_id: str, created: int, model: str) -> None:
+        self.id = completion_id
+        self.created = created
+        self.model = model
+
+    def whole(
+        self, text: str, finish: str, usage: dict[str, int], extra: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": finish,
+                }
+            ],
+            "usage": usage,
+            **extra,
+        }
+
+    def chunk(self, delta: dict[str, Any], finish: str | None = None) -> str:
+        data = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+    def usage_chunk(self, usage: dict[str, int]) -> str:
+        data = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [],
+            "usage": usage,
+        }
+        return f"data: {json.dumps(data)}\n\n"
+
+    def whole_stream(
+        self, text: str, usage: dict[str, int], body: ChatCompletionBody
+    ) -> Iterator[str]:
+        yield self.chunk({"role": "assistant", "content": ""})
+        yield self.chunk({"content": text})
+        yield self.chunk({}, "stop")
+        if (body.stream_options or {}).get("include_usage"):
+            yield self.usage_chunk(usage)
+        yield "data: [DONE]\n\n"
+
+
+def _answer(index: Index, plan: TurnPlan) -> Answer:
+    for event in ask_events(
+        index,
+        plan.question,
+        llm=plan.llm,
+        options=plan.options,
+        search=plan.followup.query,
+        conversation=plan.conversation,
+    ):
         if isinstance(event, Done):
             return event.answer
     raise AssertionError("ask_events ended without an answer")  # pragma: no cover
 
 
-def _usage(answer: Answer, text: str) -> dict[str, int]:
+def _conversation_data(plan: TurnPlan) -> dict[str, Any]:
+    c = plan.conversation
+    return {
+        "turns_kept": len(c.turns),
+        "turns_dropped": c.dropped,
+        "system_cut": c.system_cut,
+        "tokens": plan.history_tokens,
+    }
+
+
+def _usage(answer: Answer, text: str, plan: TurnPlan | None = None) -> dict[str, int]:
     context = answer.plan.context
     prompt = context.total - context.section("answer").budget if context.sections else 0
-    completion = max(1, len(text.split()))
+    if plan is not None and plan.llm is not None:
+        prompt += plan.history_tokens
+    completion = approx_token_counter([text])[0] if text else 0
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
@@ -233,44 +382,62 @@ def _usage(answer: Answer, text: str) -> dict[str, int]:
 
 def _stream(
     service: IndexService,
-    messages: list[ChatMessage],
+    conversation: Conversation,
     llm: LLM | None,
-    completion_id: str,
-    created: int,
-    model: str,
+    body: ChatCompletionBody,
+    reply: _Reply,
+    shaper: Shaper,
     scrub: Callable[[str], str],
-    include_usage: bool = False,
+    config: ServerConfig,
+    base_url: str,
+    probe: ModelProbe,
 ) -> Iterator[str]:
     usage: dict[str, int] | None = None
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
-        data = {
-            "id": completion_id,
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        }
-        return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
-
-    yield chunk({"role": "assistant", "content": ""})
+    yield reply.chunk({"role": "assistant", "content": ""})
     with service.reader() as index:
         try:
-            question = conversation_question(index, messages)
-            for event in ask_events(index, question, llm=llm, options=AskOptions()):
+            plan = plan_turn(
+                index,
+                conversation,
+                llm,
+                chat_context=config.chat_context,
+                temperature=body.temperature,
+                max_tokens=body.token_limit(),
+                probe=probe,
+            )
+            for event in ask_events(
+                index,
+                plan.question,
+                llm=plan.llm,
+                options=plan.options,
+                search=plan.followup.query,
+                conversation=plan.conversation,
+            ):
                 if isinstance(event, TextDelta):
-                    yield chunk({"content": event.text})
+                    piece = shaper.feed(fix_note(event.text, plan))
+                    if piece:
+                        yield reply.chunk({"content": piece})
                 elif isinstance(event, Done):
-                    tail = sources_text(event.answer)
+                    answer = event.answer
+                    labels = citations.cites(index, answer)
+                    tail = shaper.feed(
+                        citations.unsupported_text(answer)
+                        + searched_text(plan)
+                        + citations.sources_text(answer, labels)
+                    )
+                    tail += shaper.close()
                     if tail:
-                        yield chunk({"content": tail})
-                    usage = _usage(event.answer, event.answer.text + tail)
+                        yield reply.chunk({"content": tail})
+                    notes = citations.url_citations(answer, labels, base_url, shaper.sent)
+                    if notes:  # one url_citation per source (Open WebUI: source cards)
+                        yield reply.chunk({"annotations": notes})
+                    usage = _usage(answer, shaper.sent, plan)
+        except RequestError as exc:
+            yield reply.chunk({"content": f"\n\n[twokeys error: {scrub(exc.message)}]"})
         except Exception as exc:  # the stream has begun: say so in the reply
             message = scrub(str(exc)) if isinstance(exc, TwokeysError) else type(exc).__name__
-            yield chunk({"content": f"\n\n[twokeys error: {message}]"})
-    yield chunk({}, "stop")
-    if include_usage and usage is not None:  # OpenAI's stream_options.include_usage
-        data = {"id": completion_id, "object": "chat.completion.chunk", "created": created}
-        final = {**data, "model": model, "choices": [], "usage": usage}
-        yield f"data: {json.dumps(final)}\n\n"
+            yield reply.chunk({"content": f"\n\n[twokeys error: {message}]"})
+    yield reply.chunk({}, shaper.finish or "stop")
+    if (body.stream_options or {}).get("include_usage") and usage is not None:
+        yield reply.usage_chunk(usage)
     yield "data: [DONE]\n\n"

@@ -49,7 +49,11 @@ ErrorBody = Callable[[str, int, str], dict[str, Any]]
 
 KEY_SCOPE = "twokeys.key"  # the ApiKey a request was made with, in its ASGI scope
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
-OPEN_PATHS = frozenset({"/", "/healthz", "/readyz", "/favicon.ico"})
+#: pages and their static assets, served without a key (they hold no index data and ask
+#: for the key themselves); also under each collection's ``/collections/NAME`` prefix
+OPEN_PATHS = frozenset({"/", "/healthz", "/readyz", "/favicon.ico", "/docs"})
+OPEN_PREFIXES = ("/docs/assets/", "/assets/")
+_COLLECTION = re.compile(r"^/collections/[^/]+(?=/)")
 KEY_PARAMS = frozenset({"api_key", "apikey", "api-key", "key", "token", "access_token", "auth"})
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _SECURITY_HEADERS = (
@@ -85,7 +89,13 @@ class Policy:
     request_timeout_s: float = 120.0
     max_concurrent_per_key: int = 64
     open_paths: Collection[str] = OPEN_PATHS
+    open_prefixes: tuple[str, ...] = OPEN_PREFIXES
     write_route: Callable[[str, str], bool] = is_write_route
+
+    def is_open(self, path: str) -> bool:
+        """Whether ``path`` is a page or a page's asset (no key needed to GET it)."""
+        local = _COLLECTION.sub("", path, count=1) if path.startswith("/collections/") else path
+        return local in self.open_paths or local.startswith(self.open_prefixes)
 
 
 def host_allowed(host: str, allowed: Collection[str]) -> bool:
@@ -199,7 +209,7 @@ class Guard:
                 [],
             )
         scope[KEY_SCOPE] = ANONYMOUS
-        if path in self.policy.open_paths and method in ("GET", "HEAD"):
+        if method in ("GET", "HEAD") and self.policy.is_open(path):
             return None
         why = cross_site(headers, host, self.policy.cors_origins)
         if why is not None:

@@ -1,0 +1,67 @@
+"""LangChain's OpenAI integration against ``twokeys serve``: ``ChatOpenAI`` with its
+defaults (a conversation, invoked and streamed) and ``OpenAIEmbeddings``.
+
+``OpenAIEmbeddings``' default (``check_embedding_ctx_length=True``) counts tokens with
+tiktoken, which downloads its ``cl100k_base`` table at first use: offline it fails in
+the client before any request. Online it sends token ids, which the server refuses with
+a 400 naming ``check_embedding_ctx_length=False`` (``test_api_contract.py``); with that
+option it sends text, tested here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+pytest.importorskip("fastapi", reason="needs the serve extra")
+langchain_openai = pytest.importorskip("langchain_openai", reason="needs the test extra")
+
+from conftest import SUPPORT_KB, HashEncoder  # noqa: E402
+from serverutil import running  # noqa: E402
+from twokeys import IndexOptions, build_index  # noqa: E402
+from twokeys.server.app import create_app  # noqa: E402
+from twokeys.server.service import IndexService  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("no_llm_from_environment")
+
+ZX = "What does error code ZX-4821 mean?"
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    path = tmp_path_factory.mktemp("langchain") / "support.twokeys"
+    build_index(SUPPORT_KB / "docs", path, IndexOptions(encoder="test-hash"))
+    service = IndexService(path)
+    with running(create_app(service)) as base:
+        yield f"{base}/v1"
+    service.close()
+
+
+def test_chat_openai_with_its_defaults_invoked_and_streamed(url: str) -> None:
+    chat = langchain_openai.ChatOpenAI(model="twokeys", base_url=url, api_key="unused")
+    conversation = [
+        ("system", "You are Lumatek's support assistant. " * 60),
+        ("human", "What is the refund policy for a change of mind?"),
+        ("ai", "You may request a refund within 30 days of delivery [1]. " * 40),
+        ("human", "and how many days do I have?"),
+    ]
+    reply = chat.invoke(conversation)
+    text = str(reply.content)
+    assert "policies/refund-policy.md" in text.split("Sources:")[-1]
+    assert "Searched for: and how many days do I have?" in text
+    streamed = "".join(str(c.content) for c in chat.stream(conversation))
+    assert streamed == text
+    assert reply.usage_metadata is not None and reply.usage_metadata["total_tokens"] > 0
+
+
+def test_openai_embeddings_send_text_and_get_the_index_encoder_s_vectors(url: str) -> None:
+    embeddings = langchain_openai.OpenAIEmbeddings(
+        model="twokeys", base_url=url, api_key="unused", check_embedding_ctx_length=False
+    )
+    vectors = embeddings.embed_documents(["ZX-4821", "refund"])
+    expected = HashEncoder().encode(["ZX-4821", "refund"], "document")
+    assert len(vectors) == 2
+    for got, want in zip(vectors, expected, strict=True):
+        assert got == pytest.approx([float(x) for x in want], abs=1e-6)
+    assert embeddings.embed_query("ZX-4821") == pytest.approx(vectors[0], abs=1e-6)
