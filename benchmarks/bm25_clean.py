@@ -203,6 +203,7 @@ def measure(
         "speedup_vs_fastest_clean": rows[fastest]["twokeys_speedup"],
         "speedup_vs_fastest_clean_cpu": rows[fastest]["twokeys_speedup_cpu"],
         "goal": GOAL,
+        "rounds": rounds,
         "load_average": os.getloadavg(),
     }
 
@@ -220,7 +221,7 @@ def render(result: dict[str, Any]) -> str:
     for name, part in result["corpora"].items():
         lines.append(
             f"{name}: {part['chunks']:,} twokeys chunks, {part['queries']} queries, k={K}; "
-            f"median of {result['rounds']} interleaved rounds"
+            f"median of {part.get('rounds', result['rounds'])} interleaved rounds"
         )
         lines.append(f"{'system':<40} {'us/query':>9} {'CPU us':>9} {'twokeys x':>10}")
         for system, row in part["rows"].items():
@@ -256,11 +257,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         from benchmarks.scale import make_corpus
 
         corpora[f"synthetic-{size}"] = make_corpus(size)
-    previous = BENCH_DIR / "results" / "bm25-clean.json"
-    kept = json.loads(previous.read_text("utf-8"))["corpora"] if previous.exists() else {}
     done = {
         name: measure(name, path, queries, args.rounds, python) for name, path in corpora.items()
     }
+    previous = BENCH_DIR / "results" / "bm25-clean.json"  # its other corpora are kept
+    kept = json.loads(previous.read_text("utf-8"))["corpora"] if previous.exists() else {}
     result = {
         "rounds": args.rounds,
         "install": list(INSTALL),

@@ -1026,6 +1026,56 @@ def cold_start_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) 
     ]
 
 
+def bm25_clean_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) -> list[str]:
+    """twokeys against bm25s in its own clean environment (``bm25_clean.py``)."""
+    out = [
+        "## bm25-clean: BM25 against bm25s in its own environment",
+        "",
+        f"bm25s installed alone (`pip install {' '.join(data['install'])}`; no tqdm) and "
+        "driven in a child process; every documented setup a row; bm25s in twokeys' "
+        "environment as second rows. One thread each, every system answering all queries "
+        'once per round, rounds interleaved; medians. "twokeys x" is how many times '
+        "faster `Index.search` (hits with their text) is than the row, in CPU time (wall "
+        "time in brackets).",
+        "",
+    ]
+    for name, part in data["corpora"].items():
+        fastest = part["fastest_clean"]
+        goals.append(
+            _goal(
+                f"BM25 `Index.search` >= {part['goal']}x bm25s' fastest setup in its own "
+                f"environment ({name})",
+                part["speedup_vs_fastest_clean_cpu"] >= part["goal"],
+                f"{part['speedup_vs_fastest_clean_cpu']:.2f}x in CPU time "
+                f"({part['speedup_vs_fastest_clean']:.2f}x wall) against {fastest}",
+            )
+        )
+        load = ", ".join(f"{x:.1f}" for x in part.get("load_average", ()))
+        out += [
+            f"### {name}: {part['chunks']:,} twokeys chunks, {part['queries']} queries, "
+            f"{part.get('rounds', data['rounds'])} rounds (load {load})",
+            "",
+            *_table(
+                ("system", "µs/query", "CPU µs/query", "twokeys x"),
+                [
+                    (
+                        system,
+                        f"{row['us_per_query']:.1f}",
+                        f"{row['cpu_us_per_query']:.1f}",
+                        f"{row['twokeys_speedup_cpu']:.2f}x ({row['twokeys_speedup']:.2f}x)",
+                    )
+                    for system, row in part["rows"].items()
+                ],
+            ),
+            "",
+            f"Top-10 rows of the Quickstart call identical in both environments on "
+            f"{100 * part['same_top10_as_twokeys_venv']:.0f}% of the first 50 queries; "
+            f"clean environment: {', '.join(part['clean_packages'])}.",
+            "",
+        ]
+    return out
+
+
 def write_report(path: Path | None = None) -> Path:
     path = path or BENCH_DIR / "RESULTS.md"
     goals: list[tuple[str, str, str]] = []
@@ -1033,6 +1083,7 @@ def write_report(path: Path | None = None) -> Path:
     body: list[str] = []
     for name, section in (
         ("cold-start", cold_start_section),
+        ("bm25-clean", bm25_clean_section),
         ("bm25", bm25_section),
         ("bm25-build", bm25_build_section),
         ("embedding", embedding_section),
