@@ -60,6 +60,9 @@ def commands(python: str, script: str, index: Path) -> dict[str, list[str]]:
     }
 
 
+BASE_ROWS = ("twokeys --help", "search --mode bm25", "search (hybrid)")
+
+
 def run_once(argv: Sequence[str], env: dict[str, str]) -> tuple[float, float, float]:
     """Wall seconds, CPU seconds (user + system) and peak RSS (MiB) of one process."""
     start = time.perf_counter()
@@ -89,6 +92,12 @@ def ensure_index(script: str, env: dict[str, str]) -> Path:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20, help="processes per command")
+    parser.add_argument(
+        "--base",
+        type=Path,
+        help="another source tree (its src/ first on the path, compiled kernels copied in): "
+        "its --help and searches as rows of their own, for a before/after in one run",
+    )
     args = parser.parse_args(argv)
     python = sys.executable
     script = shutil.which("twokeys", path=str(Path(python).parent))
@@ -97,14 +106,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TWOKEYS_")}
     index = ensure_index(script, env)
     rows = commands(python, script, index)
-    for argv_ in rows.values():  # warm-up: bytecode caches written, files in page cache
-        run_once(argv_, env)
+    envs = dict.fromkeys(rows, env)
+    if args.base is not None:
+        base_path = os.pathsep.join(filter(None, [str(args.base / "src"), env.get("PYTHONPATH")]))
+        for name in BASE_ROWS:
+            rows[f"{name} (base)"] = rows[name]
+            envs[f"{name} (base)"] = {**env, "PYTHONPATH": base_path}
+    for name, argv_ in rows.items():  # warm-up: bytecode caches written, page cache filled
+        run_once(argv_, envs[name])
     walls: dict[str, list[float]] = {name: [] for name in rows}
     cpus: dict[str, list[float]] = {name: [] for name in rows}
     peaks: dict[str, list[float]] = {name: [] for name in rows}
     for round_ in range(args.runs):
         for name, argv_ in rows.items():
-            wall, cpu, peak = run_once(argv_, env)
+            wall, cpu, peak = run_once(argv_, envs[name])
             walls[name].append(wall)
             cpus[name].append(cpu)
             peaks[name].append(peak)
@@ -121,6 +136,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ]
     result = {
         "runs": args.runs,
+        "base": str(args.base) if args.base else None,
         "query": QUERY,
         "goals_ms": GOALS_MS,
         "versions": {p: version(p) for p in ("twokeys", "onnxruntime", "numpy", "click", "rich")},

@@ -1004,7 +1004,12 @@ def cold_start_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) 
                 f"`twokeys {row_name.removeprefix('twokeys ')}` <= {limit:.0f} ms (CPU)",
                 row["cpu_ms"] <= limit,
                 f"{row['cpu_ms']:.0f} ms CPU, {row['wall_ms']:.0f} ms wall "
-                f"(python -c pass: {base['cpu_ms']:.0f} / {base['wall_ms']:.0f} ms)",
+                f"(python -c pass: {base['cpu_ms']:.0f} / {base['wall_ms']:.0f} ms)"
+                + (
+                    f"; the tree before: {before['cpu_ms']:.0f} ms CPU"
+                    if (before := rows.get(f"{row_name} (base)"))
+                    else ""
+                ),
             )
         )
     load = ", ".join(f"{x:.1f}" for x in data.get("load_average", ()))
@@ -1013,7 +1018,12 @@ def cold_start_section(data: dict[str, Any], goals: list[tuple[str, str, str]]) 
         "",
         f"Medians of {data['runs']} processes per command, run in interleaved rounds; CPU is "
         "user + system time of the process (steadier than wall time on a loaded machine); "
-        f"peak is the largest resident set seen. Load average at the end: {load}.",
+        f"peak is the largest resident set seen. Load average at the end: {load}."
+        + (
+            f" Rows marked (base) ran the source tree {data['base']} in the same rounds."
+            if data.get("base")
+            else ""
+        ),
         "",
         *_table(
             ("command", "wall ms", "CPU ms", "peak MiB"),
