@@ -1,4 +1,5 @@
-"""``python -m benchmarks {all,bm25,bm25-build,embedding,vectors,scale,report}``.
+"""``python -m benchmarks PART``: all, cold-start, bm25, bm25-clean, bm25-build, embedding,
+vectors, scale or report.
 
 Each part runs in its own process (so thread settings and peak-memory readings of one
 part can't leak into another), writes ``benchmarks/results/<part>.json``, and the
@@ -15,7 +16,9 @@ import sys
 from benchmarks.common import REPO, SINGLE_THREAD_ENV, log
 
 PARTS = {
+    "cold-start": ("benchmarks.cold_start", {}),  # whole processes, as a user runs them
     "bm25": ("benchmarks.bm25_peers", SINGLE_THREAD_ENV),
+    "bm25-clean": ("benchmarks.bm25_clean", SINGLE_THREAD_ENV),  # bm25s in its own venv
     "bm25-build": ("benchmarks.bm25_build", SINGLE_THREAD_ENV),
     "embedding": ("benchmarks.embedding", {}),  # both systems use every core
     "vectors": ("benchmarks.vector_search", SINGLE_THREAD_ENV),

@@ -10,10 +10,9 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
-from rich.table import Table
 
 from twokeys import __version__
 from twokeys.analysis import STEMMERS, STOPWORD_SETS, AnalyzerSpec
@@ -28,27 +27,76 @@ from twokeys.cliutil import (
     shown,
 )
 from twokeys.dense.selection import DEFAULT_THRESHOLD, KINDS, VectorIndexOptions
-from twokeys.engine import open_index
 from twokeys.errors import TwokeysError
-from twokeys.indexer import IndexOptions, build_index
-from twokeys.ingest import SkippedFile
-from twokeys.ingest.files import MAX_FILE_BYTES
+from twokeys.ingest.limits import MAX_FILE_BYTES
 from twokeys.lexical.bm25 import BM25Params
 from twokeys.optimize import DERIVED
-from twokeys.optimize import optimize as build_optimized
-from twokeys.repair import repair_index
+from twokeys.registry import resolve
 from twokeys.request import DEFAULTS, MODES, RRF_FUSIONS, SearchRequest
 from twokeys.retrievers.hybrid import FUSIONS
 from twokeys.sanitize import for_terminal
-from twokeys.store.check import CheckReport, check_index
 from twokeys.text.passages import heading_line
-from twokeys.types import Hit
+
+# A command imports what it alone needs when it runs (the indexer, the checker, rich
+# tables, and the engine's backends), so `twokeys --help` and a bm25 search stay quick;
+# the commands of other modules load only when named (_Group.LAZY).
+if TYPE_CHECKING:
+    from twokeys.ingest import SkippedFile
+    from twokeys.store.check import CheckReport
+    from twokeys.types import Hit
 
 SEARCH_K = 5  # a terminal shows fewer hits than the library returns (DEFAULTS["k"])
 
 
 class _Group(click.Group):
-    """Turns library errors into one clean line."""
+    """Turns library errors into one clean line; loads the commands of other modules
+    when they are named (their help line is kept here, checked against theirs)."""
+
+    #: command name -> ("module:attribute", the first paragraph of its help)
+    LAZY: ClassVar[dict[str, tuple[str, str]]] = {
+        "ask": ("twokeys.rag.cli:ask", "Answer QUESTION from the index, citing its sources."),
+        "eval": (
+            "twokeys.evaluation.cli:eval_command",
+            "Evaluate retrievers on the BEIR-layout collection in DATASET_DIR.",
+        ),
+        "eval-answers": (
+            "twokeys.evaluation.answers_cli:eval_answers",
+            "Score 'ask' on the questions of QA_FILE (JSONL with gold documents and facts).",
+        ),
+        "serve": (
+            "twokeys.server.cli:serve",
+            "Serve the index over HTTP: /search, /ask, /documents, /v1 (OpenAI), / (a page).",
+        ),
+        "mcp": (
+            "twokeys.server.cli:mcp",
+            "Serve the index to MCP clients: tools search, ask, get_document (and put_document "
+            "with --allow-write); documents as resources.",
+        ),
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.LAZY:
+            command = resolve(self.LAZY[cmd_name][0])
+            assert isinstance(command, click.Command)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list, without importing the commands not yet loaded."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = []
+        for name in names:
+            command = self.commands.get(name) or click.Command(name, help=self.LAZY[name][1])
+            if not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         shown, warnings.showwarning = warnings.showwarning, _show_warning
@@ -173,6 +221,8 @@ def index(
     An index mirrors one source: indexing another one into it is refused when that would
     remove documents, unless --replace.
     """
+    from twokeys.indexer import IndexOptions, build_index
+
     options = IndexOptions(
         analyzer=AnalyzerSpec(stemmer=stemmer, stopwords=stopwords),
         bm25=BM25Params(k1=k1, b=b),
@@ -308,6 +358,8 @@ def search(
     as_json: bool,
 ) -> None:
     """Search the index for QUERY."""
+    from twokeys.engine import open_index
+
     request = SearchRequest.parse(
         query,
         mode,
@@ -375,6 +427,8 @@ def _print_hit(hit: Hit, explain: bool, rrf_k: float | None) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 def optimize(index_path: Path, derive: tuple[str, ...], quiet: bool) -> None:
     """Build an index's derived structures (HNSW graph, LSI factors); searches never do."""
+    from twokeys.optimize import optimize as build_optimized
+
     with progress_bars(quiet) as stage:
         built = build_optimized(index_path, derive, progress=stage)
     out.print(f"built {', '.join(built)}" if built else "nothing to build")
@@ -385,6 +439,9 @@ def optimize(index_path: Path, derive: tuple[str, ...], quiet: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def info(index_path: Path | str, as_json: bool) -> None:
     """Show an index's counts, sizes and parameters, and whether its files match them."""
+    from twokeys.engine import open_index
+    from twokeys.store.check import check_index
+
     if isinstance(index_path, str):  # a database: its own transactions keep it whole
         with open_index(index_path) as kb:
             data = kb.info()
@@ -422,6 +479,8 @@ def _print_problems(report: CheckReport) -> None:
 
 
 def _print_info(data: dict[str, Any]) -> None:
+    from rich.table import Table
+
     table = Table(title=f"twokeys index {shown(data['path'])}", show_header=False)
     table.add_column("field", style="bold")
     table.add_column("value")
@@ -463,6 +522,9 @@ def check(index_path: Path, repair: bool, quick: bool, quiet: bool) -> None:
 
     Exit status 0 when the index is whole (or was repaired), 1 when damage remains.
     """
+    from twokeys.repair import repair_index
+    from twokeys.store.check import check_index
+
     if not repair:
         found = check_index(index_path, deep=not quick)
         _print_problems(found)
@@ -487,20 +549,6 @@ def check(index_path: Path, repair: bool, quick: bool, quiet: bool) -> None:
     if not after.ok:
         sys.exit(1)
 
-
-from twokeys.rag.cli import ask  # noqa: E402
-
-main.add_command(ask)
-from twokeys.evaluation.cli import eval_command  # noqa: E402
-
-main.add_command(eval_command, name="eval")
-from twokeys.evaluation.answers_cli import eval_answers  # noqa: E402
-
-main.add_command(eval_answers)
-from twokeys.server.cli import mcp, serve  # noqa: E402
-
-main.add_command(serve)
-main.add_command(mcp)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -7,25 +7,17 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from twokeys.llm.base import LLM, SPEC_FORMS, from_spec
-from twokeys.llm.http import DEFAULT_TIMEOUT
 from twokeys.sanitize import for_terminal, from_argv
 from twokeys.store.postgres.location import index_location
+
+if TYPE_CHECKING:  # the model clients (httpx) and progress bars load when a command runs
+    from twokeys.llm.base import LLM
 
 DEFAULT_INDEX = "kb.twokeys"
 
@@ -64,35 +56,41 @@ encoder_option = click.option(
 
 _Command = TypeVar("_Command", bound=Callable[..., Any])
 
-_MODEL_OPTIONS = (
-    click.option(
-        "--llm",
-        "llm_spec",
-        envvar="TWOKEYS_LLM",
-        default=None,
-        help=f"Model for answers: {SPEC_FORMS} (env TWOKEYS_LLM). Without it answers are "
-        "extractive.",
-    ),
-    click.option(
-        "--base-url",
-        envvar="TWOKEYS_BASE_URL",
-        default=None,
-        help="The model server's address, e.g. http://127.0.0.1:8080/v1 (env TWOKEYS_BASE_URL).",
-    ),
-    click.option(
-        "--timeout",
-        type=click.FloatRange(min=0.1),
-        default=DEFAULT_TIMEOUT,
-        show_default=True,
-        help="Seconds to wait for the model (per attempt; between tokens when streaming).",
-    ),
-)
+
+def _model_options() -> tuple[Callable[[_Command], _Command], ...]:
+    from twokeys.llm.base import SPEC_FORMS
+    from twokeys.llm.http import DEFAULT_TIMEOUT
+
+    return (
+        click.option(
+            "--llm",
+            "llm_spec",
+            envvar="TWOKEYS_LLM",
+            default=None,
+            help=f"Model for answers: {SPEC_FORMS} (env TWOKEYS_LLM). Without it answers are "
+            "extractive.",
+        ),
+        click.option(
+            "--base-url",
+            envvar="TWOKEYS_BASE_URL",
+            default=None,
+            help="The model server's address, e.g. http://127.0.0.1:8080/v1 "
+            "(env TWOKEYS_BASE_URL).",
+        ),
+        click.option(
+            "--timeout",
+            type=click.FloatRange(min=0.1),
+            default=DEFAULT_TIMEOUT,
+            show_default=True,
+            help="Seconds to wait for the model (per attempt; between tokens when streaming).",
+        ),
+    )
 
 
 def model_options(command: _Command) -> _Command:
     """``--llm``, ``--base-url`` and ``--timeout`` (parameters ``llm_spec``, ``base_url``,
     ``timeout``): the model behind ``ask``, ``eval-answers``, ``serve`` and ``mcp``."""
-    for option in reversed(_MODEL_OPTIONS):
+    for option in reversed(_model_options()):
         command = option(command)
     return command
 
@@ -103,6 +101,8 @@ def make_llm(
     """The model :func:`model_options` name, or None (extractive answers) without ``--llm``."""
     if not spec:
         return None
+    from twokeys.llm.base import from_spec
+
     return from_spec(spec, base_url=base_url, timeout=timeout, context_tokens=context_tokens)
 
 
@@ -194,6 +194,16 @@ def progress_bars(quiet: bool) -> Iterator[StageFactory]:
         finally:
             lines.finish()
         return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     columns = (
         SpinnerColumn(),
         TextColumn("{task.description:<22}"),

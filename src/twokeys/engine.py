@@ -237,15 +237,15 @@ class Index:
         """Materialise runs as hits, fetching every chunk they name in one go."""
         rows = list(dict.fromkeys(h.row for result in results for h in result.run))
         sources = dict(zip(rows, self.backend.chunks_with_source(rows), strict=True))
+        # Hit(rank, score, chunk, title, path, evidence), positional: the hot path of a
+        # search, where a frozen dataclass built from keywords costs half as much again
         return [
             [
                 Hit(
-                    rank=scored.rank,
-                    score=scored.score,
-                    chunk=sources[scored.row][0],
-                    title=sources[scored.row][1],
-                    path=sources[scored.row][2],
-                    evidence=result.evidence.get(scored.row, ()),
+                    scored.rank,
+                    scored.score,
+                    *sources[scored.row],
+                    result.evidence.get(scored.row, ()),
                 )
                 for scored in result.run
             ]

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from twokeys.errors import ConfigError, TwokeysError
-from twokeys.retrievers.classic import lsi_params, save_lsi_factors
-from twokeys.store.local import LocalIndex, write_lock
-from twokeys.store.vectors import build_graph
+
+if TYPE_CHECKING:  # DERIVED is read by the command line's options: importing it is cheap
+    from twokeys.store.local import LocalIndex
 
 #: the derived structures, in the order they are built
 DERIVED: tuple[str, ...] = ("hnsw", "lsi")
@@ -46,6 +47,11 @@ def build_derived(
     ``hnsw`` is built only if the index searches its vectors with a graph. The caller
     holds the index's write lock.
     """
+    # imported here: LSI needs scipy, the graph its ANN library; an index build or a
+    # search that names no derived structure loads neither
+    from twokeys.retrievers.classic import lsi_params, save_lsi_factors
+    from twokeys.store.vectors import build_graph
+
     built = []
     for name in check_derived(names):
         try:
@@ -69,6 +75,8 @@ def optimize(
     progress: ProgressFactory | None = None,
 ) -> tuple[str, ...]:
     """Build the derived structures ``names`` missing from the index at ``index_path``."""
+    from twokeys.store.local import LocalIndex, write_lock
+
     names = check_derived(names)
     LocalIndex(index_path).close()  # a clear error for a missing or damaged index first
     try:

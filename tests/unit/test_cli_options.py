@@ -14,13 +14,15 @@ from twokeys.cli import main
 from twokeys.evaluation.answers import evaluate_answers
 from twokeys.llm.http import DEFAULT_TIMEOUT
 from twokeys.rag.ask import AskOptions
+from twokeys.registry import resolve
 from twokeys.server.config import HTTP_PORT, LOOPBACK, MCP_PORT, ServerConfig
 
 SHARED = ("--llm", "--base-url", "--timeout", "--budget", "--host", "--port", "--api-key-file")
 
 
 def _option(command: str, name: str) -> click.Option:
-    cmd = main.commands[command]
+    cmd = main.get_command(click.Context(main), command)
+    assert cmd is not None, command
     found = [p for p in cmd.params if isinstance(p, click.Option) and name in p.opts]
     assert len(found) == 1, (command, name)
     return found[0]
@@ -68,3 +70,16 @@ def test_defaults_come_from_the_library() -> None:
     assert _option("serve", "--port").default == HTTP_PORT
     assert _option("mcp", "--port").default == MCP_PORT
     assert _option("serve", "--model-name").default == ServerConfig().model_name
+
+
+@pytest.mark.parametrize("name", sorted(type(main).LAZY))  # type: ignore[attr-defined]
+def test_a_lazy_command_is_listed_with_its_own_help(name: str) -> None:
+    """``twokeys --help`` lists the commands of other modules without importing them,
+    from a copy of their help's first paragraph: it must be theirs."""
+    path, first_paragraph = type(main).LAZY[name]  # type: ignore[attr-defined]
+    command = main.get_command(click.Context(main), name)
+    assert command is resolve(path)
+    assert command.help is not None
+    assert " ".join(command.help.split("\n\n")[0].split()) == first_paragraph
+    assert not command.hidden
+    assert name in main.list_commands(click.Context(main))

@@ -109,7 +109,7 @@ def test_default_encoder_counts_through_the_word_cache(minilm: object) -> None:
 
     encoder = OnnxMiniLM(threads=1)
     texts = ["The ZX-4821 boots.", "", "Ünïcode  and\tCJK 中文。", "x" * 300]
-    assert isinstance(encoder._count, SpaceSplitCounter)
+    assert isinstance(encoder._counting(), SpaceSplitCounter)
     assert encoder.count_tokens(texts) == _plain(minilm)(texts)
 
 

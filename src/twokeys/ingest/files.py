@@ -38,6 +38,7 @@ from twokeys.ingest.base import OnSkip as OnSkip
 from twokeys.ingest.base import SkippedFile as SkippedFile
 from twokeys.ingest.base import SourceFile, os_reason
 from twokeys.ingest.base import unix_newlines as unix_newlines
+from twokeys.ingest.limits import MAX_FILE_BYTES as MAX_FILE_BYTES
 from twokeys.ingest.readers import NOT_READ, READERS, ReaderSpec, spec_for, suffix_of
 from twokeys.sanitize import has_surrogates, replace_surrogates
 from twokeys.types import Document
@@ -45,7 +46,6 @@ from twokeys.types import Document
 #: the suffixes a reader reads (whether or not its extra is installed)
 SUPPORTED_SUFFIXES: Final[tuple[str, ...]] = tuple(READERS)
 #: the default limit on one file's size (a named skip above it); JSONL corpora excepted
-MAX_FILE_BYTES: Final = 200 << 20
 #: folders left out of a walk by default (dependencies, build output)
 SKIPPED_FOLDERS: Final = frozenset(
     {"node_modules", "__pycache__", "site-packages", "build", "dist", "_build", "target"}

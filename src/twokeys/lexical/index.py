@@ -9,15 +9,18 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain, pairwise
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse  # type: ignore[import-untyped, unused-ignore]
 
 from twokeys.lexical import bm25
 from twokeys.lexical.base import LexicalIndex
 from twokeys.topk import top_k, top_k_allowed, top_k_entries
 from twokeys.types import RowMask, ScoredChunk
+
+if TYPE_CHECKING:  # imported when a batch is scored: one query's search needs no scipy
+    import scipy.sparse  # type: ignore[import-untyped, unused-ignore]
 
 _kernel: ModuleType | None
 try:  # the compiled top-k (``_kernel.c``); the numpy path gives the same results without it
@@ -91,9 +94,9 @@ class ArrayLexicalIndex(LexicalIndex):
                 k,
                 *self._buffers(),
             )
+            # positional: a frozen dataclass built from keywords costs half as much again
             return [
-                ScoredChunk(row=r, score=s, rank=i)
-                for i, (r, s) in enumerate(zip(rows, values, strict=True), 1)
+                ScoredChunk(r, s, i) for i, (r, s) in enumerate(zip(rows, values, strict=True), 1)
             ]
         scores = bm25.score(ids, self._indptr, self._indices, self._weights, self._n_docs)
         if allowed is not None:
@@ -215,6 +218,8 @@ class ArrayLexicalIndex(LexicalIndex):
         np.cumsum(counts, out=indptr[1:])
         terms = np.fromiter(chain.from_iterable(ids), np.int32, int(indptr[-1]))
         qtf = np.fromiter(chain.from_iterable(q.values() for q in ids), np.float32, terms.size)
+        import scipy.sparse  # type: ignore[import-untyped, unused-ignore]
+
         return scipy.sparse.csr_array(
             (qtf, terms, indptr.astype(np.int32)), shape=(len(ids), len(self._vocabulary))
         )
@@ -222,6 +227,8 @@ class ArrayLexicalIndex(LexicalIndex):
     def _weight_matrix(self) -> scipy.sparse.csr_array:
         """The (terms x chunks) weights as a CSR matrix over the same arrays (no copy)."""
         if self._matrix is None:
+            import scipy.sparse  # type: ignore[import-untyped, unused-ignore]
+
             index_dtype = np.int32 if self._indices.size < 2**31 else np.int64
             self._matrix = scipy.sparse.csr_array(
                 (

@@ -28,12 +28,13 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import httpx
 
 from twokeys.errors import ConfigError
 from twokeys.llm.http import DEFAULT_TIMEOUT
+from twokeys.registry import resolve
 from twokeys.text.tokens import TokenCounter
 
 Role = Literal["system", "user", "assistant"]
@@ -42,6 +43,13 @@ ROLES: tuple[str, ...] = ("system", "user", "assistant")
 DEFAULT_BASE_URLS: Mapping[str, str] = {
     "ollama": "http://127.0.0.1:11434",
     "openai": "https://api.openai.com/v1",
+}
+# the provider classes, by import path: they import this module (LLM), and each loads on
+# first use only (the local one pulls llama.cpp)
+_BACKENDS: Mapping[str, str] = {
+    "local": "twokeys.llm.local:LocalLLM",
+    "ollama": "twokeys.llm.ollama:OllamaLLM",
+    "openai": "twokeys.llm.openai_compat:OpenAICompatLLM",
 }
 SPEC_FORMS = "ollama:MODEL, openai:MODEL, local or local:PATH.gguf"
 
@@ -173,15 +181,14 @@ def from_spec(
     if provider == "local":
         if base_url:
             raise ConfigError("base_url: the local model runs in this process; drop --base-url")
-        from twokeys.llm.local import LocalLLM
-
-        return LocalLLM(model or None, context_tokens=context_tokens, timeout=timeout)
+        local = resolve(_BACKENDS["local"])
+        return cast(LLM, local(model or None, context_tokens=context_tokens, timeout=timeout))
     url = resolve_base_url(provider, base_url)
     if provider == "ollama":
-        from twokeys.llm.ollama import OllamaLLM
-
-        return OllamaLLM(model, base_url=url, timeout=timeout, context_tokens=context_tokens)
-    from twokeys.llm.openai_compat import OpenAICompatLLM
+        ollama = resolve(_BACKENDS["ollama"])
+        return cast(
+            LLM, ollama(model, base_url=url, timeout=timeout, context_tokens=context_tokens)
+        )
 
     key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
     if not key and url == DEFAULT_BASE_URLS["openai"]:
@@ -189,4 +196,5 @@ def from_spec(
             "llm: openai:MODEL at api.openai.com needs OPENAI_API_KEY; for a local "
             "OpenAI-compatible server pass --base-url (e.g. http://127.0.0.1:8080/v1)"
         )
-    return OpenAICompatLLM(model, base_url=url, api_key=key or None, timeout=timeout)
+    openai = resolve(_BACKENDS["openai"])
+    return cast(LLM, openai(model, base_url=url, api_key=key or None, timeout=timeout))

@@ -16,6 +16,7 @@ lazily, on first use.
 from __future__ import annotations
 
 from twokeys.rerank.base import (
+    IndexView,
     Reranker,
     get_reranker,
     register_reranker,
@@ -24,30 +25,13 @@ from twokeys.rerank.base import (
     reranker_names,
 )
 
-
-def _e5() -> Reranker:
-    from twokeys.rerank.e5 import E5Reranker
-
-    return E5Reranker()
-
-
-def _proximity() -> Reranker:
-    from twokeys.rerank.proximity import ProximityReranker
-
-    return ProximityReranker()
-
-
-def _cross_encoder(path: str) -> Reranker:
-    from twokeys.rerank.cross_encoder import CrossEncoderReranker
-
-    return CrossEncoderReranker(path)
-
-
-register_reranker("e5", _e5)
-register_reranker("proximity", _proximity)
-register_reranker_family("cross-encoder", _cross_encoder)
+# named by path: a backend (and its model runtime) is imported on first use only
+register_reranker("e5", "twokeys.rerank.e5:E5Reranker")
+register_reranker("proximity", "twokeys.rerank.proximity:ProximityReranker")
+register_reranker_family("cross-encoder", "twokeys.rerank.cross_encoder:CrossEncoderReranker")
 
 __all__ = [
+    "IndexView",
     "Reranker",
     "get_reranker",
     "register_reranker",

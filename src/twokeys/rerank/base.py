@@ -21,19 +21,32 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from twokeys.errors import ConfigError
+from twokeys.registry import Target, resolve
 from twokeys.text.passages import indexed_text
 from twokeys.types import Hit, ScoredChunk
 
 if TYPE_CHECKING:
-    from twokeys.engine import Index
+    from twokeys.analysis import Analyzer
+    from twokeys.store.base import IndexBackend
 
 Scores = npt.NDArray[np.float64]
+
+
+class IndexView(Protocol):
+    """What a reranker may read of the index it serves (a :class:`twokeys.engine.Index`):
+    named here, not imported, so the engine that holds rerankers is not imported back."""
+
+    @property
+    def analyzer(self) -> Analyzer: ...
+
+    @property
+    def backend(self) -> IndexBackend: ...
 
 
 class Reranker(ABC):
@@ -48,7 +61,7 @@ class Reranker(ABC):
     def score(self, query: str, passages: Sequence[str]) -> Scores:
         """One relevance score per passage, in the order given."""
 
-    def for_index(self, index: Index) -> Reranker:
+    def for_index(self, index: IndexView) -> Reranker:
         """This reranker adapted to ``index`` (its analyzer, its statistics); by default itself."""
         return self
 
@@ -120,16 +133,18 @@ def _head_size(run: Sequence[ScoredChunk], passages: Sequence[str], top_n: int) 
 
 RerankerFactory = Callable[[], Reranker]
 RerankerFamily = Callable[[str], Reranker]
-_REGISTRY: dict[str, RerankerFactory] = {}
-_FAMILIES: dict[str, RerankerFamily] = {}
+# name -> a factory, or the "module:attribute" path of one, imported on first use
+_REGISTRY: dict[str, Target] = {}
+_FAMILIES: dict[str, Target] = {}
 
 
-def register_reranker(name: str, factory: RerankerFactory) -> None:
-    """Make a reranker available by name (to ``get_reranker``, the CLI and the modes)."""
+def register_reranker(name: str, factory: RerankerFactory | str) -> None:
+    """Make a reranker available by name (to ``get_reranker``, the CLI and the modes);
+    ``factory`` may be the ``"module:attribute"`` path of one, imported on first use."""
     _REGISTRY[name] = factory
 
 
-def register_reranker_family(prefix: str, factory: RerankerFamily) -> None:
+def register_reranker_family(prefix: str, factory: RerankerFamily | str) -> None:
     """Make every ``PREFIX:ARGUMENT`` name resolve to ``factory(ARGUMENT)``."""
     _FAMILIES[prefix] = factory
 
@@ -143,11 +158,11 @@ def get_reranker(name: str) -> Reranker:
     an unknown name is a :class:`ConfigError`."""
     factory = _REGISTRY.get(name)
     if factory is not None:
-        return factory()
+        return cast(Reranker, resolve(factory)())
     prefix, _, argument = name.partition(":")
     family = _FAMILIES.get(prefix) if argument else None
     if family is None:
         raise ConfigError(
             f"reranker: unknown reranker {name!r}; available: {', '.join(reranker_names())}"
         )
-    return family(argument)
+    return cast(Reranker, resolve(family)(argument))

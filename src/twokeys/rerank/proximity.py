@@ -47,16 +47,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from twokeys.analysis import Analyzer
 from twokeys.errors import ConfigError
-from twokeys.rerank.base import Reranker, Scores
-
-if TYPE_CHECKING:
-    from twokeys.engine import Index
+from twokeys.rerank.base import IndexView, Reranker, Scores
 
 IdfLookup = Callable[[Sequence[str]], list[float]]
 
@@ -116,7 +112,7 @@ class ProximityReranker(Reranker):
         self.blend = blend
         self.window = window
 
-    def for_index(self, index: Index) -> Reranker:
+    def for_index(self, index: IndexView) -> Reranker:
         return ProximityReranker(
             index.analyzer, index.backend.lexical.idf, blend=self.blend, window=self.window
         )

@@ -27,12 +27,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+import twokeys.server.citations as citations
 from twokeys.engine import Index
 from twokeys.errors import ConfigError, TwokeysError
 from twokeys.llm.base import LLM
 from twokeys.rag.ask import Answer, Done, TextDelta, ask_events
 from twokeys.rag.conversation import Conversation
-from twokeys.server import citations
 from twokeys.server.chat import (
     ModelProbe,
     Shaper,

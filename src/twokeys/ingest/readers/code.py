@@ -176,7 +176,7 @@ def language_of(path: str) -> str | None:
 
 def read(source: SourceFile, report: OnSkip) -> Iterator[Document]:
     """The one document of a code file, cut by symbol (a skip or warning, reported)."""
-    from twokeys.ingest.readers import text  # decoded as any text file is
+    import twokeys.ingest.readers.text as text  # decoded as any text file is
 
     for doc in text.read(SourceFile(source.path, source.rel, "text"), report):
         document, warning = read_code(doc)

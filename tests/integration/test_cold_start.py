@@ -1,0 +1,133 @@
+"""What a command imports: a bm25 search and ``--help`` load none of the heavy modules.
+
+Each command runs in a fresh interpreter (``python -c``, the source tree first on the
+path) that writes the names in ``sys.modules`` when the command is done; the checks are
+on those names, not on timings (``benchmarks/cold_start.py`` times the same commands).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+# the command's modules are written to argv[1]; the command's arguments follow
+_RUN = """
+import json, sys
+from twokeys.cli import main
+dump, args = sys.argv[1], sys.argv[2:]
+try:
+    main(args, prog_name="twokeys")
+except SystemExit as exc:
+    assert not exc.code, exc.code
+with open(dump, "w") as fh:
+    json.dump(sorted(sys.modules), fh)
+"""
+
+#: modules a search in bm25 mode never needs, by name prefix
+HEAVY = (
+    "scipy",  # LSI, significance tests, batch scoring
+    "onnxruntime",  # the dense encoder
+    "tokenizers",
+    "torch",
+    "sentence_transformers",
+    "httpx",  # model and encoder clients
+    "fastapi",
+    "mcp",
+    "yaml",  # ingestion
+    "bs4",
+    "charset_normalizer",
+    "rich.table",
+    "rich.progress",
+    "twokeys.indexer",
+    "twokeys.ingest",
+    "twokeys.repair",
+    "twokeys.evaluation",
+    "twokeys.lexical.lsi",
+    "twokeys.retrievers.classic",
+    "twokeys.dense.onnx_minilm",
+    "twokeys.dense.http_encoders",
+    "twokeys.rerank.e5",
+    "twokeys.rerank.cross_encoder",
+    "twokeys.llm",
+    "twokeys.rag",
+    "twokeys.server",
+    "twokeys.store.postgres.backend",
+)
+
+
+def _loaded(tmp_path: Path, *args: str) -> set[str]:
+    dump = tmp_path / "modules.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    subprocess.run(
+        [sys.executable, "-c", _RUN, str(dump), *args],
+        check=True,
+        env=env,
+        capture_output=True,
+        cwd=tmp_path,
+    )
+    return set(json.loads(dump.read_text(encoding="utf-8")))
+
+
+#: small modules under a heavy prefix that the CLI may load (a default it shows)
+LIGHT = frozenset({"twokeys.ingest", "twokeys.ingest.limits"})
+
+
+def _heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules - LIGHT if any(m == h or m.startswith(f"{h}.") for h in HEAVY))
+
+
+def test_a_bm25_search_loads_no_heavy_module(tmp_path: Path, support_kb_bm25: Path) -> None:
+    modules = _loaded(
+        tmp_path, "search", "ZX-4821", "--mode", "bm25", "--index", str(support_kb_bm25)
+    )
+    assert "twokeys.engine" in modules  # it did search
+    assert _heavy(modules) == []
+
+
+def test_help_loads_neither_the_engine_nor_a_backend(tmp_path: Path) -> None:
+    modules = _loaded(tmp_path, "--help")
+    assert _heavy(modules) == []
+    assert not {"twokeys.engine", "twokeys.store.local", "twokeys.store.contract"} & modules
+
+
+@pytest.mark.parametrize(
+    ("command", "needs"),
+    [("eval", "twokeys.evaluation.cli"), ("ask", "twokeys.rag.cli"), ("mcp", "twokeys.server")],
+)
+def test_a_command_of_another_module_loads_it_when_named(
+    tmp_path: Path, command: str, needs: str
+) -> None:
+    """The check sees what a command loads: naming the command imports its module."""
+    modules = _loaded(tmp_path, command, "--help")
+    assert needs in modules
+    assert _heavy(modules)  # eval's scipy, ask's model clients, the server's framework
+
+
+def test_import_twokeys_loads_only_the_package(tmp_path: Path) -> None:
+    code = "import json, sys, twokeys; print(json.dumps(sorted(sys.modules)))"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True
+    )
+    own = {m for m in json.loads(done.stdout) if m.startswith("twokeys")}
+    assert own == {"twokeys"}
+    assert "numpy" not in json.loads(done.stdout)
+
+
+def test_the_package_names_resolve_on_first_use() -> None:
+    import twokeys
+    from twokeys.engine import Index
+    from twokeys.indexer import build_index
+
+    assert twokeys.Index is Index
+    assert twokeys.build_index is build_index
+    assert set(twokeys.__all__) <= set(dir(twokeys))
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = twokeys.no_such_name  # type: ignore[attr-defined]
