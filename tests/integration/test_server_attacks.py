@@ -325,7 +325,7 @@ def test_script_in_a_document_never_runs_on_the_page(index: Path, tmp_path: Path
         assert r.status_code == 200, r.text
         page_response = httpx.get(url)
         policy = page_response.headers["content-security-policy"]
-        assert "script-src 'sha256-" in policy and "frame-ancestors 'none'" in policy
+        assert "script-src 'self' 'sha256-" in policy and "frame-ancestors 'none'" in policy
         args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
         with sync_api.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, headless=True, args=args)

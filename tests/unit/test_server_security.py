@@ -105,9 +105,10 @@ def test_write_routes() -> None:
     assert not is_write_route("POST", "/v1/chat/completions")
 
 
-def test_the_page_policy_allows_its_own_script_only() -> None:
+def test_the_page_policy_allows_its_own_scripts_only() -> None:
     policy = page_policy("<p>x</p><script>run()</script>")
-    assert "script-src 'sha256-" in policy and "'unsafe-inline'" not in policy.split("; ")[1]
+    scripts = policy.split("; ")[1]
+    assert scripts.startswith("script-src 'self' 'sha256-") and "'unsafe-inline'" not in scripts
     assert "frame-ancestors 'none'" in policy and "connect-src 'self'" in policy
     assert page_policy("<script>a()</script>") != page_policy("<script>b()</script>")
 

@@ -57,7 +57,7 @@ BY_ROUTE: dict[tuple[str, str], dict[str, str]] = {
     ("post", "/ask"): {"502": "the language model failed"},
     ("get", "/passages/{chunk_id}"): {"404": "no such passage"},
 }
-_OPEN = ("/healthz",)
+_OPEN = ("/healthz", "/readyz")  # probes: no key (see security.OPEN_PATHS)
 
 
 def _static_dir() -> Path | None:

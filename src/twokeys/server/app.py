@@ -495,7 +495,13 @@ def create_app(
         if file is None:
             raise RequestError(404, f"document {doc_id!r} has no file on this server")
         media = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
-        return FileResponse(file, media_type=media)
+        headers = {"X-Content-Type-Options": "nosniff"}
+        if media != "application/pdf":  # a PDF opens in the browser's own viewer
+            # a document is data: its scripts never run at this server's origin
+            headers["Content-Security-Policy"] = "sandbox; default-src 'none'"
+            if media in _ACTIVE_MEDIA:
+                media = "text/plain; charset=utf-8"
+        return FileResponse(file, media_type=media, headers=headers)
 
     @api.delete("/documents/{doc_id:path}", response_model=WriteResponse, tags=["documents"])
     def delete_document(doc_id: str) -> Any:
@@ -657,6 +663,21 @@ def _write_response(service: IndexService, report: Any) -> dict[str, Any]:
         "generation": generation,
         "seconds": round(report.seconds, 4),
     }
+
+
+#: file types a browser would run or render with scripts: a source file of these is
+#: served as text
+_ACTIVE_MEDIA = frozenset(
+    {
+        "text/html",
+        "application/xhtml+xml",
+        "image/svg+xml",
+        "text/javascript",
+        "application/javascript",
+        "text/xml",
+        "application/xml",
+    }
+)
 
 
 def _source_file(source: str, rel: str) -> Path | None:

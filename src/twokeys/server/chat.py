@@ -47,7 +47,10 @@ class ModelProbe:
     models without a known address) are not probed."""
 
     def __init__(self, llm: LLM | None) -> None:
-        service = getattr(llm, "service", None) if llm is not None else None
+        inner = llm
+        while inner is not None and not hasattr(inner, "service") and hasattr(inner, "inner"):
+            inner = inner.inner  # the server's wrappers (one generation at a time, metrics)
+        service = getattr(inner, "service", None) if inner is not None else None
         self.url: str | None = getattr(service, "base_url", None)
         self.name = llm.name if llm is not None else ""
         self._last: tuple[float, str | None] | None = None
