@@ -1,4 +1,4 @@
-"""``python -m benchmarks {all,bm25,bm25-build,embedding,vectors,scale,report}``.
+"""``python -m benchmarks {all,bm25,bm25-build,embedding,vectors,scale,identifiers,report}``.
 
 Each part runs in its own process (so thread settings and peak-memory readings of one
 part can't leak into another), writes ``benchmarks/results/<part>.json``, and the
@@ -20,6 +20,7 @@ PARTS = {
     "embedding": ("benchmarks.embedding", {}),  # both systems use every core
     "vectors": ("benchmarks.vector_search", SINGLE_THREAD_ENV),
     "scale": ("benchmarks.scale", SINGLE_THREAD_ENV),
+    "identifiers": ("benchmarks.identifiers", {}),  # bare-identifier and mixed queries
 }
 
 
