@@ -57,8 +57,16 @@ from twokeys.ingest.html import html_to_markdown
 
 HERE = Path(__file__).resolve().parent / "identifiers"
 COLLECTIONS = ("python-ids", "rust-ids", "git-ids")
+# rust-ids-slice: the pages of a few std modules and the names only they define, small
+# enough to embed within the default test suite's budget
+RUST_SLICE = ("cell", "env", "mem", "process", "thread", "time")
 WRITTEN = {"rust-ids": "rust-mixed.jsonl"}  # mixed queries, written before any run
-PACKAGES = {"python-ids": "python3.11-doc", "rust-ids": "rust-doc", "git-ids": "git-doc"}
+PACKAGES = {
+    "python-ids": "python3.11-doc",
+    "rust-ids": "rust-doc",
+    "rust-ids-slice": "rust-doc",
+    "git-ids": "git-doc",
+}
 MIN_LENGTH = 4
 RUST_PAGE_CHARS = 6000
 RUST_KINDS = ("struct", "enum", "trait", "fn", "macro", "type", "constant", "union")
@@ -134,9 +142,14 @@ def collection(name: str, root: Path) -> tuple[list[Page], dict[str, tuple[str, 
     if name == "python-ids":
         pages = python_pages(root / "usr/share/doc/python3.11/html/_sources/library")
         return pages, _bare_queries(python_definitions(pages))
-    if name == "rust-ids":
+    if name in ("rust-ids", "rust-ids-slice"):
         pages = rust_pages(root / "usr/share/doc/rust-doc/html/std")
-        return pages, _bare_queries(rust_definitions(pages))
+        queries = _bare_queries(rust_definitions(pages))
+        if name == "rust-ids-slice":
+            pages = [p for p in pages if p.doc_id.split("/", 1)[0] in RUST_SLICE]
+            kept = {p.doc_id for p in pages}
+            queries = {q: where for q, where in queries.items() if set(where) <= kept}
+        return pages, queries
     git = root / "usr/share/doc/git-doc"
     config = {n: w for n, w in git_definitions(git).items() if _GIT_CONFIG.match(n)}
     queries = {
@@ -157,7 +170,7 @@ def build(out: Path, names: Iterable[str]) -> None:
             for page in pages:
                 record = {"_id": page.doc_id, "title": page.title, "text": page.text}
                 fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-        prefix = name.removesuffix("-ids")
+        prefix = name.split("-")[0]
         records = [
             (f"{prefix}-{i:05d}", q, "bare-identifier", where, split_of(q))
             for i, (q, where) in enumerate(queries.items(), 1)
@@ -291,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command")
     b = sub.add_parser("build", help="write the collections in BEIR layout")
     b.add_argument("out", type=Path)
-    b.add_argument("--collection", choices=COLLECTIONS, action="append")
+    b.add_argument("--collection", choices=sorted(PACKAGES), action="append")
     r = sub.add_parser("run", help="build, evaluate and print nDCG@10 per kind (the default)")
     r.add_argument("--out", type=Path, default=None, help="where the collections go")
     r.add_argument("--split", default="test", choices=("test", "dev"))
