@@ -37,6 +37,18 @@ What is read (see :class:`QueryFeatures`):
   the query in meaning, the lexical weight is multiplied by
   ``(support / support_floor) ** support_power``.
 
+* query words (issue 33): a one-word query (a bare name: ``isnan``, ``core.editor``,
+  ``ManuallyDrop``) is not read by the semantic-support rule, and an identifier that is
+  the whole query tiers even when the dense run's top chunks hold it. With no other word
+  around it, the dense model reads a name by its pieces (``core``, ``editor``): its low
+  cosine to the page that defines the name says nothing about BM25 matching incidental
+  words (BM25's top hit matches the query's one word: lexical confidence 1), and its
+  holding the name is no confirmation of the page that defines it. Before, the support
+  rule, fed the true cosine of BM25's top hit, could cut BM25's weight on such a query
+  to ``0.45 * (support / 0.5) ** 2`` (0.11 at support 0.25), enough for a page BM25
+  ranks first and the dense run misses to fall out of the top 10. None of the six
+  shared collections' queries is one word, so their rankings are unchanged.
+
 Depth: the rules and the fusion read the first ``depth`` (the hybrid's ``candidates``,
 100) entries of each run, and the chunks among them rank first, so the fused top is the
 same whether the caller asks for 10 hits or ``twokeys eval``'s 300. Before, the support
