@@ -229,7 +229,7 @@ def evaluate(collection_dir: Path, split: str) -> dict[str, Any]:
     command = [
         sys.executable,
         "-m",
-        "twokeys",
+        "twokeys.cli",
         "eval",
         str(collection_dir),
         "--split",
@@ -267,13 +267,14 @@ def kind_means(collection_dir: Path, data: dict[str, Any]) -> dict[str, dict[str
     return out
 
 
-def run(out: Path, split: str) -> dict[str, Any]:
+def run(out: Path, split: str, names: Iterable[str] = (*COLLECTIONS, *TECHDOCS)) -> dict[str, Any]:
     from benchmarks import techdocs
 
-    build(out, COLLECTIONS)
-    techdocs.build(out, TECHDOCS)
+    names = list(names)
+    build(out, [n for n in names if n in COLLECTIONS])
+    techdocs.build(out, [n for n in names if n in TECHDOCS])
     rows = []
-    for name in (*COLLECTIONS, *TECHDOCS):
+    for name in names:
         log(f"identifiers: twokeys eval {out / name} --split {split}")
         means = kind_means(out / name, evaluate(out / name, split))
         for kind, row in sorted(means.items()):
@@ -308,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("run", help="build, evaluate and print nDCG@10 per kind (the default)")
     r.add_argument("--out", type=Path, default=None, help="where the collections go")
     r.add_argument("--split", default="test", choices=("test", "dev"))
+    r.add_argument("--collection", choices=(*COLLECTIONS, *TECHDOCS), action="append")
     args = parser.parse_args(argv)
     if args.command == "build":
         build(args.out, args.collection or COLLECTIONS)
@@ -316,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     out = getattr(args, "out", None) or default_index_path(Path("identifiers")).parent.parent / (
         "identifiers"
     )
-    result = run(out, split)
+    result = run(out, split, getattr(args, "collection", None) or (*COLLECTIONS, *TECHDOCS))
     save_result("identifiers", result)
     print("\n".join(table(result)))
     return 0
