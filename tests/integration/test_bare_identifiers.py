@@ -24,11 +24,11 @@ from test_exact_term_property import MAX_CHUNK_SHARE, _violations, property_case
 from conftest import ROOT
 from twokeys import open_index
 from twokeys.evaluation.beir import load_collection
-from twokeys.evaluation.experiment import default_index_path, ensure_index, run_retrievers
+from twokeys.evaluation.experiment import ensure_index, run_retrievers
 from twokeys.evaluation.runs import evaluate
 
 sys.path.insert(0, str(ROOT))  # benchmarks/ sits beside the package, not on the tests' path
-from benchmarks.identifiers import PACKAGES, build
+from benchmarks.identifiers import PACKAGES, build, shared_index
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +48,7 @@ def _collection(name: str) -> Path:
 def _check(name: str, max_chunk_share: float = MAX_CHUNK_SHARE) -> None:
     root = _collection(name)
     collection = load_collection(root, "test")
-    prepared = ensure_index(collection, default_index_path(root))
+    prepared = ensure_index(collection, shared_index(root))  # the benchmark's index too
     with open_index(prepared.path) as index:
         runs = run_retrievers(index, collection, ["bm25", "hybrid"])
         cases = property_cases(index, collection.queries, max_chunk_share)
