@@ -1,5 +1,5 @@
 """``python -m benchmarks PART``: all, cold-start, bm25, bm25-clean, bm25-build, embedding,
-vectors, scale or report.
+vectors, scale, identifiers or report.
 
 Each part runs in its own process (so thread settings and peak-memory readings of one
 part can't leak into another), writes ``benchmarks/results/<part>.json``, and the
@@ -23,6 +23,7 @@ PARTS = {
     "embedding": ("benchmarks.embedding", {}),  # both systems use every core
     "vectors": ("benchmarks.vector_search", SINGLE_THREAD_ENV),
     "scale": ("benchmarks.scale", SINGLE_THREAD_ENV),
+    "identifiers": ("benchmarks.identifiers", {}),  # bare-identifier and mixed queries
 }
 
 

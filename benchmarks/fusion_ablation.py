@@ -134,7 +134,10 @@ def adaptive(
         found = anchor_terms(s.evidence, params.anchor_share, params.rare_chunk_share)
         features = replace(features, anchors=found if anchors else ())
         if confirm:
-            features = replace(features, unconfirmed=unconfirmed(features.identifiers, s.evidence))
+            features = replace(
+                features,
+                unconfirmed=unconfirmed(features.identifiers, s.evidence, features.one_word),
+            )
         support = semantic_support(
             s.lexical, s.dense[:pool], s.similarity if true_support else None
         )

@@ -36,7 +36,10 @@ import argparse
 import hashlib
 import html
 import json
+import os
 import re
+import shutil
+import subprocess
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -52,6 +55,33 @@ PACKAGES = {"python-docs": "python3.11-doc", "git-docs": "git-doc"}
 IDENTIFIER_QUERIES = 150  # per collection, before the test/dev split
 MAX_DEFINING_PAGES = 3
 KINDS = ("identifier", "paraphrase", "mixed")
+
+
+def documentation_root(package: str) -> Path:
+    """The root under which ``package``'s files lie: ``/`` when it is installed, else a
+    copy fetched with ``apt-get download`` into ``$TWOKEYS_CACHE/debs`` and unpacked with
+    ``dpkg-deb -x`` into ``$TWOKEYS_CACHE/debian-docs`` (kept for the next run)."""
+    marker = Path("/usr/share/doc") / package
+    if marker.is_dir() and any(marker.iterdir()):
+        return Path("/")
+    cache = Path(os.environ.get("TWOKEYS_CACHE") or Path.home() / ".cache" / "twokeys")
+    root, debs = cache / "debian-docs", cache / "debs"
+    if (root / "usr/share/doc" / package).is_dir():
+        return root
+    if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
+        raise SystemExit(f"{package}: not installed, and no apt-get/dpkg-deb to fetch it")
+    debs.mkdir(parents=True, exist_ok=True)
+    have = set(debs.glob(f"{package}_*.deb"))
+    if not have:
+        done = subprocess.run(
+            ["apt-get", "download", package], cwd=debs, capture_output=True, text=True
+        )
+        have = set(debs.glob(f"{package}_*.deb"))
+        if not have:
+            raise SystemExit(f"{package}: apt-get download failed: {done.stderr.strip()}")
+    for deb in sorted(have):
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=True)
+    return root
 
 
 @dataclass(frozen=True)
@@ -247,13 +277,14 @@ def written_queries(collection: str, page_ids: set[str]) -> list[Query]:
     return out
 
 
-def collection(name: str) -> tuple[list[Page], list[Query]]:
+def collection(name: str, root: Path = Path("/")) -> tuple[list[Page], list[Query]]:
+    """Pages and queries of one collection, the documentation read under ``root``."""
     if name == "python-docs":
-        pages = python_pages()
+        pages = python_pages(root / PYTHON_SOURCES.relative_to("/"))
         generated = python_identifier_queries(pages)
     else:
-        pages = git_pages()
-        generated = git_identifier_queries()
+        pages = git_pages(root / GIT_PAGES.relative_to("/"))
+        generated = git_identifier_queries(root / GIT_PAGES.relative_to("/"))
     return pages, generated + written_queries(name, {p.doc_id for p in pages})
 
 
@@ -275,10 +306,7 @@ def query_files(queries: list[Query]) -> dict[str, str]:
 
 def build(out: Path, names: Iterable[str], *, update_queries: bool = False) -> None:
     for name in names:
-        if not (PYTHON_SOURCES if name == "python-docs" else GIT_PAGES).is_dir():
-            package = PACKAGES[name]
-            raise SystemExit(f"{name}: documentation not installed (apt-get install {package})")
-        pages, queries = collection(name)
+        pages, queries = collection(name, documentation_root(PACKAGES[name]))
         target = out / name
         (target / "qrels").mkdir(parents=True, exist_ok=True)
         with open(target / "corpus.jsonl", "w", encoding="utf-8") as fh:

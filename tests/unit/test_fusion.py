@@ -319,3 +319,29 @@ def test_anchors_tier_and_skip_the_paraphrase_rules() -> None:
         AdaptiveParams(rare_chunk_share=-0.1)
     with pytest.raises(ConfigError, match="adaptive.dense_top"):
         AdaptiveParams(dense_top=0)
+
+
+def test_a_one_word_query_is_not_read_by_the_semantic_support_rule() -> None:
+    """A bare name's low cosine to the page that defines it is the dense model not
+    reading a name, not BM25 matching incidental words (the top hit matches the query's
+    one word): the support rule leaves BM25's weight alone (issue 33)."""
+    p = AdaptiveParams(base_lexical_weight=0.4, identifier_lexical_weight=0.7)
+    word = QueryFeatures((), (), (), 1.0, 1, n_words=1)
+    assert word.one_word
+    assert lexical_weight(word, p, support=0.05) == 0.4
+    two = QueryFeatures((), (), (), 1.0, 2, n_words=2)
+    assert lexical_weight(two, p, support=0.25) == pytest.approx(0.4 * (0.25 / 0.5) ** 2)
+    # not counted (a caller that builds features by hand): the rule applies as before
+    assert lexical_weight(QueryFeatures((), (), (), 1.0, 1), p, support=0.25) < 0.4
+
+
+def test_an_identifier_that_is_the_whole_query_tiers_though_the_dense_run_holds_it() -> None:
+    evidence = [
+        TermEvidence("core.editor", 0.4, in_dense_top=True, word_pieces=3),
+        TermEvidence("core", 0.3, in_dense_top=True, word_pieces=1),
+    ]
+    assert unconfirmed(("core.editor",), evidence) == ("core.editor",)
+    assert unconfirmed(("core.editor",), evidence, whole_query=True) == ()
+    # BM25's top hit must still hold it
+    lacking = [TermEvidence("core.editor", 0.0, in_dense_top=True, word_pieces=3)]
+    assert unconfirmed(("core.editor",), lacking, whole_query=True) == ("core.editor",)

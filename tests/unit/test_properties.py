@@ -17,6 +17,15 @@ from hypothesis import strategies as st
 from twokeys.analysis import Analyzer, AnalyzerSpec
 from twokeys.chunking import ChunkerConfig, approx_token_counter, chunk_document
 from twokeys.errors import QuerySyntaxError
+from twokeys.fusion.adaptive import (
+    AdaptiveParams,
+    QueryFeatures,
+    TermEvidence,
+    adaptive_fusion,
+    anchor_terms,
+    lexical_weight,
+    semantic_support,
+)
 from twokeys.fusion.convex import convex_combination
 from twokeys.fusion.normalization import normalizer
 from twokeys.fusion.rrf import rrf
@@ -323,3 +332,47 @@ def test_packer_stays_within_budget(
     for block in packed.blocks:  # a block of one chunk is a run of that chunk's text
         if len(block.chunk_ids) == 1:
             assert block.text in chunks[block.chunk_ids[0]].text
+
+
+@given(
+    lexical_scores=st.lists(
+        st.floats(0.01, 100.0, allow_nan=False), min_size=1, max_size=30, unique=True
+    ),
+    dense_scores=st.lists(st.floats(-1.0, 1.0, allow_nan=False), min_size=1, max_size=30),
+    similarity=st.floats(-1.0, 1.0, allow_nan=False),
+    chance_level=st.floats(-0.5, 0.5, allow_nan=False),
+    holders=st.integers(1, 3),
+)
+def test_a_bare_name_bm25_singles_out_keeps_its_chunk_in_the_top_3(
+    lexical_scores: list[float],
+    dense_scores: list[float],
+    similarity: float,
+    chance_level: float,
+    holders: int,
+) -> None:
+    """Issue 33's property on generated runs: a one-word query whose term BM25's top hit
+    holds and the sensors' evidence anchors (rare, in none of BM25's next chunks, in none
+    of the dense top) keeps that chunk in the top 3, whatever the dense run says.
+    BM25's rows are 0..n-1; the dense run ranks other rows (and maybe BM25's) first."""
+    lexical = [
+        ScoredChunk(row, score, rank)
+        for rank, (row, score) in enumerate(
+            enumerate(sorted(lexical_scores, reverse=True)), start=1
+        )
+    ]
+    dense = [
+        ScoredChunk(1000 + i, s, i + 1) for i, s in enumerate(sorted(dense_scores, reverse=True))
+    ]
+    params = AdaptiveParams()
+    evidence = [TermEvidence("isnan", 1.0, in_dense_top=False, word_pieces=3, chunk_share=0.0001)]
+    anchors = anchor_terms(evidence, params.anchor_share, params.rare_chunk_share)
+    features = QueryFeatures((), (), (), 1.0, 1, anchors=anchors, n_words=1)
+    assert features.exact_terms == ("isnan",)
+    support = semantic_support(lexical, dense, similarity)
+    alpha = lexical_weight(features, params, support)
+    assert alpha == params.identifier_lexical_weight
+    exact = {row: 1 for row in range(holders)}  # the top hit holds it, maybe a few others
+    fused = adaptive_fusion(
+        lexical, dense, features, exact, params, 100, alpha, (0.0, chance_level)
+    )
+    assert 0 in [h.row for h in fused[:3]]

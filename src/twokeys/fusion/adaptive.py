@@ -37,6 +37,18 @@ What is read (see :class:`QueryFeatures`):
   the query in meaning, the lexical weight is multiplied by
   ``(support / support_floor) ** support_power``.
 
+* query words (issue 33): a one-word query (a bare name: ``isnan``, ``core.editor``,
+  ``ManuallyDrop``) is not read by the semantic-support rule, and an identifier that is
+  the whole query tiers even when the dense run's top chunks hold it. With no other word
+  around it, the dense model reads a name by its pieces (``core``, ``editor``): its low
+  cosine to the page that defines the name says nothing about BM25 matching incidental
+  words (BM25's top hit matches the query's one word: lexical confidence 1), and its
+  holding the name is no confirmation of the page that defines it. Before, the support
+  rule, fed the true cosine of BM25's top hit, could cut BM25's weight on such a query
+  to ``0.45 * (support / 0.5) ** 2`` (0.11 at support 0.25), enough for a page BM25
+  ranks first and the dense run misses to fall out of the top 10. None of the six
+  shared collections' queries is one word, so their rankings are unchanged.
+
 Depth: the rules and the fusion read the first ``depth`` (the hybrid's ``candidates``,
 100) entries of each run, and the chunks among them rank first, so the fused top is the
 same whether the caller asks for 10 hits or ``twokeys eval``'s 300. Before, the support
@@ -166,6 +178,13 @@ class QueryFeatures:
     n_terms: int
     anchors: tuple[str, ...] = ()  # terms only exact matching sees (:func:`anchor_terms`)
     unconfirmed: tuple[str, ...] = ()  # identifiers the sensors do not back (:func:`unconfirmed`)
+    n_words: int = 0  # query words that give terms (0: not counted)
+
+    @property
+    def one_word(self) -> bool:
+        """Whether the query is one word: a bare name (``isnan``, ``core.editor``) or a
+        single term, with nothing around it for the dense model to read a meaning from."""
+        return self.n_words == 1
 
     @property
     def exact_terms(self) -> tuple[str, ...]:
@@ -219,13 +238,21 @@ def anchor_terms(evidence: Sequence[TermEvidence], share: float, rare: float) ->
     )
 
 
-def unconfirmed(identifiers: Sequence[str], evidence: Sequence[TermEvidence]) -> tuple[str, ...]:
+def unconfirmed(
+    identifiers: Sequence[str], evidence: Sequence[TermEvidence], whole_query: bool = False
+) -> tuple[str, ...]:
     """The identifiers whose shape the two sensors do not back: BM25's top hit lacks the
     term (it is not what exact matching ranks by) or one of the dense run's top chunks
     holds it (the dense model sees it, so the plain fusion already favours it). Such a
     term still names something exact, but it does not tier: lifting every chunk holding
-    a common gene name (``IL-6``) above the rest buried SciFact's answers."""
-    backed = {e.term for e in evidence if e.top_share > 0 and not e.in_dense_top}
+    a common gene name (``IL-6``) above the rest buried SciFact's answers.
+
+    ``whole_query``: the identifier is the whole query (a bare name, ``core.editor``).
+    Then the dense run's holding it is no confirmation: with no other words to read, the
+    dense model ranks the pages about the name's parts (``core``, ``editor``), and the
+    chunk that holds the name exactly is what was asked for; only BM25's top hit must
+    hold it."""
+    backed = {e.term for e in evidence if e.top_share > 0 and (whole_query or not e.in_dense_top)}
     return tuple(t for t in identifiers if t not in backed)
 
 
@@ -299,7 +326,7 @@ def lexical_weight(features: QueryFeatures, params: AdaptiveParams, support: flo
     floor = confidence_floor(features.n_terms, params)
     if floor > 0 and features.lexical_confidence < floor:
         weight *= features.lexical_confidence / floor
-    if params.support_floor > 0 and support < params.support_floor:
+    if params.support_floor > 0 and support < params.support_floor and not features.one_word:
         weight *= (support / params.support_floor) ** params.support_power
     return weight
 

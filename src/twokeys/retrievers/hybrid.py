@@ -157,7 +157,7 @@ class HybridRetriever(Retriever):
             features = replace(
                 features,
                 anchors=anchors,
-                unconfirmed=unconfirmed(features.identifiers, evidence),
+                unconfirmed=unconfirmed(features.identifiers, evidence, features.one_word),
             )
             top = lexical_run[0].row
             missing = bool(pool_dense) and all(h.row != top for h in pool_dense)

@@ -74,12 +74,16 @@ class BM25Retriever(Retriever):
             terms = tuple(t for t in dict.fromkeys(self.analyzer.query_terms(text)))
             if terms and all(self.index.has_term(t) for t in terms):
                 quoted.append(terms)
+        words = sum(
+            1 for token in self.analyzer.tokens(query) if self.analyzer.query_terms(token.text)
+        )
         return QueryFeatures(
             identifiers=tuple(dict.fromkeys(found)),
             missing_identifiers=tuple(dict.fromkeys(missing)),
             quoted=tuple(quoted),
             lexical_confidence=self.confidence(query, result.run),
             n_terms=len(self.analyzer.query_terms(query)),
+            n_words=words,
         )
 
     def term_evidence(
