@@ -217,7 +217,8 @@ def build(out: Path, markitdown_python: str) -> None:
         done = subprocess.run([python, "-c", code, *map(str, files.values())], capture_output=True,
                               text=True, env=env, check=True)  # fmt: skip
         result = json.loads(done.stdout)
-        texts: dict[str, list[str]] = result["texts"]
+        names = {path.name: name for name, path in files.items()}  # usage.pdf: lilypond-usage.pdf
+        texts: dict[str, list[str]] = {names[k]: v for k, v in result["texts"].items()}
         if name == "markitdown":
             scratch = out / "markitdown-pages"
             scratch.mkdir(exist_ok=True)

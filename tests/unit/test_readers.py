@@ -200,7 +200,7 @@ def test_a_5000_page_pdf_is_read_in_bounded_time_and_memory(tmp_path: Path) -> N
     tracemalloc.stop()
     assert len(doc.segments) == 5000 and doc.segments[-1].locator == Locator(page=5000)
     assert "PN-04999" in _page_text(doc, 4999) and "Big catalogue" not in doc.text
-    assert seconds < 60 and peak < 200 << 20  # generous bounds on a shared 2-core machine
+    assert seconds < 120 and peak < 200 << 20  # generous: 6 s alone, 30 s on a busy machine
 
 
 # --- Word and PowerPoint -----------------------------------------------------------------
