@@ -177,3 +177,17 @@ def test_readyz_says_when_the_model_is_unreachable(index: Path) -> None:
             "status": "unready",
             "detail": "the language model's server does not answer (ConnectError)",
         }
+
+
+def test_metrics_list_every_collection_the_server_answers_for(index: Path) -> None:
+    main, other = IndexService(index), IndexService(index)
+    app = create_app(main, config=ServerConfig(access_log="off"), collections={"manuals": other})
+    with running(app) as url:
+        r = httpx.post(f"{url}/collections/manuals/search", json={"query": ZX, "mode": "bm25"})
+        assert r.status_code == 200 and r.json()["hits"]
+        samples = metric_samples(httpx.get(f"{url}/metrics").text)
+    chunks = {s.labels["collection"]: s.value for s in samples["twokeys_index_chunks"]}
+    assert "manuals" in chunks and len(chunks) == 2, chunks
+    assert len(set(chunks.values())) == 1 and chunks["manuals"] > 0  # the same index twice
+    generations = {s.labels["collection"] for s in samples["twokeys_index_generation"]}
+    assert generations == set(chunks)

@@ -270,7 +270,9 @@ def create_app(
     from twokeys.server.metrics import Metrics
 
     collection = scrub(str(service.path or service.location))
-    metrics = Metrics(lambda: [(collection, service)])
+    named = dict(collections or {})
+    # every collection this server answers for, by its path (the main one) or its name
+    metrics = Metrics(lambda: [(collection, service), *named.items()])
     shared_llm = metrics.counted(serial_llm(llm))
     keyed = config.keyed
     app = FastAPI(
