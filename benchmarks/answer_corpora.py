@@ -32,7 +32,12 @@ from pathlib import Path
 from twokeys.ingest.html import html_to_markdown
 
 ANSWERS = Path(__file__).resolve().parent / "answers"
-CAP = 150  # pages per collection, gold pages included
+CAP = {
+    "git-docs": 90,
+    "python-docs": 90,
+    "rust-book": 150,
+    "sqlite-docs": 70,
+}  # pages, gold included
 
 
 def _html_pages(files: list[Path], cut: Callable[[str], str]) -> Iterator[tuple[str, str]]:
@@ -125,7 +130,7 @@ def gold_pages(name: str) -> set[str]:
     return out
 
 
-def build(out: Path, root: Path, names: list[str], cap: int = CAP) -> None:
+def build(out: Path, root: Path, names: list[str], cap: int | None = None) -> None:
     for name in names:
         pages = {doc_id: text for doc_id, text in COLLECTIONS[name](root) if text.strip()}
         if not pages:
@@ -135,7 +140,7 @@ def build(out: Path, root: Path, names: list[str], cap: int = CAP) -> None:
         if missing:
             raise SystemExit(f"{name}: gold pages not in the documentation: {missing}")
         rest = sorted(pages.keys() - gold, key=lambda d: hashlib.sha256(d.encode()).hexdigest())
-        kept = sorted(gold) + rest[: max(0, cap - len(gold))]
+        kept = sorted(gold) + rest[: max(0, (cap or CAP[name]) - len(gold))]
         target = out / name / "pages"
         target.mkdir(parents=True, exist_ok=True)
         for doc_id in kept:
@@ -174,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--root", type=Path, default=Path("/"))
     parser.add_argument("--only", action="append", choices=sorted(COLLECTIONS))
-    parser.add_argument("--cap", type=int, default=CAP)
+    parser.add_argument("--cap", type=int, help="pages per collection (default: CAP)")
     parser.add_argument("--check", action="store_true", help="only check the question files")
     args = parser.parse_args(argv)
     if not args.check:
