@@ -53,7 +53,9 @@ from twokeys.engine import MODES, Index
 from twokeys.errors import ConfigError
 from twokeys.llm.base import LLM, Prompt
 from twokeys.llm.http import ServiceTimeoutError, ServiceUnavailableError
+from twokeys.rag.confidence import shipped as shipped_model
 from twokeys.rag.decompose import DEFAULT_MAX_PARTS, decompose, decompose_with_llm
+from twokeys.rag.evidence import gather, idf_held, sentence_cosines
 from twokeys.rag.extractive import Similarity, extract
 from twokeys.rag.grounding import (
     Confidence,
@@ -66,9 +68,12 @@ from twokeys.rag.grounding import (
 )
 from twokeys.rag.packing import Budget, Focus, PackedContext, SubQueryHits, pack
 from twokeys.rag.prompt import DECLINE, Template, question_text, render_prompt
+from twokeys.rag.windows import pack_context
 from twokeys.text.tokens import TokenCounter, approx_token_counter
 
 DECOMPOSE = ("rules", "llm", "none")
+CONTEXTS = ("windows", "chunks")
+CONFIDENCES = ("learned", "rules")
 PROMPT_STYLES = ("auto", "chat", "completion")
 APPROXIMATE = "approximate (ceil(len/6) per word + 1 per punctuation run)"
 NO_EVIDENCE = "No passage in the index matches this question, so there is nothing to answer from."
@@ -99,6 +104,8 @@ class AskOptions:
     temperature: float = 0.0
     abstain: bool = True  # answer "the sources do not answer this" when retrieval is weak
     strict: bool = False  # drop generated sentences its cited blocks do not back
+    context: str = "chunks"  # "windows": sentence windows (twokeys.rag.windows); "chunks": pack
+    confidence: str = "rules"  # "learned": twokeys.rag.confidence; "rules": grounding's rules
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -113,6 +120,12 @@ class AskOptions:
             )
         if self.max_parts < 1:
             raise ConfigError(f"max_parts: must be >= 1, got {self.max_parts}")
+        if self.context not in CONTEXTS:
+            raise ConfigError(f"context: {self.context!r} is not one of {', '.join(CONTEXTS)}")
+        if self.confidence not in CONFIDENCES:
+            raise ConfigError(
+                f"confidence: {self.confidence!r} is not one of {', '.join(CONFIDENCES)}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,17 +394,34 @@ def _retrieve(
     runs = tuple(
         SubQueryHits(part, tuple(index.search(part, mode=options.mode, k=depth))) for part in parts
     )
-    confidence = (
-        carry_unseen_things(
+    if not options.abstain:
+        confidence: tuple[Confidence, ...] = ()
+    elif options.confidence == "learned":
+        confidence = tuple(learned_confidence(index, run) for run in runs)
+    else:
+        confidence = carry_unseen_things(
             [
                 retrieval_confidence(index, run.query, [hit.text for hit in run.hits[: options.k]])
                 for run in runs
             ]
         )
-        if options.abstain
-        else ()
-    )
     return tuple(parts), runs, confidence
+
+
+def learned_confidence(index: Index, run: SubQueryHits) -> Confidence:
+    """The learned confidence (:mod:`twokeys.rag.confidence`) that ``run``'s hits answer
+    its query, as a :class:`~twokeys.rag.grounding.Confidence` that decides by it."""
+    model = shipped_model()
+    evidence = gather(index, run.query, run.hits)
+    return Confidence(
+        run.query,
+        evidence.lexical,
+        evidence.dense_peak,
+        (),
+        height=evidence.dense_height,
+        probability=model.probability(evidence.as_features()),
+        threshold=model.threshold,
+    )
 
 
 def _plan(
@@ -414,15 +444,27 @@ def _plan(
     template = Template(_style(options.prompt_style, llm))
     counter: TokenCounter | None = llm.token_counter() if llm is not None else None
     asked = question_text(question, parts, deferred)
-    context = pack(
-        runs,
-        options.budget,
-        counter or approx_token_counter,
-        fixed={"instructions": template.instructions, "question": asked},
-        deferred=deferred,
-        first=options.k,
-        focus=_focus(index, runs),
-    )
+    fixed = {"instructions": template.instructions, "question": asked}
+    if options.context == "windows":
+        context = pack_context(
+            runs,
+            options.budget,
+            counter or approx_token_counter,
+            held=[idf_held(index, run.query) for run in runs],
+            cosines=[sentence_cosines(index, run.query) for run in runs],
+            fixed=fixed,
+            deferred=deferred,
+        )
+    else:
+        context = pack(
+            runs,
+            options.budget,
+            counter or approx_token_counter,
+            fixed=fixed,
+            deferred=deferred,
+            first=options.k,
+            focus=_focus(index, runs),
+        )
     return Plan(
         question=question,
         parts=parts,
@@ -469,7 +511,9 @@ def _generate_events(
         yield Done(_answer(plan, text, "abstained", llm, ()))
         return
     if llm is None:
-        yield from _extractive_events(plan, tools, options.k, model_error=model_error)
+        yield from _extractive_events(
+            plan, tools, options.k, model_error=model_error, windows=options.context == "windows"
+        )
         return
     pieces: list[str] = []
     try:
@@ -485,13 +529,17 @@ def _generate_events(
         if pieces:
             raise  # text already shown; replaying another answer would mix two
         yield ModelFailed(str(exc))
-        yield from _extractive_events(plan, tools, options.k, model_error=str(exc))
+        yield from _extractive_events(
+            plan, tools, options.k, model_error=str(exc), windows=options.context == "windows"
+        )
         return
     text = "".join(pieces).strip()
     if not text:
         error = f"{llm.name} returned an empty answer"
         yield ModelFailed(error)
-        yield from _extractive_events(plan, tools, options.k, model_error=error)
+        yield from _extractive_events(
+            plan, tools, options.k, model_error=error, windows=options.context == "windows"
+        )
         return
     checks = check_sentences(text, blocks, tools.text_terms)
     if options.strict:
@@ -501,7 +549,12 @@ def _generate_events(
 
 
 def _extractive_events(
-    plan: Plan, tools: _SentenceTools, k: int, *, model_error: str | None = None
+    plan: Plan,
+    tools: _SentenceTools,
+    k: int,
+    *,
+    model_error: str | None = None,
+    windows: bool = False,
 ) -> Iterator[Event]:
     skip = {i for i, c in enumerate(plan.confidence) if not c.answerable}
     quoted = extract(
@@ -511,7 +564,15 @@ def _extractive_events(
         text_terms=tools.text_terms,
         similarity=tools.similarity,
         unanswered=skip,
-        evidence=quote_evidence(plan.runs, plan.context, k),
+        # windows hold only sentences chosen for their part: each may be quoted
+        evidence=(
+            [
+                {c for b in plan.context.blocks if i in b.queries for c in b.chunk_ids}
+                for i in range(len(plan.runs))
+            ]
+            if windows
+            else quote_evidence(plan.runs, plan.context, k)
+        ),
     )
     yield TextDelta(quoted.text)
     headings: dict[int, list[str]] = {}

@@ -28,11 +28,21 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from twokeys.errors import ConfigError
-from twokeys.rag.packing import SEPARATOR, Block, render_label
+from twokeys.rag.packing import (
+    FIXED_SECTIONS,
+    SEPARATOR,
+    Block,
+    Budget,
+    PackedContext,
+    QueryUsage,
+    SectionUsage,
+    SubQueryHits,
+    render_label,
+)
 from twokeys.text.sentences import split_sentences
 from twokeys.text.tokens import TokenCounter
 from twokeys.types import Hit
@@ -202,3 +212,64 @@ def _join(pieces: Sequence[str]) -> str:
         else:
             out = f"{out} {piece}"
     return out
+
+
+def pack_context(
+    runs: Sequence[SubQueryHits],
+    budget: Budget,
+    count_tokens: TokenCounter,
+    *,
+    held: Sequence[Held],
+    cosines: Sequence[Cosines | None],
+    fixed: Mapping[str, str] | None = None,
+    deferred: Collection[int] = (),
+    options: WindowOptions | None = None,
+) -> PackedContext:
+    """The context of windows for every sub-query of ``runs`` (``held[i]`` and
+    ``cosines[i]`` score ``runs[i]``'s sentences): the sections are accounted as
+    :func:`~twokeys.rag.packing.pack` accounts them; the answered sub-queries share the
+    context equally, in order, each taking what the one before left unused, and the
+    ``deferred`` ones (judged unanswered) fill what room is left after them."""
+    sections: list[SectionUsage] = []
+    fixed_used = 0
+    for name, text in (fixed or {}).items():
+        if name not in FIXED_SECTIONS:
+            raise ConfigError(f"fixed: unknown section {name!r}")
+        cap = getattr(budget, name)
+        used = count_tokens([text])[0]
+        if used > cap:
+            raise ConfigError(
+                f"{name}: {used} tokens, over its budget of {cap}; shorten it or raise --budget"
+            )
+        sections.append(SectionUsage(name, cap, used))
+        fixed_used += used
+    room = budget.total - budget.answer - fixed_used
+    order = [i for i in range(len(runs)) if i not in deferred] + sorted(set(deferred))
+    blocks: list[Block] = []
+    spent: dict[int, int] = {}
+    sep = count_tokens([SEPARATOR])[0]
+    seen_chunks: set[str] = set()
+    for position, i in enumerate(order):
+        left = room - sum(b.tokens + sep for b in blocks)
+        share = left // (len(order) - position) if i not in deferred else left
+        hits = [h for h in runs[i].hits if h.chunk_id not in seen_chunks]
+        mine = pack_windows(
+            hits, share, count_tokens, held=held[i], cosines=cosines[i], options=options, query=i
+        )
+        for block in mine:
+            number = len(blocks) + 1
+            label = render_label(number, block.path, block.heading_path)
+            tokens = count_tokens([f"{label}\n{block.text}"])[0]
+            blocks.append(replace(block, number=number, tokens=tokens))
+            seen_chunks.update(block.chunk_ids)
+            spent[i] = spent.get(i, 0) + tokens
+    while blocks and count_tokens([SEPARATOR.join(b.render() for b in blocks)])[0] > room:
+        blocks.pop()
+    used = count_tokens([SEPARATOR.join(b.render() for b in blocks)])[0] if blocks else 0
+    sections.append(SectionUsage("context", room, used))
+    sections.append(SectionUsage("answer", budget.answer, 0))
+    queries = tuple(
+        QueryUsage(run.query, spent.get(i, 0), tuple(b.number for b in blocks if i in b.queries))
+        for i, run in enumerate(runs)
+    )
+    return PackedContext(tuple(blocks), tuple(sections), queries, (), budget.total)
