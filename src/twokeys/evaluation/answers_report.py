@@ -98,7 +98,7 @@ def render(
         cells = "".join(
             f"<td>{_f(s.context_recall)}</td>" for s in ev.systems if s.name in ("twokeys", "top-k")
         )
-        recall_rows.append(f"<tr><td>{ev.budget:,}</td>{cells}</td></tr>")
+        recall_rows.append(f"<tr><td>{ev.budget:,}</td>{cells}</tr>")
     ours = main.systems[0]
     points = curve(ours.outcomes)
     plot = svg(points, threshold) if points else "<p>No confidence was read for these answers.</p>"
