@@ -66,6 +66,7 @@ from twokeys.rag.grounding import (
     sentence_citations,
     strict_text,
 )
+from twokeys.rag.judge import NOT_ASKED, STAGES, rerank, verdict
 from twokeys.rag.packing import Budget, Focus, PackedContext, SubQueryHits, pack
 from twokeys.rag.prompt import DECLINE, Template, question_text, render_prompt
 from twokeys.rag.windows import pack_context
@@ -106,6 +107,7 @@ class AskOptions:
     strict: bool = False  # drop generated sentences its cited blocks do not back
     context: str = "chunks"  # "windows": sentence windows (twokeys.rag.windows); "chunks": pack
     confidence: str = "rules"  # "learned": twokeys.rag.confidence; "rules": grounding's rules
+    llm_stages: tuple[str, ...] = ()  # with a model: "rerank", "verdict" (twokeys.rag.judge)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -122,6 +124,9 @@ class AskOptions:
             raise ConfigError(f"max_parts: must be >= 1, got {self.max_parts}")
         if self.context not in CONTEXTS:
             raise ConfigError(f"context: {self.context!r} is not one of {', '.join(CONTEXTS)}")
+        unknown = [s for s in self.llm_stages if s not in STAGES]
+        if unknown:
+            raise ConfigError(f"llm_stages: {', '.join(unknown)} not among {', '.join(STAGES)}")
         if self.confidence not in CONFIDENCES:
             raise ConfigError(
                 f"confidence: {self.confidence!r} is not one of {', '.join(CONFIDENCES)}"
@@ -394,10 +399,13 @@ def _retrieve(
     runs = tuple(
         SubQueryHits(part, tuple(index.search(part, mode=options.mode, k=depth))) for part in parts
     )
+    if llm is not None and "rerank" in options.llm_stages:
+        runs = tuple(SubQueryHits(r.query, tuple(rerank(llm, r.query, r.hits))) for r in runs)
     if not options.abstain:
         confidence: tuple[Confidence, ...] = ()
     elif options.confidence == "learned":
-        confidence = tuple(learned_confidence(index, run) for run in runs)
+        asks = llm if llm is not None and "verdict" in options.llm_stages else None
+        confidence = tuple(learned_confidence(index, run, asks) for run in runs)
     else:
         confidence = carry_unseen_things(
             [
@@ -408,11 +416,13 @@ def _retrieve(
     return tuple(parts), runs, confidence
 
 
-def learned_confidence(index: Index, run: SubQueryHits) -> Confidence:
+def learned_confidence(index: Index, run: SubQueryHits, llm: LLM | None = None) -> Confidence:
     """The learned confidence (:mod:`twokeys.rag.confidence`) that ``run``'s hits answer
-    its query, as a :class:`~twokeys.rag.grounding.Confidence` that decides by it."""
+    its query, as a :class:`~twokeys.rag.grounding.Confidence` that decides by it; with
+    ``llm``, the model's verdict on the first hits is one of its features."""
     model = shipped_model()
-    evidence = gather(index, run.query, run.hits)
+    said = verdict(llm, run.query, [h.text for h in run.hits]) if llm is not None else NOT_ASKED
+    evidence = gather(index, run.query, run.hits, verdict=said)
     return Confidence(
         run.query,
         evidence.lexical,
