@@ -172,11 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             flush=True,
         )
     if args.grid:
-        grid = itertools.product((20, 40), (0, 1), (1, 2), (0.0, 1.0), (0.25, 1.0))
-        for depth, before, after, dense, prior in grid:
-            options = WindowOptions(
-                depth=depth, before=before, after=after, dense=dense, prior=prior
-            )
+        grid = itertools.product((20, 30), (0, 1), (0, 1), (0.5, 1.0))
+        for depth, before, after, prior in grid:
+            options = WindowOptions(depth=depth, before=before, after=after, prior=prior)
             recalls = [
                 context_recall(
                     r.item.gold,

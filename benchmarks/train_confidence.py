@@ -44,6 +44,9 @@ from twokeys.rag.grounding import retrieval_confidence
 from twokeys.rag.windows import WindowOptions
 
 BUDGET = 2000
+# the context a label reads: windows as first set (the caches were built with these);
+# ask's defaults were then chosen on train by benchmarks.answers_context --grid
+LABEL_WINDOWS = WindowOptions(depth=30, before=1, after=1)
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,7 @@ def rows_of(out: Path, name: str) -> list[Row]:
             hits = index.search(q, mode="hybrid", k=DEPTH)
             cosines = scorers.cosines(q)
             held = scorers.held(q)
-            pieces = window_pieces(hits, BUDGET, held, cosines, WindowOptions())
+            pieces = window_pieces(hits, BUDGET, held, cosines, LABEL_WINDOWS)
             evidence = gather(index, q, hits, cosines=cosines)
             verdict = retrieval_confidence(index, q, [h.text for h in hits[:6]]).answerable
             rows.append(Row(name, item, evidence, context_recall(item.gold, pieces), verdict))
@@ -103,8 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--l2", type=float, default=1.0)
+    parser.add_argument("--only", action="append", help="collection (repeatable) [default: all]")
     args = parser.parse_args(argv)
-    names = sorted(p.name for p in args.out.iterdir() if (p / "pages").is_dir())
+    names = args.only or sorted(p.name for p in args.out.iterdir() if (p / "pages").is_dir())
     rows = [row for name in names for row in rows_of(args.out, name)]
     split = {s: [r for r in rows if r.item.split == s] for s in ("train", "dev", "test")}
     model = confidence.fit(

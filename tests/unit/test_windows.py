@@ -46,7 +46,7 @@ def test_a_window_brings_the_next_sentence_and_duplicates_are_skipped() -> None:
     assert text.count("named alpha") == 1  # the copy in copy.md is a duplicate
 
 
-def test_dense_cosines_count_when_given() -> None:
+def test_dense_cosines_count_when_weighted() -> None:
     hits = [hit("a.md", "Cats purr. Dogs bark loudly.", 1)]
 
     def cosines(texts):  # type: ignore[no-untyped-def]
@@ -58,6 +58,6 @@ def test_dense_cosines_count_when_given() -> None:
         approx_token_counter,
         held=lambda _t: 0.0,
         cosines=cosines,
-        options=WindowOptions(before=0, after=0),
+        options=WindowOptions(before=0, after=0, dense=1.0),
     )
     assert [b.text for b in blocks] == ["Dogs bark loudly."]

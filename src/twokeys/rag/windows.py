@@ -9,8 +9,10 @@ sentences that carry the query, taken from many more of the retrieved chunks:
    :func:`~twokeys.text.sentences.split_sentences`) of the first ``depth`` hits.
 2. **Score.** ``lexical * held(s) + dense * cosine(s) + prior / sqrt(rank)``: the share
    of the query's idf mass the sentence holds, the dense model's cosine between query
-   and sentence (when the index has one), and the rank its chunk had in the fused run, so
-   retrieval's judgement of the whole passage still counts.
+   and sentence (when the index has one and ``dense`` is not 0: off by default, since
+   encoding every candidate sentence costs seconds per question on a small CPU), and the
+   rank its chunk had in the fused run, so retrieval's judgement of the whole passage
+   still counts.
 3. **Windows.** From the best sentence down, each chosen sentence brings ``before`` and
    ``after`` neighbours of its chunk (an answer is often the sentence after the one that
    names the thing); windows of one chunk that touch are merged, and gaps are written
@@ -57,11 +59,11 @@ Cosines = Callable[[Sequence[str]], Sequence[float]]  # query-sentence cosines
 class WindowOptions:
     """How windows are scored and sized (module docstring); defaults chosen on train."""
 
-    depth: int = 30
-    before: int = 1
-    after: int = 1
+    depth: int = 20
+    before: int = 0
+    after: int = 0
     lexical: float = 1.0
-    dense: float = 1.0
+    dense: float = 0.0  # encoding every candidate sentence costs more than it was shown to gain
     prior: float = 0.5
 
     def __post_init__(self) -> None:
