@@ -72,3 +72,21 @@ def test_a_report_path_that_cannot_be_written_is_a_one_line_error(
     result = CliRunner().invoke(main, [*args, "--html", str(tmp_path / "no" / "r.html")])
     assert result.exit_code != 0
     assert "r.html: cannot write" in result.output and "Traceback" not in result.output
+
+
+def test_the_model_re_ranks_the_fused_hits_and_gives_its_verdict(support_kb_bm25: Path) -> None:
+    from conftest import ScriptedLLM
+    from twokeys.rag.ask import prepare
+
+    question = "What does error code ZX-4821 mean?"
+    plain = AskOptions(mode="bm25")
+    staged = AskOptions(mode="bm25", confidence="learned", llm_stages=("rerank", "verdict"))
+    llm = ScriptedLLM("2, 1")
+    with open_index(support_kb_bm25) as kb:
+        before = prepare(kb, question, options=plain).runs[0].hits
+        after = prepare(kb, question, llm=llm, options=staged).runs[0].hits
+    assert [h.chunk_id for h in after[:2]] == [before[1].chunk_id, before[0].chunk_id]
+    assert [h.chunk_id for h in after[2:]] == [h.chunk_id for h in before[2:]]
+    asked = [str(p) for p in llm.prompts]
+    assert "List the numbers of the passages" in asked[0]
+    assert "Do these passages state the answer" in asked[1]  # "2, 1": neither yes nor no
