@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from twokeys import open_index
 from twokeys.cli import main
 from twokeys.rag.ask import AskOptions, ask
+from twokeys.rag.confidence import shipped
 
 SUPPORT_KB = Path(__file__).resolve().parents[2] / "examples" / "support-kb"
 LEARNED = AskOptions(mode="bm25", confidence="learned", context="windows")
@@ -27,7 +28,7 @@ def test_ask_with_the_learned_confidence_answers_and_reports_its_probability(
     data = answer.to_dict()
     probability = data["confidence"][0]["probability"]
     assert 0.0 <= probability <= 1.0
-    assert data["confidence"][0]["answerable"] == (probability >= 0.497)
+    assert data["confidence"][0]["answerable"] == (probability >= shipped().threshold)
     assert "the confidence that the sources answer is" in data["confidence"][0]["reason"]
     if answer.kind == "extractive":
         assert "below the safe operating threshold" in answer.text
