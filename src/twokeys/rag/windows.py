@@ -14,8 +14,9 @@ sentences that carry the query, taken from many more of the retrieved chunks:
    rank its chunk had in the fused run, so retrieval's judgement of the whole passage
    still counts.
 3. **Windows.** From the best sentence down, each chosen sentence brings ``before`` and
-   ``after`` neighbours of its chunk (an answer is often the sentence after the one that
-   names the thing); windows of one chunk that touch are merged, and gaps are written
+   ``after`` neighbours of its chunk (none by default: single sentences did best on the
+   train splits, though a fact that runs into the next sentence is then cut); windows
+   of one chunk that touch are merged, and gaps are written
    as ``…``. A sentence whose normalised text is already in the context is skipped
    (near-duplicates: the same paragraph in two pages, or a chunk's overlap).
 4. **Blocks.** One block per chunk, numbered in the order their first window was chosen,
@@ -23,7 +24,9 @@ sentences that carry the query, taken from many more of the retrieved chunks:
    fit the budget is dropped and smaller ones are still tried.
 
 The weights and window sizes are chosen on the train splits of the blind answer sets
-(``python -m benchmarks.answers_context``), never on the reported test splits.
+(``python -m benchmarks.answers_context --grid``), never on the reported test splits;
+there, windows did not beat whole chunks (README "Answers"), so ``ask`` packs chunks
+unless told ``--context windows``.
 """
 
 from __future__ import annotations
