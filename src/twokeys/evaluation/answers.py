@@ -47,7 +47,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import mean
 
@@ -103,6 +103,8 @@ class Outcome:
     cited: tuple[int, ...] | None = None  # indices into pieces
     abstained: bool = False
     budget: int = 0  # the context's token budget
+    confidence: float | None = None  # the learned confidence that the sources answer
+    why: str | None = None  # why it answered or abstained
 
     @property
     def context_recall(self) -> float:
@@ -328,6 +330,8 @@ def run_twokeys(index: Index, item: QAItem, options: AskOptions, llm: LLM | None
     blocks = answer.context.blocks
     pieces = tuple(Piece(b.path, b.render()) for b in blocks)  # as the model reads it
     cited = tuple(n - 1 for n in answer.cited)
+    verdicts = answer.plan.confidence
+    probabilities = [c.probability for c in verdicts if c.probability is not None]
     return Outcome(
         item,
         pieces,
@@ -336,6 +340,8 @@ def run_twokeys(index: Index, item: QAItem, options: AskOptions, llm: LLM | None
         cited=cited,
         abstained=answer.abstains,
         budget=answer.context.section("context").budget,
+        confidence=max(probabilities) if probabilities else None,
+        why="; ".join(f"{c.query}: {c.reason}" for c in verdicts) or None,
     )
 
 
@@ -380,16 +386,7 @@ def evaluate_answers(
     if not items:
         raise ConfigError("questions: none to evaluate")
     base = options or AskOptions()
-    ask_options = AskOptions(
-        mode=base.mode,
-        k=base.k,
-        budget=Budget.for_total(budget),
-        decompose=base.decompose,
-        max_parts=base.max_parts,
-        prompt_style=base.prompt_style,
-        abstain=base.abstain,
-        strict=base.strict,
-    )
+    ask_options = replace(base, budget=Budget.for_total(budget))
     ours = [run_twokeys(index, item, ask_options, llm) for item in items]
     systems = [SystemScore(f"twokeys+{llm.name}" if llm else "twokeys", tuple(ours))]
     if naive_chars:

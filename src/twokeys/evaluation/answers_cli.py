@@ -17,9 +17,12 @@ from twokeys.evaluation.answers import (
     evaluate_answers,
     load_qa,
 )
-from twokeys.rag.ask import AskOptions
+from twokeys.evaluation.answers_report import render
+from twokeys.rag.ask import CONFIDENCES, CONTEXTS, AskOptions
 from twokeys.rag.cli import budget_option, mode_option
+from twokeys.rag.confidence import shipped
 
+REPORT_BUDGETS = (1000, 2000, 4000)
 COLUMNS = (  # short titles: the table fits 80 columns
     ("recall", "context_recall"),
     ("cite prec", "citation_precision"),
@@ -53,6 +56,36 @@ LEGEND = (
     default=None,
     help="The documents' folder, read by the naive baseline [default: the index's source].",
 )
+@click.option(
+    "--context",
+    "context_kind",
+    type=click.Choice(CONTEXTS),
+    default=AskOptions.context,
+    show_default=True,
+    help="How 'ask' packs evidence: sentence windows or whole chunks.",
+)
+@click.option(
+    "--confidence",
+    "confidence_kind",
+    type=click.Choice(CONFIDENCES),
+    default=AskOptions.confidence,
+    show_default=True,
+    help="What decides abstention: the learned confidence or the grounding rules.",
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also write an HTML report (measures, recall by budget, risk-coverage, questions).",
+)
+@click.option(
+    "--recall-budget",
+    "recall_budgets",
+    type=int,
+    multiple=True,
+    help="Budgets of the report's context-recall table (repeatable) [default: 1000, 2000, 4000].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def eval_answers(
     qa_file: Path,
@@ -64,16 +97,36 @@ def eval_answers(
     base_url: str | None,
     timeout: float,
     docs: Path | None,
+    context_kind: str,
+    confidence_kind: str,
+    html_path: Path | None,
+    recall_budgets: tuple[int, ...],
     as_json: bool,
 ) -> None:
     """Score 'ask' on the questions of QA_FILE (JSONL with gold documents and facts)."""
     items = load_qa(qa_file, split=split)
     llm = make_llm(llm_spec, base_url, timeout, context_tokens=budget)
     try:
+        options = AskOptions(mode=mode, context=context_kind, confidence=confidence_kind)
         with open_index(index_path) as kb:
-            result = evaluate_answers(
-                kb, items, budget=budget, options=AskOptions(mode=mode), llm=llm, docs=docs
-            )
+            result = evaluate_answers(kb, items, budget=budget, options=options, llm=llm, docs=docs)
+            if html_path is not None:
+                by_budget = [
+                    result
+                    if b == budget
+                    else evaluate_answers(
+                        kb, items, budget=b, options=options, llm=llm, naive_chars=()
+                    )
+                    for b in (recall_budgets or REPORT_BUDGETS)
+                ]
+                threshold = shipped().threshold if confidence_kind == "learned" else None
+                page = render(f"twokeys eval-answers: {qa_file.name}", result, by_budget, threshold)
+                try:
+                    html_path.write_text(page, encoding="utf-8")
+                except OSError as exc:
+                    raise click.ClickException(
+                        f"{html_path}: cannot write: {exc.strerror or exc}"
+                    ) from None
     finally:
         if llm is not None:
             llm.close()

@@ -55,8 +55,10 @@ from twokeys.errors import ConfigError
 from twokeys.filters import parse_filters
 from twokeys.llm.base import LLM, Prompt
 from twokeys.llm.http import ServiceError, ServiceTimeoutError, ServiceUnavailableError
+from twokeys.rag.confidence import shipped as shipped_model
 from twokeys.rag.conversation import Conversation
 from twokeys.rag.decompose import DEFAULT_MAX_PARTS, decompose, decompose_with_llm
+from twokeys.rag.evidence import gather, idf_held, sentence_cosines
 from twokeys.rag.extractive import EXTRACTIVE_NOTE, Similarity, extract
 from twokeys.rag.grounding import (
     Confidence,
@@ -67,11 +69,15 @@ from twokeys.rag.grounding import (
     sentence_citations,
     strict_text,
 )
+from twokeys.rag.judge import NOT_ASKED, STAGES, rerank, verdict
 from twokeys.rag.packing import Budget, Focus, PackedContext, SubQueryHits, pack
 from twokeys.rag.prompt import DECLINE, Template, question_text, render_prompt
+from twokeys.rag.windows import pack_context
 from twokeys.text.tokens import TokenCounter, approx_token_counter
 
 DECOMPOSE = ("rules", "llm", "none")
+CONTEXTS = ("windows", "chunks")
+CONFIDENCES = ("learned", "rules")
 PROMPT_STYLES = ("auto", "chat", "completion")
 APPROXIMATE = "approximate (ceil(len/6) per word + 1 per punctuation run)"
 NO_EVIDENCE = "No passage in the index matches this question, so there is nothing to answer from."
@@ -103,6 +109,9 @@ class AskOptions:
     abstain: bool = True  # answer "the sources do not answer this" when retrieval is weak
     strict: bool = False  # drop generated sentences its cited blocks do not back
     filters: tuple[str, ...] = ()  # a search's filters (all hold): only these documents
+    context: str = "chunks"  # "windows": sentence windows (twokeys.rag.windows); "chunks": pack
+    confidence: str = "rules"  # "learned": twokeys.rag.confidence; "rules": grounding's rules
+    llm_stages: tuple[str, ...] = ()  # with a model: "rerank", "verdict" (twokeys.rag.judge)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "filters", tuple(str(f) for f in self.filters))
@@ -119,6 +128,15 @@ class AskOptions:
             )
         if self.max_parts < 1:
             raise ConfigError(f"max_parts: must be >= 1, got {self.max_parts}")
+        if self.context not in CONTEXTS:
+            raise ConfigError(f"context: {self.context!r} is not one of {', '.join(CONTEXTS)}")
+        unknown = [s for s in self.llm_stages if s not in STAGES]
+        if unknown:
+            raise ConfigError(f"llm_stages: {', '.join(unknown)} not among {', '.join(STAGES)}")
+        if self.confidence not in CONFIDENCES:
+            raise ConfigError(
+                f"confidence: {self.confidence!r} is not one of {', '.join(CONFIDENCES)}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,17 +423,39 @@ def _retrieve(
         SubQueryHits(part, tuple(index.search(part, mode=options.mode, k=depth, **where)))
         for part in parts
     )
-    confidence = (
-        carry_unseen_things(
+    if llm is not None and "rerank" in options.llm_stages:
+        runs = tuple(SubQueryHits(r.query, tuple(rerank(llm, r.query, r.hits))) for r in runs)
+    if not options.abstain:
+        confidence: tuple[Confidence, ...] = ()
+    elif options.confidence == "learned":
+        asks = llm if llm is not None and "verdict" in options.llm_stages else None
+        confidence = tuple(learned_confidence(index, run, asks) for run in runs)
+    else:
+        confidence = carry_unseen_things(
             [
                 retrieval_confidence(index, run.query, [hit.text for hit in run.hits[: options.k]])
                 for run in runs
             ]
         )
-        if options.abstain
-        else ()
-    )
     return tuple(parts), runs, confidence
+
+
+def learned_confidence(index: Index, run: SubQueryHits, llm: LLM | None = None) -> Confidence:
+    """The learned confidence (:mod:`twokeys.rag.confidence`) that ``run``'s hits answer
+    its query, as a :class:`~twokeys.rag.grounding.Confidence` that decides by it; with
+    ``llm``, the model's verdict on the first hits is one of its features."""
+    model = shipped_model()
+    said = verdict(llm, run.query, [h.text for h in run.hits]) if llm is not None else NOT_ASKED
+    evidence = gather(index, run.query, run.hits, verdict=said)
+    return Confidence(
+        run.query,
+        evidence.lexical,
+        evidence.dense_peak,
+        (),
+        height=evidence.dense_height,
+        probability=model.probability(evidence.as_features()),
+        threshold=model.threshold,
+    )
 
 
 def _plan(
@@ -439,15 +479,27 @@ def _plan(
     template = Template(_style(options.prompt_style, llm))
     counter: TokenCounter | None = llm.token_counter() if llm is not None else None
     asked = question_text(question, parts, deferred)
-    context = pack(
-        runs,
-        options.budget,
-        counter or approx_token_counter,
-        fixed={"instructions": template.instructions, "question": asked},
-        deferred=deferred,
-        first=options.k,
-        focus=_focus(index, runs),
-    )
+    fixed = {"instructions": template.instructions, "question": asked}
+    if options.context == "windows":
+        context = pack_context(
+            runs,
+            options.budget,
+            counter or approx_token_counter,
+            held=[idf_held(index, run.query) for run in runs],
+            cosines=[sentence_cosines(index, run.query) for run in runs],
+            fixed=fixed,
+            deferred=deferred,
+        )
+    else:
+        context = pack(
+            runs,
+            options.budget,
+            counter or approx_token_counter,
+            fixed=fixed,
+            deferred=deferred,
+            first=options.k,
+            focus=_focus(index, runs),
+        )
     return Plan(
         question=question,
         parts=parts,
@@ -499,7 +551,9 @@ def _generate_events(
         yield Done(_answer(plan, text, "abstained", llm, ()))
         return
     if llm is None:
-        yield from _extractive_events(plan, tools, options.k, model_error=model_error)
+        yield from _extractive_events(
+            plan, tools, options.k, model_error=model_error, windows=options.context == "windows"
+        )
         return
     pieces: list[str] = []
     try:
@@ -516,13 +570,17 @@ def _generate_events(
             raise  # text already shown; replaying another answer would mix two
         error = f"{llm.name}: {exc}"
         yield ModelFailed(error)
-        yield from _extractive_events(plan, tools, options.k, model_error=error)
+        yield from _extractive_events(
+            plan, tools, options.k, model_error=error, windows=options.context == "windows"
+        )
         return
     text = "".join(pieces).strip()
     if not text:
         error = f"{llm.name} returned an empty answer"
         yield ModelFailed(error)
-        yield from _extractive_events(plan, tools, options.k, model_error=error)
+        yield from _extractive_events(
+            plan, tools, options.k, model_error=error, windows=options.context == "windows"
+        )
         return
     checks = check_sentences(text, blocks, tools.text_terms)
     if options.strict:
@@ -532,7 +590,12 @@ def _generate_events(
 
 
 def _extractive_events(
-    plan: Plan, tools: _SentenceTools, k: int, *, model_error: str | None = None
+    plan: Plan,
+    tools: _SentenceTools,
+    k: int,
+    *,
+    model_error: str | None = None,
+    windows: bool = False,
 ) -> Iterator[Event]:
     skip = {i for i, c in enumerate(plan.confidence) if not c.answerable}
     quoted = extract(
@@ -542,7 +605,15 @@ def _extractive_events(
         text_terms=tools.text_terms,
         similarity=tools.similarity,
         unanswered=skip,
-        evidence=quote_evidence(plan.runs, plan.context, k),
+        # windows hold only sentences chosen for their part: each may be quoted
+        evidence=(
+            [
+                {c for b in plan.context.blocks if i in b.queries for c in b.chunk_ids}
+                for i in range(len(plan.runs))
+            ]
+            if windows
+            else quote_evidence(plan.runs, plan.context, k)
+        ),
     )
     text = quoted.text
     if model_error is not None:  # say why there is no generated answer

@@ -18,6 +18,8 @@ import click
 from twokeys.cliutil import index_option, make_llm, model_options, query_argument, safe_echo
 from twokeys.engine import MODES, open_index
 from twokeys.rag.ask import (
+    CONFIDENCES,
+    CONTEXTS,
     Answer,
     AskOptions,
     Done,
@@ -27,6 +29,7 @@ from twokeys.rag.ask import (
     TextDelta,
     ask_events,
 )
+from twokeys.rag.judge import STAGES
 from twokeys.rag.packing import MIN_TOTAL, Budget
 from twokeys.rag.prompt import render_prompt
 
@@ -84,6 +87,29 @@ def budget_option(default: int, text: str) -> Callable[[_Command], _Command]:
     is_flag=True,
     help="Answer even when retrieval finds nothing close to the question.",
 )
+@click.option(
+    "--context",
+    "context_kind",
+    type=click.Choice(CONTEXTS),
+    default=_ASK.context,
+    show_default=True,
+    help="Pack sentence windows from many hits, or whole chunks.",
+)
+@click.option(
+    "--confidence",
+    "confidence_kind",
+    type=click.Choice(CONFIDENCES),
+    default=_ASK.confidence,
+    show_default=True,
+    help="Abstain by the learned confidence or by the grounding rules.",
+)
+@click.option(
+    "--llm-stage",
+    "llm_stages",
+    type=click.Choice(STAGES),
+    multiple=True,
+    help="With --llm: re-rank the fused hits, and/or ask its verdict (repeatable).",
+)
 def ask(
     question: str,
     index_path: Path | str,
@@ -100,6 +126,9 @@ def ask(
     decompose_with_llm: bool,
     strict: bool,
     no_abstain: bool,
+    context_kind: str,
+    confidence_kind: str,
+    llm_stages: tuple[str, ...],
 ) -> None:
     """Answer QUESTION from the index, citing its sources.
 
@@ -115,6 +144,9 @@ def ask(
         prompt_style=prompt_style,
         abstain=not no_abstain,
         strict=strict,
+        context=context_kind,
+        confidence=confidence_kind,
+        llm_stages=tuple(dict.fromkeys(llm_stages)),
     )
     with open_index(index_path) as kb:
         llm = make_llm(llm_spec, base_url, timeout, context_tokens=budget)

@@ -187,6 +187,10 @@ class Confidence:
     unstated: str = ""  # the kind of value asked for ("a price") that no retrieved chunk states
     height: float | None = None  # the best cosine from chance (0) to identity (1); None: no vectors
     unseen_things: tuple[str, ...] = ()  # things asked about (student discount) no chunk names
+    # the learned confidence (twokeys.rag.confidence) that the sources answer, and the
+    # operating point under which it abstains; when set, it decides alone
+    probability: float | None = None
+    threshold: float = 0.5
 
     @property
     def score(self) -> float:
@@ -196,6 +200,8 @@ class Confidence:
 
     @property
     def answerable(self) -> bool:
+        if self.probability is not None:
+            return self.probability >= self.threshold
         if self.missing or self.unseen_commands or self.unseen_menu_steps or self.unstated:
             return False
         if self.found:
@@ -229,6 +235,12 @@ class Confidence:
 
     @property
     def reason(self) -> str:
+        if self.probability is not None:
+            side = "at least" if self.answerable else "under"
+            return (
+                f"the confidence that the sources answer is {self.probability:.2f}, "
+                f"{side} the operating point {self.threshold:.2f}"
+            )
         if self.unseen_commands and not self.missing:
             return f"the sources document no command {', '.join(self.unseen_commands)}"
         if self.unseen_menu_steps and not self.missing:
@@ -257,6 +269,7 @@ class Confidence:
             "unseen_elements": list(self.unseen_elements),
             "unseen_things": list(self.unseen_things),
             "unstated_answer_type": self.unstated or None,
+            "probability": None if self.probability is None else round(self.probability, 4),
             "answerable": self.answerable,
             "reason": self.reason,
         }

@@ -1,0 +1,172 @@
+"""A learned confidence that the sources answer a question: logistic regression over
+retrieval evidence.
+
+The evidence (:class:`~twokeys.rag.evidence.Evidence`) is a handful of numbers any
+collection gives: how much of the question the best passage and the best sentence
+hold, how far the dense model's best match stands above the collection, whether the
+two sensors agree, how much of the question's weight the collection never uses, and a
+model's own verdict when one was asked. :class:`Model` turns them into a probability
+with a logistic regression fitted here (:func:`fit`, plain numpy: standardised inputs,
+L2 penalty, Newton steps), whose weights ship in ``confidence_weights.json`` beside this
+module. ``python -m benchmarks.train_confidence OUT`` refits them on the train splits
+of the blind answer sets and picks the operating point (the probability under which an
+answer abstains) on their dev splits; it writes the file this module reads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from twokeys.errors import ConfigError
+
+WEIGHTS = Path(__file__).with_name("confidence_weights.json")
+
+
+@dataclass(frozen=True)
+class Model:
+    """A fitted logistic regression and its operating point."""
+
+    names: tuple[str, ...]
+    means: tuple[float, ...]
+    scales: tuple[float, ...]
+    weights: tuple[float, ...]
+    bias: float
+    threshold: float = 0.5  # below this probability an answer abstains
+    trained_on: str = ""
+
+    def probability(self, features: Mapping[str, float]) -> float:
+        missing = [n for n in self.names if n not in features]
+        if missing:
+            raise ConfigError(f"confidence: features missing: {', '.join(missing)}")
+        z = self.bias + sum(
+            w * (features[n] - m) / s
+            for n, m, s, w in zip(self.names, self.means, self.scales, self.weights, strict=True)
+        )
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "names": list(self.names),
+            "means": list(self.means),
+            "scales": list(self.scales),
+            "weights": list(self.weights),
+            "bias": self.bias,
+            "threshold": self.threshold,
+            "trained_on": self.trained_on,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object], where: str = "confidence") -> Model:
+        try:
+            names = tuple(str(n) for n in data["names"])  # type: ignore[attr-defined]
+            floats = {
+                key: tuple(float(x) for x in data[key])  # type: ignore[attr-defined]
+                for key in ("means", "scales", "weights")
+            }
+            model = cls(
+                names,
+                floats["means"],
+                floats["scales"],
+                floats["weights"],
+                float(data["bias"]),  # type: ignore[arg-type]
+                float(data.get("threshold", 0.5)),  # type: ignore[arg-type]
+                str(data.get("trained_on", "")),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"{where}: not a confidence model: {exc}") from None
+        if not len(names) == len(model.means) == len(model.scales) == len(model.weights):
+            raise ConfigError(f"{where}: names, means, scales and weights differ in length")
+        return model
+
+
+def load(path: str | Path = WEIGHTS) -> Model:
+    """The model stored at ``path`` (default: the shipped weights)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a JSON object")
+    return Model.from_dict(data, str(path))
+
+
+@cache
+def shipped() -> Model:
+    """The shipped model (read once)."""
+    return load(WEIGHTS)
+
+
+def fit(
+    rows: Sequence[Mapping[str, float]],
+    labels: Sequence[bool],
+    names: Sequence[str],
+    *,
+    l2: float = 1.0,
+    steps: int = 50,
+) -> Model:
+    """Fit a logistic regression of ``labels`` on the ``names`` features of ``rows``
+    (inputs standardised; ``l2`` penalises the weights, not the bias; Newton steps)."""
+    if len(rows) != len(labels) or not rows:
+        raise ConfigError("confidence: need as many labels as rows, and at least one")
+    x = np.array([[float(r[n]) for n in names] for r in rows], dtype=np.float64)
+    y = np.array([1.0 if v else 0.0 for v in labels])
+    means = x.mean(axis=0)
+    scales = x.std(axis=0)
+    scales[scales == 0] = 1.0
+    z = np.hstack([np.ones((len(x), 1)), (x - means) / scales])
+    beta = np.zeros(z.shape[1])
+    penalty = np.full(z.shape[1], l2)
+    penalty[0] = 0.0
+    for _ in range(steps):
+        p = _sigmoid(z @ beta)
+        gradient = z.T @ (p - y) + penalty * beta
+        hessian = (z.T * (p * (1 - p))) @ z + np.diag(penalty) + 1e-9 * np.eye(z.shape[1])
+        step = np.linalg.solve(hessian, gradient)
+        beta -= step
+        if float(np.abs(step).max()) < 1e-8:
+            break
+    return Model(
+        tuple(names),
+        tuple(float(v) for v in means),
+        tuple(float(v) for v in scales),
+        tuple(float(v) for v in beta[1:]),
+        float(beta[0]),
+    )
+
+
+def _sigmoid(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -60, 60)))
+
+
+@dataclass(frozen=True, slots=True)
+class RiskPoint:
+    """One point of a risk-coverage curve."""
+
+    threshold: float
+    coverage: float  # share of questions answered
+    risk: float  # share of the answered whose answer lacks its gold passage
+
+
+def risk_coverage(scores: Sequence[float], good: Sequence[bool]) -> list[RiskPoint]:
+    """The risk-coverage curve: answering the questions whose score is at least each
+    distinct score, from the most confident down."""
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])
+    points: list[RiskPoint] = []
+    bad = 0
+    for answered, i in enumerate(order, 1):
+        bad += not good[i]
+        if answered < len(order) and scores[order[answered]] == scores[i]:
+            continue
+        points.append(RiskPoint(scores[i], answered / len(order), bad / answered))
+    return points

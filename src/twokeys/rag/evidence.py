@@ -1,0 +1,167 @@
+"""Retrieval evidence for one question: the numbers the learned confidence reads.
+
+Every feature is general, read from the two sensors and the retrieved passages, never
+from a collection's vocabulary (:mod:`twokeys.rag.confidence` weighs them):
+
+* ``lexical``: the share of the question's idf mass the best BM25 chunk matches;
+* ``unseen``: the share of the question's terms (by count) the collection never uses;
+* ``missing_ids``: identifier-like words (``ZX-9001``, ``--frobnicate``) no chunk holds;
+* ``dense_peak``: the best chunk cosine above the question's typical cosine to the
+  collection, in standard deviations; ``dense_height``: the same from chance (0) to
+  identity (1);
+* ``agreement``: the overlap of the BM25 and dense top 10 (Jaccard);
+* ``held_passage`` / ``held_sentence``: the most of the question's idf mass one of the
+  first five fused passages holds, and one of their sentences;
+* ``cosine_sentence``: the best query-sentence cosine among those sentences (0 without
+  a dense model);
+* ``margin``: the fused score gap between the first and second hit, relative to the first;
+* ``verdict``: a model's own judgement that the passages answer (1), do not (0), or 0.5
+  when no model was asked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from twokeys.engine import Index
+from twokeys.request import SearchRequest
+from twokeys.text.sentences import split_sentences
+from twokeys.types import Hit
+
+NAMES = (
+    "lexical",
+    "unseen",
+    "missing_ids",
+    "dense_peak",
+    "dense_height",
+    "agreement",
+    "held_passage",
+    "held_sentence",
+    "cosine_sentence",
+    "margin",
+    "verdict",
+)
+AGREEMENT_K = 10
+READ = 5  # fused passages read for the held and cosine features
+DENSE_SAMPLE = 512
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """The features of one question (module docstring)."""
+
+    lexical: float
+    unseen: float
+    missing_ids: float
+    dense_peak: float
+    dense_height: float
+    agreement: float
+    held_passage: float
+    held_sentence: float
+    cosine_sentence: float
+    margin: float
+    verdict: float = 0.5
+
+    def as_features(self) -> dict[str, float]:
+        return {k: float(v) for k, v in asdict(self).items()}
+
+
+Held = Callable[[str], float]
+
+
+def idf_held(index: Index, query: str) -> Held:
+    """``held(text)``: the share of ``query``'s idf mass (terms the collection uses)
+    that ``text`` holds."""
+    analyzer, lexical = index.analyzer, index.backend.lexical
+    terms = [t for t in dict.fromkeys(analyzer.query_terms(query)) if lexical.has_term(t)]
+    weights = dict(zip(terms, lexical.idf(terms), strict=True))
+    total = sum(weights.values()) or 1.0
+
+    def held(text: str) -> float:
+        words = set(analyzer.index_terms(text))
+        return sum(w for t, w in weights.items() if t in words) / total
+
+    return held
+
+
+def sentence_cosines(index: Index, query: str) -> Callable[[Sequence[str]], list[float]] | None:
+    """The dense model's query-sentence cosines, or None without one."""
+    if index.manifest.encoder is None or index.backend.vectors is None:
+        return None
+    encoder = index.encoder
+    vector = encoder.encode_query(query)
+
+    def cosines(texts: Sequence[str]) -> list[float]:
+        if not texts:
+            return []
+        return [float(x) for x in encoder.encode(list(texts), "document") @ vector]
+
+    return cosines
+
+
+def gather(
+    index: Index,
+    query: str,
+    hits: Sequence[Hit],
+    *,
+    verdict: float = 0.5,
+    cosines: Callable[[Sequence[str]], Sequence[float]] | None = None,
+) -> Evidence:
+    """The evidence for ``query`` whose fused hits are ``hits`` (best first)."""
+    bm25 = index.retriever(SearchRequest(query, retriever="bm25"))
+    lexical_run = bm25.retrieve(query, AGREEMENT_K)
+    coverage = bm25.confidence(query, lexical_run.run)  # type: ignore[attr-defined]
+    features = bm25.features(query, lexical_run)  # type: ignore[attr-defined]
+    terms = index.analyzer.query_terms(query)
+    counts = Counter(terms)
+    unseen = sum(c for t, c in counts.items() if not index.backend.lexical.has_term(t))
+    peak, height, dense_rows = _dense(index, query)
+    lexical_rows = {s.row for s in lexical_run.run}
+    union = lexical_rows | dense_rows
+    agreement = len(lexical_rows & dense_rows) / len(union) if union else 0.0
+    held = idf_held(index, query)
+    read = list(hits[:READ])
+    sentences = [h.text[s:e] for h in read for s, e in split_sentences(h.text)]
+    if cosines is None:
+        cosines = sentence_cosines(index, query)
+    best_cosine = max(cosines(sentences), default=0.0) if cosines and sentences else 0.0
+    margin = 0.0
+    if len(hits) >= 2 and hits[0].score > 0:
+        margin = (hits[0].score - hits[1].score) / hits[0].score
+    return Evidence(
+        lexical=coverage,
+        unseen=unseen / len(terms) if terms else 1.0,
+        missing_ids=float(len(features.missing_identifiers)),
+        dense_peak=peak,
+        dense_height=height,
+        agreement=agreement,
+        held_passage=max((held(h.text) for h in read), default=0.0),
+        held_sentence=max((held(s) for s in sentences), default=0.0),
+        cosine_sentence=best_cosine,
+        margin=margin,
+        verdict=verdict,
+    )
+
+
+def _dense(index: Index, query: str) -> tuple[float, float, set[int]]:
+    """Dense peak, dense height and the dense top rows (zeros without vectors)."""
+    vectors = index.backend.vectors
+    n = int(index.manifest.counts.get("chunks", 0))
+    if vectors is None or index.manifest.encoder is None or n < 2:
+        return 0.0, 0.0, set()
+    vector = index.encoder.encode_query(query)
+    top = vectors.search(vector, AGREEMENT_K)
+    if not top:
+        return 0.0, 0.0, set()
+    rows = np.unique(np.linspace(0, n - 1, min(n, DENSE_SAMPLE)).astype(np.int64))
+    sims = vectors.similarities(vector, rows)
+    chance, sd = float(sims.mean()), float(sims.std())
+    best = float(top[0].score)
+    height = (best - chance) / (1.0 - chance) if chance < 1.0 else 0.0
+    peak = (best - chance) / sd if sd > 0 else 0.0
+    return (peak if math.isfinite(peak) else 0.0), height, {int(s.row) for s in top}

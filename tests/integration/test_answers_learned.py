@@ -1,0 +1,93 @@
+"""The learned confidence and sentence windows through `ask` and `eval-answers --html`
+on the example support KB (BM25 index: the dense features read 0)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from twokeys import open_index
+from twokeys.cli import main
+from twokeys.rag.ask import AskOptions, ask
+from twokeys.rag.confidence import shipped
+
+SUPPORT_KB = Path(__file__).resolve().parents[2] / "examples" / "support-kb"
+LEARNED = AskOptions(mode="bm25", confidence="learned", context="windows")
+
+pytestmark = pytest.mark.usefixtures("no_llm_from_environment")
+
+
+def test_ask_with_the_learned_confidence_answers_and_reports_its_probability(
+    support_kb_bm25: Path,
+) -> None:
+    with open_index(support_kb_bm25) as kb:
+        answer = ask(kb, "What does error code ZX-4821 mean?", options=LEARNED)
+    data = answer.to_dict()
+    probability = data["confidence"][0]["probability"]
+    assert 0.0 <= probability <= 1.0
+    assert data["confidence"][0]["answerable"] == (probability >= shipped().threshold)
+    assert "the confidence that the sources answer is" in data["confidence"][0]["reason"]
+    if answer.kind == "extractive":
+        assert "below the safe operating threshold" in answer.text
+    assert all(s["path"] for s in data["sources"])
+
+
+def test_eval_answers_writes_the_html_report(support_kb_bm25: Path, tmp_path: Path) -> None:
+    report = tmp_path / "report.html"
+    args = [
+        "eval-answers",
+        str(SUPPORT_KB / "qa.jsonl"),
+        "--index",
+        str(support_kb_bm25),
+        "--mode",
+        "bm25",
+        "--split",
+        "dev",
+        "--confidence",
+        "learned",
+        "--context",
+        "windows",
+        "--html",
+        str(report),
+        "--recall-budget",
+        "1000",
+        "--json",
+    ]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    page = report.read_text(encoding="utf-8")
+    assert "<svg" in page and "operating point" in page
+    assert page.count("<tr><td>qa") == data["questions"] == 43
+    assert "What does error code ZX-4821 mean?" in page
+
+
+def test_a_report_path_that_cannot_be_written_is_a_one_line_error(
+    support_kb_bm25: Path, tmp_path: Path
+) -> None:
+    args = ["eval-answers", str(SUPPORT_KB / "qa.jsonl"), "--index", str(support_kb_bm25)]
+    args += ["--mode", "bm25", "--split", "dev", "--recall-budget", "1000"]
+    result = CliRunner().invoke(main, [*args, "--html", str(tmp_path / "no" / "r.html")])
+    assert result.exit_code != 0
+    assert "r.html: cannot write" in result.output and "Traceback" not in result.output
+
+
+def test_the_model_re_ranks_the_fused_hits_and_gives_its_verdict(support_kb_bm25: Path) -> None:
+    from conftest import ScriptedLLM
+    from twokeys.rag.ask import prepare
+
+    question = "What does error code ZX-4821 mean?"
+    plain = AskOptions(mode="bm25")
+    staged = AskOptions(mode="bm25", confidence="learned", llm_stages=("rerank", "verdict"))
+    llm = ScriptedLLM("2, 1")
+    with open_index(support_kb_bm25) as kb:
+        before = prepare(kb, question, options=plain).runs[0].hits
+        after = prepare(kb, question, llm=llm, options=staged).runs[0].hits
+    assert [h.chunk_id for h in after[:2]] == [before[1].chunk_id, before[0].chunk_id]
+    assert [h.chunk_id for h in after[2:]] == [h.chunk_id for h in before[2:]]
+    asked = [str(p) for p in llm.prompts]
+    assert "List the numbers of the passages" in asked[0]
+    assert "Do these passages state the answer" in asked[1]  # "2, 1": neither yes nor no

@@ -1,0 +1,55 @@
+"""The model as a judge (twokeys.rag.judge), with scripted models: re-ranking the fused
+hits and the verdict, and what a broken or unreachable model leaves."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from conftest import ScriptedLLM
+from twokeys.llm.base import LLM, Prompt
+from twokeys.llm.http import ServiceUnavailableError
+from twokeys.rag.judge import NOT_ASKED, rerank, verdict
+from twokeys.types import Chunk, Hit
+
+
+def hits(n: int) -> list[Hit]:
+    return [
+        Hit(i, 1.0 / i, Chunk(f"d{i}.md", 0, f"passage {i}", 0, 9), f"d{i}", f"d{i}.md")
+        for i in range(1, n + 1)
+    ]
+
+
+class Down(LLM):
+    name = "down"
+
+    def stream(
+        self,
+        prompt: Prompt,
+        *,
+        stop: Sequence[str] = (),
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> Iterator[str]:
+        raise ServiceUnavailableError("no server at 127.0.0.1:9")
+        yield ""  # pragma: no cover
+
+
+def test_rerank_puts_the_listed_passages_first_in_the_models_order() -> None:
+    llm = ScriptedLLM("3, 1, 3, 99")
+    ranked = rerank(llm, "which?", hits(12), n=5)
+    assert [h.rank for h in ranked] == [3, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+    prompt = llm.prompts[0]
+    assert "[5] passage 5" in str(prompt) and "passage 6" not in str(prompt)
+
+
+def test_a_reply_without_numbers_or_a_model_down_keeps_the_fused_order() -> None:
+    assert [h.rank for h in rerank(ScriptedLLM("I cannot tell."), "q", hits(4))] == [1, 2, 3, 4]
+    assert [h.rank for h in rerank(Down(), "q", hits(4))] == [1, 2, 3, 4]
+
+
+def test_the_verdict_reads_yes_no_and_anything_else_as_not_asked() -> None:
+    assert verdict(ScriptedLLM("Yes."), "q", ["a"]) == 1.0
+    assert verdict(ScriptedLLM("no"), "q", ["a"]) == 0.0
+    assert verdict(ScriptedLLM("Maybe"), "q", ["a"]) == NOT_ASKED
+    assert verdict(Down(), "q", ["a"]) == NOT_ASKED
+    assert verdict(ScriptedLLM("yes"), "q", []) == 0.0
