@@ -86,6 +86,15 @@ FAILING: list[tuple[str, str, str, dict[str, Any], int]] = [
     ("GET", "/documents?filter=colour~red", "/documents", {}, 400),
     ("GET", "/documents?offset=x", "/documents", {}, 422),
     ("GET", "/passages/nope.md%230", "/passages/{chunk_id}", {}, 404),
+    ("POST", "/search", "/search", {"json": {"query": ZX, "fields": ["score", "x"]}}, 400),
+    ("POST", "/search/batch", "/search/batch", {"json": {"searches": [{"k": 2}]}}, 422),
+    (
+        "POST",
+        "/search/batch",
+        "/search/batch",
+        {"json": {"searches": [{"query": ZX}, {"query": ZX, "filters": ["colour"]}]}},
+        400,
+    ),
 ]
 
 
@@ -189,3 +198,43 @@ def test_documents_are_listed_a_page_at_a_time_filtered(servers: tuple[str, str]
     assert [d["id"] for d in httpx.get(f"{url}/documents", params=both).json()["documents"]] == [
         "policies/shipping.md"
     ]
+
+
+def test_search_pages_thresholds_groups_fields_and_batches(servers: tuple[str, str]) -> None:
+    url, _ = servers
+
+    def search(query: str = "refund warranty", **body: Any) -> dict[str, Any]:
+        r = httpx.post(f"{url}/search", json={"query": query, "mode": "bm25", **body})
+        assert r.status_code == 200, r.text
+        data: dict[str, Any] = r.json()
+        return data
+
+    ten = search(k=10)["hits"]
+    first, second = search(k=5), search(k=5, offset=5)
+    assert [h["chunk_id"] for h in first["hits"] + second["hits"]] == [h["chunk_id"] for h in ten]
+    assert first["more"] is True and second["offset"] == 5
+    assert [h["rank"] for h in second["hits"]] == [6, 7, 8, 9, 10]
+    threshold = ten[3]["score"]
+    assert [h["chunk_id"] for h in search(k=10, min_score=threshold)["hits"]] == [
+        h["chunk_id"] for h in ten if h["score"] >= threshold
+    ]
+    assert [h["doc_id"] for h in search(k=5, group_by_document=True)["hits"]] == [
+        "policies/refund-policy.md",
+        "policies/warranty.md",
+    ]  # only two documents hold the words
+    grouped = search("the camera is offline after a power cut", k=5, group_by_document=True)
+    grouped = grouped["hits"]
+    docs = [h["doc_id"] for h in grouped]
+    assert len(docs) == len(set(docs)) == 5
+    assert [h["rank"] for h in grouped] == [1, 2, 3, 4, 5]
+    assert sum(h["others"] for h in grouped) > 0
+    assert search(k=2, fields=["doc_id", "score"])["hits"] == [
+        {"doc_id": h["doc_id"], "score": h["score"]} for h in ten[:2]
+    ]
+    batch = httpx.post(
+        f"{url}/search/batch",
+        json={"searches": [{"query": ZX, "k": 1}, {"query": "refund", "k": 2, "mode": "bm25"}]},
+    ).json()["results"]
+    assert [len(r["hits"]) for r in batch] == [1, 2]
+    assert batch[0]["hits"][0]["doc_id"] == "errors/zx-4821.md"
+    assert batch[0]["generation"] == batch[1]["generation"]

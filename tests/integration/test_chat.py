@@ -409,3 +409,57 @@ def test_a_passage_page_shows_document_text_as_text(tmp_path: Path) -> None:
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text and "<script>" not in page.text
     assert "&lt;img src=x onerror=alert(2)&gt;" in page.text and "<img" not in page.text
     assert missing.status_code == 404 and missing.json() == {"detail": "no passage 'nope.md#0'"}
+
+
+# -- 8. several collections, one server ------------------------------------------------
+
+
+def test_several_collections_each_a_model_and_every_route_under_its_name(
+    built: Path, tmp_path: Path
+) -> None:
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    (docs / "qq-7781.md").write_text(
+        "# Error QQ-7781\n\nThe flux capacitor overheated; let it cool for ten minutes.\n",
+        encoding="utf-8",
+    )
+    notes = tmp_path / "notes.twokeys"
+    build_index(docs, notes, IndexOptions(encoder="test-hash"))
+    app = create_app(IndexService(built), collections={"notes": IndexService(notes)})
+    with running(app) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
+        assert [m.id for m in client.models.list()] == ["twokeys", "notes"]
+        assert client.models.retrieve("notes").id == "notes"
+        question = [{"role": "user", "content": "What does error QQ-7781 mean?"}]
+        reply = client.chat.completions.create(model="notes", messages=question)
+        kb_reply = client.chat.completions.create(
+            model="twokeys", messages=[{"role": "user", "content": ZX}]
+        )
+        search = httpx.post(f"{url}/collections/notes/search", json={"query": "QQ-7781"}).json()
+        listed = httpx.get(f"{url}/collections/notes/documents").json()
+        kb_listed = httpx.get(f"{url}/documents").json()
+        link = (reply.choices[0].message.annotations or [])[0].url_citation.url
+        passage = httpx.get(link)
+        with pytest.raises(openai.NotFoundError, match="this server serves 'twokeys', 'notes'"):
+            client.chat.completions.create(model="other", messages=question)
+    assert reply.model == "notes"
+    assert "qq-7781.md" in (reply.choices[0].message.content or "").split("Sources:")[-1]
+    assert "errors/zx-4821.md" in (kb_reply.choices[0].message.content or "")
+    assert [h["doc_id"] for h in search["hits"]] == ["qq-7781.md"]
+    assert [d["id"] for d in listed["documents"]] == ["qq-7781.md"] and kb_listed["total"] > 30
+    assert link.startswith(f"{url}/collections/notes/passages/qq-7781.md%23")
+    assert passage.status_code == 200 and "flux capacitor" in passage.text
+
+
+def test_twokeys_serve_takes_collections_by_name() -> None:
+    from twokeys.errors import ConfigError
+    from twokeys.server.config import check_collection_name, parse_collection
+
+    assert parse_collection("notes=/srv/notes.twokeys") == ("notes", "/srv/notes.twokeys")
+    assert parse_collection("db=postgresql://u@h/x") == ("db", "postgresql://u@h/x")
+    with pytest.raises(ConfigError, match="expected NAME=PATH"):
+        parse_collection("notes")
+    with pytest.raises(ConfigError, match="use letters, digits"):
+        check_collection_name("a/b", "twokeys")
+    with pytest.raises(ConfigError, match="the default index's model name"):
+        check_collection_name("twokeys", "twokeys")

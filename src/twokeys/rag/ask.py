@@ -51,6 +51,7 @@ from typing import Any, Literal
 
 from twokeys.engine import MODES, Index
 from twokeys.errors import ConfigError
+from twokeys.filters import parse_filters
 from twokeys.llm.base import LLM, Prompt
 from twokeys.llm.http import ServiceTimeoutError, ServiceUnavailableError
 from twokeys.rag.conversation import Conversation
@@ -100,8 +101,11 @@ class AskOptions:
     temperature: float = 0.0
     abstain: bool = True  # answer "the sources do not answer this" when retrieval is weak
     strict: bool = False  # drop generated sentences its cited blocks do not back
+    filters: tuple[str, ...] = ()  # a search's filters (all hold): only these documents
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "filters", tuple(str(f) for f in self.filters))
+        parse_filters(self.filters)  # a bad filter is named now, not at the first search
         if self.mode not in MODES:
             raise ConfigError(f"mode: {self.mode!r} is not one of {', '.join(MODES)}")
         if self.k < 1:
@@ -392,8 +396,10 @@ def _retrieve(
     else:
         parts = [question]
     depth = retrieval_depth(options.k, options.budget.context_floor)
+    where = {"filters": list(options.filters)} if options.filters else {}
     runs = tuple(
-        SubQueryHits(part, tuple(index.search(part, mode=options.mode, k=depth))) for part in parts
+        SubQueryHits(part, tuple(index.search(part, mode=options.mode, k=depth, **where)))
+        for part in parts
     )
     confidence = (
         carry_unseen_things(

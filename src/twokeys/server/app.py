@@ -19,7 +19,8 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
@@ -39,8 +40,7 @@ from twokeys.errors import TwokeysError
 from twokeys.llm.base import LLM
 from twokeys.llm.http import ServiceError
 from twokeys.rag.ask import ask_events
-from twokeys.request import SearchRequest
-from twokeys.server.config import Limits, RequestError, ServerConfig
+from twokeys.server.config import Limits, RequestError, ServerConfig, check_collection_name
 from twokeys.server.documents import (
     KIND_SUFFIX,
     check_id,
@@ -55,11 +55,14 @@ from twokeys.server.schema import (
     DocumentData,
     DocumentPage,
     DocumentsBody,
+    SearchBatchBody,
+    SearchBatchResponse,
     SearchBody,
     SearchResponse,
     WriteResponse,
     ask_options,
 )
+from twokeys.server.search_api import run_batch, run_search
 from twokeys.server.service import IndexBusyError, IndexService, UnknownDocumentError
 from twokeys.types import Document
 
@@ -238,9 +241,16 @@ def serial_llm(llm: LLM | None) -> LLM | None:
 
 
 def create_app(
-    service: IndexService, *, llm: LLM | None = None, config: ServerConfig | None = None
+    service: IndexService,
+    *,
+    llm: LLM | None = None,
+    config: ServerConfig | None = None,
+    collections: Mapping[str, IndexService] | None = None,
 ) -> FastAPI:
-    """The FastAPI app serving ``service``'s index (see the module docstring)."""
+    """The FastAPI app serving ``service``'s index (see the module docstring).
+
+    ``collections``: further indexes by name, each served whole under
+    ``/collections/{name}/`` (every route) and as the model ``name`` under ``/v1``."""
     config = config or ServerConfig()
     limits = config.limits
     scrub = _Scrubber(service.location, service.path)
@@ -325,19 +335,16 @@ def create_app(
     @api.post("/search", response_model=SearchResponse, tags=["search"])
     def search(body: SearchBody) -> Any:  # type: ignore[valid-type]
         """The top ``k`` chunks for a search request (``explain``: each retriever's evidence)."""
-        request = SearchRequest.from_dict(body.model_dump(exclude_unset=True))  # type: ignore[attr-defined]
-        check_text("query", request.query)
-        check_k("k", request.k, limits.max_k)
-        check_k("candidates", request.candidates, limits.max_candidates)
-        check_k("rerank_top", request.rerank_top, limits.max_candidates)
+        given = body.model_dump(exclude_unset=True)  # type: ignore[attr-defined]
         with service.reader() as index:
-            hits = index.search(request)
-            generation = index.manifest.generation
-        return {
-            "request": request.to_dict(),
-            "hits": [h.to_dict() for h in hits],
-            "generation": generation,
-        }
+            return run_search(index, given, limits)
+
+    @api.post("/search/batch", response_model=SearchBatchResponse, tags=["search"])
+    def search_batch(body: SearchBatchBody) -> Any:  # type: ignore[valid-type]
+        """Several searches (each a ``/search`` body) from one generation of the index."""
+        searches = [s.model_dump(exclude_unset=True) for s in body.searches]  # type: ignore[attr-defined]
+        with service.reader() as index:
+            return {"results": run_batch(index, searches, limits)}
 
     @api.post(
         "/ask",
@@ -488,6 +495,13 @@ def create_app(
 
     page = resources.files("twokeys.server").joinpath("static/index.html").read_text("utf-8")
 
+    markdown_js = resources.files("twokeys.server").joinpath("static/markdown-it.min.js")
+
+    @open_routes.get("/assets/markdown-it.min.js", include_in_schema=False)
+    def markdown_script() -> Response:
+        """markdown-it (MIT), which the page renders answers and passages with."""
+        return Response(markdown_js.read_bytes(), media_type="text/javascript")
+
     @open_routes.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index_page() -> HTMLResponse:
         """The search page: static HTML and a script; it calls the API (with the key)."""
@@ -502,8 +516,13 @@ def create_app(
     app.include_router(passage_router(service), dependencies=[Depends(require_key)])
     app.include_router(api)
     app.include_router(
-        openai_router(service, shared_llm, config, scrub), dependencies=[Depends(require_key)]
+        openai_router(service, shared_llm, config, scrub, collections),
+        dependencies=[Depends(require_key)],
     )
+    for name, other in (collections or {}).items():
+        check_collection_name(name, config.model_name)
+        sub = create_app(other, llm=shared_llm, config=replace(config, model_name=name))
+        app.mount(f"/collections/{name}", sub)
     base_openapi = app.openapi
 
     def full_openapi() -> dict[str, Any]:

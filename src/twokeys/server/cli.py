@@ -13,7 +13,15 @@ import click
 
 from twokeys.cliutil import index_option, make_llm, model_options
 from twokeys.errors import ConfigError, MissingExtraError
-from twokeys.server.config import HTTP_PORT, LOOPBACK, MCP_PORT, Limits, ServerConfig
+from twokeys.server.config import (
+    HTTP_PORT,
+    LOOPBACK,
+    MCP_PORT,
+    Limits,
+    ServerConfig,
+    check_collection_name,
+    parse_collection,
+)
 
 _LIMITS = Limits()
 
@@ -111,6 +119,14 @@ def api_key_file_option(help_text: str) -> Callable[[_Command], _Command]:
 @click.option(
     "--model-name", default=ServerConfig.model_name, show_default=True, help="Model id for /v1."
 )
+@click.option(
+    "--collection",
+    "collection_specs",
+    multiple=True,
+    metavar="NAME=PATH",
+    help="Serve another index too (repeatable): every route under /collections/NAME/, "
+    "and the model NAME under /v1.",
+)
 def serve(
     index_path: Path,
     host: str,
@@ -125,6 +141,7 @@ def serve(
     max_body_bytes: int,
     max_upload_bytes: int,
     model_name: str,
+    collection_specs: tuple[str, ...],
 ) -> None:
     """Serve the index over HTTP: /search, /ask, /documents, /v1 (OpenAI), / (a page)."""
     _require("fastapi", "serve")
@@ -150,16 +167,25 @@ def serve(
     config = ServerConfig(
         api_key=api_key, limits=limits, cors_origins=cors_origins, model_name=model_name
     )
+    named = [parse_collection(spec) for spec in collection_specs]
+    names = [check_collection_name(name, model_name) for name, _ in named]
+    if len(set(names)) != len(names):
+        raise ConfigError("--collection: each name once")
     service = IndexService(index_path)
+    collections = {name: IndexService(location) for name, location in named}
     llm = make_llm(llm_spec, base_url, timeout)
-    app = create_app(service, llm=llm, config=config)
+    app = create_app(service, llm=llm, config=config, collections=collections)
     click.echo(f"twokeys: serving {_label(index_path)} on http://{host}:{port}", err=True)
+    for name, location in named:
+        click.echo(f"twokeys: and {_label(location)} as {name} (/collections/{name}/)", err=True)
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
     finally:
         if llm is not None:
             llm.close()
         service.close()
+        for other in collections.values():
+            other.close()
     sys.exit(0)
 
 

@@ -3,7 +3,10 @@ the default address and ports."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+
+from twokeys.errors import ConfigError
 
 LOOPBACK = "127.0.0.1"  # the default address to bind: nothing beyond this machine reaches it
 HTTP_PORT = 8000  # twokeys serve
@@ -51,3 +54,25 @@ class RequestError(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+_COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def check_collection_name(name: str, default: str) -> str:
+    """A collection's name: a URL path segment and a model id."""
+    if not _COLLECTION_NAME.match(name):
+        raise ConfigError(
+            f"collection name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)"
+        )
+    if name == default:
+        raise ConfigError(f"collection name {name!r} is the default index's model name")
+    return name
+
+
+def parse_collection(text: str) -> tuple[str, str]:
+    """``NAME=LOCATION`` (``--collection``) as ``(name, location)``."""
+    name, sep, location = text.partition("=")
+    if not sep or not location.strip():
+        raise ConfigError(f"--collection {text!r}: expected NAME=PATH (or NAME=postgresql://...)")
+    return name.strip(), location.strip()

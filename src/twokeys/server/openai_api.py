@@ -19,7 +19,7 @@ import base64
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal
 
 import numpy as np
@@ -121,33 +121,42 @@ def openai_router(
     llm: LLM | None,
     config: ServerConfig,
     scrub: Callable[[str], str],
+    collections: Mapping[str, IndexService] | None = None,
 ) -> APIRouter:
+    """The ``/v1`` routes; each of ``collections`` (the server's further indexes) is one
+    more model, named by its collection."""
     router = APIRouter(prefix="/v1", tags=["openai"])
     model_name: str = config.model_name
     limits = config.limits
+    services = {model_name: service, **(collections or {})}
+    default_service = service
 
     def check_model(name: str, *also: str) -> None:
-        if name not in (model_name, *also):
-            raise RequestError(404, f"model {name!r} not found; this server serves {model_name!r}")
+        if name not in (*services, *also):
+            served = ", ".join(repr(n) for n in services)
+            raise RequestError(404, f"model {name!r} not found; this server serves {served}")
 
-    def model_card() -> dict[str, Any]:
-        return {"id": model_name, "object": "model", "created": 0, "owned_by": "twokeys"}
+    def model_card(name: str) -> dict[str, Any]:
+        return {"id": name, "object": "model", "created": 0, "owned_by": "twokeys"}
 
     @router.get("/models")
     def models() -> dict[str, Any]:
-        """The one model: the index, answered through retrieval (and the server's --llm)."""
-        return {"object": "list", "data": [model_card()]}
+        """The models: one per collection (index), answered through retrieval (and the
+        server's --llm)."""
+        return {"object": "list", "data": [model_card(name) for name in services]}
 
     @router.get("/models/{model_id:path}")
     def model(model_id: str) -> dict[str, Any]:
         """One model by its id (OpenAI's ``models.retrieve``)."""
         check_model(model_id)
-        return model_card()
+        return model_card(model_id)
 
     @router.post("/chat/completions")
     def chat_completions(body: ChatCompletionBody, request: Request) -> Any:
-        """OpenAI's chat completion: the answer, its sources cited at the end."""
+        """OpenAI's chat completion: the answer, its sources cited at the end. The model
+        names the collection asked."""
         check_model(body.model)
+        service = services[body.model]
         if body.n is not None and body.n > 1:
             raise RequestError(400, f"n: {body.n}; this server gives one choice (n=1)")
         if body.tools:
@@ -159,7 +168,11 @@ def openai_router(
         conversation = read_conversation(pairs, limits)
         completion_id = f"chatcmpl-{uuid.uuid4().hex}"
         created = int(time.time())
-        reply = _Reply(completion_id, created, model_name)
+        reply = _Reply(completion_id, created, body.model)
+        # where the collection's own routes are (its passages, for the citations' links)
+        home = str(request.base_url)
+        if body.model != model_name:
+            home = f"{home.rstrip('/')}/collections/{body.model}"
         task = detect(conversation.question)
         if task is not None:  # a chat client's title, tags, follow-ups ...: JSON, no search
             with service.reader() as index:
@@ -182,7 +195,7 @@ def openai_router(
                     shaper,
                     scrub,
                     config,
-                    str(request.base_url),
+                    home,
                 )
             )
         with service.reader() as index:
@@ -202,7 +215,7 @@ def openai_router(
             + citations.sources_text(answer, labels)
         )
         text = shaper.feed(whole) + shaper.close()
-        notes = citations.url_citations(answer, labels, str(request.base_url), text)
+        notes = citations.url_citations(answer, labels, home, text)
         data = answer.to_dict()
         data["model_error"] = answer_model_error(answer, plan)
         data["search"] = plan.followup.to_dict()
@@ -227,7 +240,7 @@ def openai_router(
             )
         for text in texts:
             limits.check_text("input", text)
-        with service.reader() as index:
+        with services.get(body.model, default_service).reader() as index:
             info = index.manifest.encoder
             if info is None:
                 raise ConfigError("this index has no dense encoder (built with --no-dense)")

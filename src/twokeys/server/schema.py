@@ -81,6 +81,33 @@ SearchBody: type[BaseModel] = create_model(
     "(hybrid-rrf, hybrid+e5, ...) for retriever/fusion/reranker.",
     mode=(str | None, Field(default=None, strict=True, json_schema_extra={"enum": list(MODES)})),
     **fields_of(SearchRequest),
+    offset=(
+        int,
+        Field(default=0, ge=0, strict=True, description="skip this many hits (a page's start)"),
+    ),
+    min_score=(
+        float | None,
+        Field(default=None, description="drop hits scoring below this (the hits' own score)"),
+    ),
+    group_by_document=(
+        bool,
+        Field(
+            default=False,
+            strict=True,
+            description="the best hit of each document, with 'others': its further hits",
+        ),
+    ),
+    fields=(
+        list[str] | None,
+        Field(default=None, description="keep only these keys of each hit"),
+    ),
+)
+
+SearchBatchBody: type[BaseModel] = create_model(
+    "SearchBatchBody",
+    __config__=_DERIVED,
+    __doc__="Several searches, answered together from one generation of the index.",
+    searches=(list[SearchBody], Field(min_length=1)),  # type: ignore[valid-type]
 )
 
 AskBody: type[BaseModel] = create_model(
@@ -135,7 +162,7 @@ class EvidenceData(TypedDict):
     matched_terms: list[tuple[str, float]]
 
 
-class HitData(TypedDict):
+class HitData(TypedDict, total=False):  # total=False: a search's ``fields`` picks keys
     rank: int
     score: float
     doc_id: str
@@ -145,14 +172,23 @@ class HitData(TypedDict):
     heading: str
     start: int
     end: int
+    locator: dict[str, Any]
+    cite: str
     text: str
     evidence: list[EvidenceData]
+    others: int  # group_by_document: further hits of its document
 
 
 class SearchResponse(TypedDict):
     request: dict[str, Any]
+    offset: int
+    more: bool  # a next page (offset + k) has hits
     hits: list[HitData]
     generation: str
+
+
+class SearchBatchResponse(TypedDict):
+    results: list[SearchResponse]
 
 
 class SourceData(TypedDict):
