@@ -584,6 +584,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "openwebui_e2e.json")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (logs, data)")
     args = parser.parse_args(argv)
+    # a TERM (a CI timeout) unwinds like an error, so both servers are stopped
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     report = Report(machine={"python": platform.python_version(), "cpus": os.cpu_count()})
     code = 0
     work = Path(tempfile.mkdtemp(prefix="twokeys-owui-"))
@@ -599,6 +601,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"failed: {report.failure}", file=sys.stderr)
         code = 1
     finally:
+        signal.signal(signal.SIGTERM, previous)
         if args.keep:
             print(f"work folder kept: {work}", flush=True)
             report.machine["work"] = str(work)
