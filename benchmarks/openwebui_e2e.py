@@ -412,7 +412,7 @@ def chat(client: Client, model: str, report: Report) -> None:
         ]
         turn.update(
             answer_chars=len(content),
-            answer_start=content[:160],
+            answer=content,
             searched_for=_searched(content),
             sources=sources,
             error=error,
@@ -427,13 +427,20 @@ def chat(client: Client, model: str, report: Report) -> None:
             bool(sources) and all(s["url"] and s["name"] for s in sources),
             f"{len(sources)} sources",
         )
-        body_text, _, listed = content.partition("\nSources:\n")
+        # the sources list ends the text ("Closest sources:" when the answer abstains)
+        parts = re.split(r"\n(Sources|Closest sources):\n", content, maxsplit=1)
+        body_text, listed = parts[0], parts[-1] if len(parts) == 3 else ""
+        abstained = len(parts) == 3 and parts[1] == "Closest sources"
         listed_lines = [line for line in listed.splitlines() if line.startswith("[")]
+        turn["abstained"] = abstained
         turn["sources_listed"] = len(listed_lines)
         turn["sources_cited"] = sum("(not cited)" not in line for line in listed_lines)
         report.check(
-            f"turn {n}: numbered citations and a sources list in the text",
-            bool(re.search(r"\[\d+\]", body_text)) and len(listed_lines) == len(sources),
+            f"turn {n}: a sources list in the text, one card per source"
+            + ("" if abstained else ", numbered citations"),
+            len(listed_lines) == len(sources) > 0
+            and (abstained or bool(re.search(r"\[\d+\]", body_text))),
+            f"{'abstained; ' if abstained else ''}"
             f"{turn['sources_cited']} of {len(listed_lines)} listed sources cited",
         )
         if sources:  # a card links to the service's own view of its passage
