@@ -14,7 +14,12 @@ A filter is written as one string (``search --filter``, ``eval --filter``) or bu
 ``updated<2024-06-01`` when both sides are ISO dates (``YYYY-MM-DD[ HH:MM[:SS]]``)
 =====================  ===============================================================
 
-A document whose field is missing, or not comparable with the value, does not match.
+Conditions combine within one string: ``a | b`` holds when either holds (OR), and
+``!a`` (or ``not a``) when ``a`` does not (NOT), e.g. ``path:guides/* | path:faq/*``,
+``!kind:html``, ``!path:drafts/ | reviewed=yes``; ``|`` cannot appear inside a value.
+
+A document whose field is missing, or not comparable with the value, does not match
+(so ``!lang=en`` matches a document without ``lang``).
 The engine turns the filters into the set of chunk rows they allow
 (:func:`allowed_rows`), and every retriever ranks only those, so a filtered search
 still returns ``k`` hits when ``k`` chunks match.
@@ -25,7 +30,7 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -35,9 +40,10 @@ import numpy.typing as npt
 from twokeys.errors import ConfigError
 from twokeys.types import DocumentInfo
 
-OPERATORS = ("glob", "prefix", "in", "=", ">=", "<=", ">", "<")
+OPERATORS = ("glob", "prefix", "in", "=", ">=", "<=", ">", "<", "or")
 _RANGE = (">=", "<=", ">", "<")
 _BUILT_IN = ("path", "kind", "id")
+_NOT = re.compile(r"^\s*(?:!|not\s+)", re.I)
 _FIELD = re.compile(r"^(?P<field>[A-Za-z_][\w.-]*)\s*(?P<op>>=|<=|=|>|<|:)\s*(?P<value>.*)$")
 
 
@@ -49,10 +55,16 @@ class Filter:
     field: str
     op: str
     value: str | tuple[str, ...]
+    negate: bool = False  # holds when the condition does not
+    alternatives: tuple[Filter, ...] = ()  # op "or": holds when any of these holds
 
     def __post_init__(self) -> None:
         if self.op not in OPERATORS:
             raise ConfigError(f"filter: operator {self.op!r} is not one of {', '.join(OPERATORS)}")
+        if self.op == "or":
+            if len(self.alternatives) < 2:
+                raise ConfigError("filter: 'or' needs two or more alternatives")
+            return
         if not self.field:
             raise ConfigError("filter: no field named")
         if self.op in ("glob", "prefix") and self.field != "path":
@@ -65,6 +77,19 @@ class Filter:
     @classmethod
     def parse(cls, text: str) -> Filter:
         """A filter from its string form (see the module doc); ConfigError naming it."""
+        parts = [p.strip() for p in text.split("|")]
+        if len(parts) > 1:
+            if not all(parts):
+                raise ConfigError(f"filter {text!r}: an empty side of '|'")
+            return cls("", "or", (), alternatives=tuple(cls.parse(p) for p in parts))
+        negated = _NOT.match(text)
+        if negated is not None:
+            inner = cls.parse(text[negated.end() :])
+            return replace(inner, negate=not inner.negate)
+        return cls._condition(text)
+
+    @classmethod
+    def _condition(cls, text: str) -> Filter:
         match = _FIELD.match(text.strip())
         if match is None:
             raise ConfigError(
@@ -89,6 +114,11 @@ class Filter:
         return cls(field, op, value)
 
     def matches(self, doc: DocumentInfo) -> bool:
+        return self._holds(doc) != self.negate
+
+    def _holds(self, doc: DocumentInfo) -> bool:
+        if self.op == "or":
+            return any(a.matches(doc) for a in self.alternatives)
         if self.field == "path":
             if self.op == "prefix":
                 return doc.path.startswith(str(self.value))
@@ -99,6 +129,11 @@ class Filter:
         return _matches_metadata(doc.metadata, self)
 
     def __str__(self) -> str:
+        return f"!{self._text()}" if self.negate else self._text()
+
+    def _text(self) -> str:
+        if self.op == "or":
+            return " | ".join(str(a) for a in self.alternatives)
         if self.op in ("glob", "prefix"):
             return f"path:{self.value}"
         if self.op == "in":

@@ -231,6 +231,13 @@ def test_search_pages_thresholds_groups_fields_and_batches(servers: tuple[str, s
     assert search(k=2, fields=["doc_id", "score"])["hits"] == [
         {"doc_id": h["doc_id"], "score": h["score"]} for h in ten[:2]
     ]
+    either = search("refund warranty shipping", k=10, filters=["path:policies/* | path:general/"])
+    assert either["request"]["filters"] == ["path:policies/* | path:general/"]
+    assert either["hits"] and all(
+        h["doc_id"].startswith(("policies/", "general/")) for h in either["hits"]
+    )
+    others = search("refund warranty", k=10, filters=["!path:policies/"])["hits"]
+    assert all(not h["doc_id"].startswith("policies/") for h in others)
     batch = httpx.post(
         f"{url}/search/batch",
         json={"searches": [{"query": ZX, "k": 1}, {"query": "refund", "k": 2, "mode": "bm25"}]},

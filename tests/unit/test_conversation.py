@@ -38,6 +38,12 @@ def test_conversation_of_reads_system_turns_and_the_newest_question() -> None:
 def test_strip_sources_takes_only_this_service_s_tail() -> None:
     assert strip_sources("Yes [1].\n\nClosest sources:\n[1] a.md\n[2] b.md") == "Yes [1]."
     assert strip_sources("Sources: are cited inline.") == "Sources: are cited inline."
+    reply = (
+        "No [2]. [not supported by the cited source] Yes [1].\n\n"
+        "Not supported by the cited sources:\n- Yes [1].\n\n"
+        "Searched for: refund days\n\nSources:\n[1] a.md — Refunds"
+    )
+    assert strip_sources(reply) == "No [2]. Yes [1]."
 
 
 def test_fit_keeps_the_system_text_and_the_newest_turns() -> None:

@@ -96,3 +96,30 @@ def test_allowed_rows_cover_each_matching_documents_chunks() -> None:
     both = allowed_rows(docs, parse_filters(["lang=de", "path:a*"]), 5)
     assert not both.any()
     assert allowed_rows(docs, (), 5).all() and mask.dtype == np.bool_
+
+
+def test_or_and_not_within_one_filter() -> None:
+    guides, faq, page = doc("guides/a.md"), doc("general/faq.md"), doc("guides/b.html", "html")
+    either = Filter.parse("path:guides/* | path:general/")
+    assert either.op == "or" and str(either) == "path:guides/* | path:general/"
+    assert [either.matches(d) for d in (guides, faq, page)] == [True, True, True]
+    not_html = Filter.parse("!kind:html")
+    assert str(not_html) == "!kind:html" and Filter.parse(str(not_html)) == not_html
+    assert [not_html.matches(d) for d in (guides, faq, page)] == [True, True, False]
+    assert Filter.parse("not kind:html") == not_html
+    mixed = parse_filters(["!path:general/ | lang=en", "kind:markdown"])
+    english_faq = doc("general/faq.md", lang="en")
+    assert [all(f.matches(d) for f in mixed) for d in (guides, faq, english_faq, page)] == [
+        True,
+        False,
+        True,
+        False,
+    ]
+    assert Filter.parse("!lang=en").matches(guides)  # no field: not equal
+    second = doc("general/faq.md", first_row=1)
+    rows = allowed_rows([guides, second], parse_filters(["!path:guides/"]), 2)
+    assert rows.tolist() == [False, True]
+    with pytest.raises(ConfigError, match="an empty side of '|'"):
+        Filter.parse("path:guides/* |")
+    with pytest.raises(ConfigError, match="filter 'colour': expected"):
+        Filter.parse("!colour")

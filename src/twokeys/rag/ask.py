@@ -36,7 +36,8 @@ drops unsupported and uncited ones. A model told the sources do not answer says 
 :attr:`Answer.declined`, and, as an abstention, lists its closest sources
 (:mod:`twokeys.rag.declines`): where the sensors see a question's topic covered but
 not the asked fact, a model reading the passages can still tell. When the model cannot
-be reached the extractive answer is given instead, with ``model_error`` saying why.
+be reached, or answers with an error (a wrong model name: HTTP 404), the extractive
+answer is given instead, with ``model_error`` naming the model and saying why.
 
 Tokens are counted with the model's tokenizer when the backend exposes it, else with
 :func:`~twokeys.chunking.approx_token_counter`.
@@ -53,7 +54,7 @@ from twokeys.engine import MODES, Index
 from twokeys.errors import ConfigError
 from twokeys.filters import parse_filters
 from twokeys.llm.base import LLM, Prompt
-from twokeys.llm.http import ServiceTimeoutError, ServiceUnavailableError
+from twokeys.llm.http import ServiceError, ServiceTimeoutError, ServiceUnavailableError
 from twokeys.rag.conversation import Conversation
 from twokeys.rag.decompose import DEFAULT_MAX_PARTS, decompose, decompose_with_llm
 from twokeys.rag.extractive import EXTRACTIVE_NOTE, Similarity, extract
@@ -507,11 +508,12 @@ def _generate_events(
         ):
             pieces.append(piece)
             yield TextDelta(piece)
-    except (ServiceUnavailableError, ServiceTimeoutError) as exc:
+    except ServiceError as exc:  # unreachable, too slow, or an error answer (a 404 model)
         if pieces:
             raise  # text already shown; replaying another answer would mix two
-        yield ModelFailed(str(exc))
-        yield from _extractive_events(plan, tools, options.k, model_error=str(exc))
+        error = f"{llm.name}: {exc}"
+        yield ModelFailed(error)
+        yield from _extractive_events(plan, tools, options.k, model_error=error)
         return
     text = "".join(pieces).strip()
     if not text:

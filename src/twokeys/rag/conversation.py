@@ -3,8 +3,9 @@
 Chat clients send the whole conversation with every turn: the client's system prompt,
 every earlier question and reply, then the newest user message. :func:`conversation_of`
 reads it into a :class:`Conversation`: the system text, the earlier turns (a
-reply's own "Sources:" tail taken off, as it is context the model gets anew), and the
-newest user message, the one to answer.
+reply's own tail taken off: its sources list, the query it searched and its list of
+unsupported sentences, context the model gets anew), and the newest user message, the
+one to answer.
 
 :func:`fit` makes it fit ``budget`` tokens: the newest user message is not part of the
 budget (the question has its own section of the prompt); the system text is kept
@@ -30,7 +31,14 @@ from twokeys.text.tokens import TokenCounter
 Speaker = Literal["user", "assistant"]
 
 #: the tail a reply of this service ends with (``twokeys.server``'s sources list)
-_SOURCES_TAIL = re.compile(r"\n\n(?:Closest sources|Sources):\n\[\d+\] .*\Z", re.S)
+_SOURCES_TAIL = re.compile(
+    r"(?:\n\nNot supported by the cited sources:\n(?:- [^\n]*\n?)+?)?"
+    r"(?:\n\nSearched for: [^\n]*)?"
+    r"\n\n(?:Closest sources|Sources):\n\[\d+\] .*\Z",
+    re.S,
+)
+#: the mark a reply of this service puts after a sentence its sources do not back
+UNSUPPORTED_MARK = " [not supported by the cited source]"
 _SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+|\n+")
 
 
@@ -73,8 +81,9 @@ class Conversation:
 
 
 def strip_sources(text: str) -> str:
-    """A reply of this service without its sources list."""
-    return _SOURCES_TAIL.sub("", text).rstrip()
+    """A reply of this service without what it adds to the answer: its sources list, the
+    query it searched, the unsupported sentences listed and marked."""
+    return _SOURCES_TAIL.sub("", text).replace(UNSUPPORTED_MARK, "").rstrip()
 
 
 def conversation_of(messages: Iterable[tuple[str, str]]) -> Conversation:

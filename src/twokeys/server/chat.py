@@ -18,8 +18,11 @@ as it streams: the text is cut before the first stop sequence, or at the token l
 
 from __future__ import annotations
 
+import socket
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from urllib.parse import urlsplit
 
 from twokeys.engine import Index
 from twokeys.errors import ConfigError
@@ -31,6 +34,44 @@ from twokeys.rag.followup import Followup, standalone_query
 from twokeys.rag.packing import MIN_TOTAL, Budget
 from twokeys.server.config import Limits, RequestError
 from twokeys.text.tokens import TokenCounter, approx_token_counter
+
+PROBE_SECONDS = 1.0  # how long the model's server may take to accept a connection
+PROBE_MEMORY = 5.0  # seconds a probe's finding is reused
+
+
+class ModelProbe:
+    """Whether an HTTP model's server accepts a connection, asked in at most
+    :data:`PROBE_SECONDS` before a chat turn (and remembered for :data:`PROBE_MEMORY`):
+    a server that is down or unroutable is reported at once, naming the model and its
+    URL, instead of after the client's retries and timeouts. In-process models (and
+    models without a known address) are not probed."""
+
+    def __init__(self, llm: LLM | None) -> None:
+        service = getattr(llm, "service", None) if llm is not None else None
+        self.url: str | None = getattr(service, "base_url", None)
+        self.name = llm.name if llm is not None else ""
+        self._last: tuple[float, str | None] | None = None
+
+    def unreachable(self) -> str | None:
+        """Why the model cannot be reached, or None when it accepts connections."""
+        if self.url is None:
+            return None
+        now = time.monotonic()
+        if self._last is not None and now - self._last[0] < PROBE_MEMORY:
+            return self._last[1]
+        parts = urlsplit(self.url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            with socket.create_connection((parts.hostname or "", port), PROBE_SECONDS):
+                found = None
+        except OSError as exc:
+            reason = "no answer" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
+            found = (
+                f"{self.name} at {self.url}: cannot connect ({reason}, within "
+                f"{PROBE_SECONDS:g} s); is the server running at {self.url}?"
+            )
+        self._last = (now, found)
+        return found
 
 
 @dataclass(frozen=True)
@@ -64,9 +105,15 @@ def plan_turn(
     chat_context: int,
     temperature: float | None = None,
     max_tokens: int | None = None,
+    probe: ModelProbe | None = None,
 ) -> TurnPlan:
     """Rewrite the follow-up and fit the conversation (module docstring)."""
+    down = probe.unreachable() if probe is not None and llm is not None else None
+    if down is not None:  # answered from the sources at once, saying why
+        llm = None
     followup = standalone_query(index, conversation, llm=llm)
+    if down is not None:
+        followup = replace(followup, model_error=down)
     if followup.model_error is not None:
         llm = None  # not reached now: do not wait for it a second time in this turn
     base = Budget()

@@ -24,9 +24,10 @@ from fastapi.responses import HTMLResponse
 
 from twokeys.engine import Index
 from twokeys.rag.ask import Answer, Source
+from twokeys.rag.conversation import UNSUPPORTED_MARK
 from twokeys.server.service import IndexService, UnknownDocumentError
 
-UNSUPPORTED = " [not supported by the cited source]"
+UNSUPPORTED = UNSUPPORTED_MARK
 PASSAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'"  # no script runs there
 
 

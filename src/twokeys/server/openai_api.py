@@ -36,6 +36,7 @@ from twokeys.rag.ask import Answer, Done, TextDelta, ask_events
 from twokeys.rag.conversation import Conversation, conversation_of
 from twokeys.server import citations
 from twokeys.server.chat import (
+    ModelProbe,
     Shaper,
     TurnPlan,
     answer_model_error,
@@ -133,6 +134,7 @@ def openai_router(
     model_name: str = config.model_name
     limits = config.limits
     services = {model_name: service, **(collections or {})}
+    probe = ModelProbe(llm)
     default_service = service
 
     def check_model(name: str, *also: str) -> None:
@@ -206,6 +208,7 @@ def openai_router(
                     scrub,
                     config,
                     home,
+                    probe,
                 )
             )
         with service.reader() as index:
@@ -216,6 +219,7 @@ def openai_router(
                 chat_context=config.chat_context,
                 temperature=body.temperature,
                 max_tokens=body.token_limit(),
+                probe=probe,
             )
             answer = _answer(index, plan)
             labels = citations.cites(index, answer)
@@ -393,6 +397,7 @@ def _stream(
     scrub: Callable[[str], str],
     config: ServerConfig,
     base_url: str,
+    probe: ModelProbe,
 ) -> Iterator[str]:
     usage: dict[str, int] | None = None
     yield reply.chunk({"role": "assistant", "content": ""})
@@ -405,6 +410,7 @@ def _stream(
                 chat_context=config.chat_context,
                 temperature=body.temperature,
                 max_tokens=body.token_limit(),
+                probe=probe,
             )
             for event in ask_events(
                 index,

@@ -39,7 +39,8 @@ _WIRE_TYPES: dict[str, tuple[Any, str]] = {
     "filters": (
         list[str],
         "all must hold: path:policies/* (glob), path:policies/ (prefix), kind:markdown,html, "
-        "id:a.md,b.md, lang=en (metadata), version>=2, updated<2024-06-01",
+        "id:a.md,b.md, lang=en (metadata), version>=2, updated<2024-06-01; within one: "
+        "a | b (either), !a (not)",
     ),
 }
 

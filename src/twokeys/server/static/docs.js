@@ -4,7 +4,7 @@
   "use strict";
   function start(key) {
     window.ui = SwaggerUIBundle({
-      url: "/openapi.json",
+      url: "openapi.json",  // relative: a collection's docs read its own schema
       dom_id: "#swagger-ui",
       deepLinking: true,
       requestInterceptor: function (request) {
