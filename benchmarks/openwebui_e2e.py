@@ -18,8 +18,10 @@
    background tasks on; the answer, its sources (from twokeys' ``url_citation``
    annotations), the chat's title and the follow-up suggestions are read back from the
    saved chat, as the page shows them;
-5. also calls the task routes the page calls directly (``/api/v1/tasks/title/completions``
-   and ``/api/v1/tasks/follow_up/completions``).
+5. also calls the task routes the page calls directly (``/api/v1/tasks/title/completions``,
+   ``/api/v1/tasks/follow_up/completions``, ``/api/v1/tasks/tags/completions``), and
+   asks a second collection (``examples/support-kb/docs/policies``, served by the same
+   process with ``--collection policies=...``) by picking its model.
 
 Each turn's status, latency and checks go to ``benchmarks/results/openwebui_e2e.json``;
 the exit status is 1 when a check failed and 2 when Open WebUI could not be installed or
@@ -59,6 +61,7 @@ INSTALL_TIMEOUT = 3600.0
 BOOT_TIMEOUT = 600.0  # Open WebUI's first boot migrates its database (minutes on 2 cores)
 TURN_TIMEOUT = 180.0
 TASK_TIMEOUT = 120.0
+COLLECTION = "policies"  # examples/support-kb/docs/policies, served beside the whole KB
 
 #: a long system prompt (~3,000 characters), as a support team would give its assistant
 SYSTEM_PROMPT = " ".join(
@@ -272,14 +275,14 @@ def owui_env(data_dir: Path, twokeys_url: str) -> dict[str, str]:
     }
 
 
-def build_index(index: Path, log: Path) -> None:
-    argv = [sys.executable, "-m", "twokeys.cli", "index", str(KB_DOCS), "--index", str(index)]
+def build_index(docs: Path, index: Path, log: Path) -> None:
+    argv = [sys.executable, "-m", "twokeys.cli", "index", str(docs), "--index", str(index)]
     with log.open("ab") as out:
         done = subprocess.run(
             argv, env=twokeys_env(), stdout=out, stderr=subprocess.STDOUT, timeout=600
         )
     if done.returncode != 0:
-        raise SystemExit(f"twokeys index failed ({done.returncode}): {tail(log)}")
+        raise RuntimeError(f"twokeys index failed ({done.returncode}): {tail(log)}")
 
 
 class Client:
@@ -502,6 +505,43 @@ def chat(client: Client, model: str, report: Report) -> None:
     )
 
 
+def collection_turn(client: Client, name: str, report: Report) -> None:
+    """A new chat with the second collection's model: answered from that index only,
+    its cards linking into ``/collections/NAME/``."""
+    question = TURNS[2][0]
+    user_id, reply_id = str(uuid.uuid4()), str(uuid.uuid4())
+    body = {
+        "model": name,
+        "messages": [{"role": "user", "content": question}],
+        "stream": True,
+        "id": reply_id,
+        "user_message": user_message(user_id, None, question, name),
+        "parent_id": None,
+        "session_id": uuid.uuid4().hex[:20],
+        "background_tasks": {"follow_up_generation": True},
+    }
+    t0 = time.perf_counter()
+    r = client.http.post("/api/chat/completions", json=body)
+    row: dict[str, Any] = {"collection": name, "question": question, "status": r.status_code}
+    if r.status_code == 200:
+        message = wait_for_reply(client, str(r.json().get("chat_id")), reply_id, TURN_TIMEOUT)[
+            "message"
+        ]
+        row["latency_s"] = round(time.perf_counter() - t0, 3)
+        cards = [s.get("source", {}) for s in message.get("sources") or []]
+        row["sources"] = [{"name": c.get("name"), "url": c.get("url")} for c in cards]
+        ok = bool(cards) and all(f"/collections/{name}/" in str(c.get("url")) for c in cards)
+        first = str(cards[0].get("name")) if cards else ""
+        report.check(
+            f"collection {name!r} by model: its own sources, first refund-policy.md",
+            ok and "refund-policy.md" in first,
+            f"{len(cards)} cards, first {first[:80]!r}",
+        )
+    else:
+        report.check(f"collection {name!r} by model: answered", False, r.text[:300])
+    report.open_webui["collection_turn"] = row
+
+
 def _searched(content: str) -> str | None:
     for line in content.splitlines():
         if line.strip().startswith("Searched for:"):
@@ -562,7 +602,10 @@ def run(venv: Path, work: Path, report: Report) -> None:
     report.open_webui["version"] = owui_version(venv)
     index = work / "kb.twokeys"
     t0 = time.perf_counter()
-    build_index(index, logs / "twokeys-index.log")
+    build_index(KB_DOCS, index, logs / "twokeys-index.log")
+    # a second collection, served by the same process as its own model
+    policies = work / "policies.twokeys"
+    build_index(KB_DOCS / "policies", policies, logs / "twokeys-index.log")
     report.machine["index_s"] = round(time.perf_counter() - t0, 1)
     tk_port, ow_port = free_port(), free_port()
     tk_url = f"http://127.0.0.1:{tk_port}"
@@ -575,6 +618,8 @@ def run(venv: Path, work: Path, report: Report) -> None:
         str(index),
         "--port",
         str(tk_port),
+        "--collection",
+        f"{COLLECTION}={policies}",
     ]
     with process(serve, twokeys_env(), logs / "twokeys-serve.log") as tk:
         report.machine["twokeys_boot_s"] = round(
@@ -614,13 +659,15 @@ def run(venv: Path, work: Path, report: Report) -> None:
                 report.open_webui["models"] = listed
                 model = served[0]
                 report.check(
-                    f"/api/models lists twokeys' model {model!r}",
-                    model in listed,
+                    f"/api/models lists twokeys' models {served}",
+                    set(served) <= set(listed) and COLLECTION in served,
                     ", ".join(listed),
                 )
                 if model in listed:
                     chat(client, model, report)
                     task_routes(client, model, report)
+                if COLLECTION in listed:
+                    collection_turn(client, COLLECTION, report)
             finally:
                 client.close()
             log_text = tail(ow_log, 200_000)

@@ -34,3 +34,4 @@ def test_a_ten_turn_chat_through_open_webui(tmp_path: Path) -> None:
         "/api/v1/tasks/follow_up/completions": 200,
         "/api/v1/tasks/tags/completions": 200,
     }
+    assert report["open_webui"]["collection_turn"]["status"] == 200
