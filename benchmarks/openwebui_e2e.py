@@ -595,7 +595,7 @@ def task_routes(client: Client, model: str, report: Report) -> None:
         report.check(f"{route}: JSON with {key!r}", bool(value), json.dumps(value)[:200])
 
 
-def run(venv: Path, work: Path, report: Report) -> None:
+def run(venv: Path, work: Path, report: Report, llm: str | None = None) -> None:
     logs = work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     ensure_venv(venv, logs / "install.log")
@@ -620,7 +620,9 @@ def run(venv: Path, work: Path, report: Report) -> None:
         str(tk_port),
         "--collection",
         f"{COLLECTION}={policies}",
+        *(["--llm", llm] if llm else []),
     ]
+    report.machine["twokeys_llm"] = llm
     with process(serve, twokeys_env(), logs / "twokeys-serve.log") as tk:
         report.machine["twokeys_boot_s"] = round(
             wait_until_up(
@@ -684,6 +686,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--venv", type=Path, default=DEFAULT_VENV, help="Open WebUI's own venv")
     parser.add_argument("--out", type=Path, default=RESULTS / "openwebui_e2e.json")
+    parser.add_argument(
+        "--llm", help="twokeys serve's --llm (e.g. local); without it, extractive answers"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the work folder (logs, data)")
     args = parser.parse_args(argv)
     # a TERM (a CI timeout) unwinds like an error, so both servers are stopped
@@ -692,7 +697,7 @@ def main(argv: list[str] | None = None) -> int:
     code = 0
     work = Path(tempfile.mkdtemp(prefix="twokeys-owui-"))
     try:
-        run(args.venv, work, report)
+        run(args.venv, work, report, args.llm)
         code = 0 if all(c["ok"] for c in report.checks) and report.checks else 1
     except Unavailable as exc:
         report.failure = str(exc)

@@ -274,6 +274,23 @@ def test_a_model_rewrites_the_follow_up_into_the_query_searched(built: Path) -> 
     assert answer_prompt[-1].content.endswith("Question: and what about software licences?")
 
 
+def test_a_rewrite_that_drops_the_question_is_not_searched(built: Path) -> None:
+    # what Gemma 3 270M did with Open WebUI (benchmarks/openwebui_e2e.py --llm local):
+    # each later question "rewritten" as the chat's first one
+    model = ChatModel("Yes [1].", rewrite="What does error code ZX-4821 mean?")
+    messages = [
+        {"role": "user", "content": ZX},
+        {"role": "assistant", "content": "The Hub measured a low input voltage [1]."},
+        {"role": "user", "content": "Can I get my money back if the item arrived broken?"},
+    ]
+    with serve(built, model) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
+        reply = client.chat.completions.create(model="twokeys", messages=messages)
+    search = reply.model_extra["twokeys"]["search"]
+    assert search["how"] != "llm"
+    assert search["query"].startswith("Can I get my money back")
+
+
 # -- 4. a model that cannot be reached -------------------------------------------------
 
 
