@@ -215,6 +215,12 @@ def test_background_tasks_answer_the_json_the_client_expects_without_a_model(bas
     follow_ups = _task_reply(base, FOLLOW_UP_TASK)["follow_ups"]
     assert 1 <= len(follow_ups) <= 3 and all(q.endswith("?") for q in follow_ups)
     assert _task_reply(base, AUTOCOMPLETE_TASK) == {"text": ""}
+    # a long chat embedded in the task's one message (Open WebUI sends the whole history
+    # with each follow-up request): the cap is for typed questions, not for tasks
+    long_history = HISTORY + ("\nUSER: and then?\nASSISTANT: " + "Check the adapter. " * 40) * 4
+    long_task = FOLLOW_UP_TASK.replace(HISTORY, long_history)
+    assert len(long_task) > 3000
+    assert _task_reply(base, long_task)["follow_ups"]
 
 
 def test_background_tasks_go_to_the_model_and_fall_back_when_it_answers_badly(
@@ -266,6 +272,23 @@ def test_a_model_rewrites_the_follow_up_into_the_query_searched(built: Path) -> 
     answer_prompt = model.prompts[0]
     assert not isinstance(answer_prompt, str)
     assert answer_prompt[-1].content.endswith("Question: and what about software licences?")
+
+
+def test_a_rewrite_that_drops_the_question_is_not_searched(built: Path) -> None:
+    # what Gemma 3 270M did with Open WebUI (benchmarks/openwebui_e2e.py --llm local):
+    # each later question "rewritten" as the chat's first one
+    model = ChatModel("Yes [1].", rewrite="What does error code ZX-4821 mean?")
+    messages = [
+        {"role": "user", "content": ZX},
+        {"role": "assistant", "content": "The Hub measured a low input voltage [1]."},
+        {"role": "user", "content": "Can I get my money back if the item arrived broken?"},
+    ]
+    with serve(built, model) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
+        reply = client.chat.completions.create(model="twokeys", messages=messages)
+    search = reply.model_extra["twokeys"]["search"]
+    assert search["how"] != "llm"
+    assert search["query"].startswith("Can I get my money back")
 
 
 # -- 4. a model that cannot be reached -------------------------------------------------
@@ -331,8 +354,15 @@ def test_n_and_tools_are_refused_naming_the_field(base: str) -> None:
     with pytest.raises(openai.BadRequestError, match=r"n: 2; this server gives one choice"):
         client.chat.completions.create(model="twokeys", messages=user, n=2)
     tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
-    with pytest.raises(openai.BadRequestError, match="tools: this server does not call tools"):
-        client.chat.completions.create(model="twokeys", messages=user, tools=[tool])
+    with pytest.raises(openai.BadRequestError, match="tool_choice: this server calls no tools"):
+        client.chat.completions.create(
+            model="twokeys", messages=user, tools=[tool], tool_choice="required"
+        )
+    # offered, not forced (Open WebUI offers its built-in tools every turn): answered,
+    # no tool called, as tool_choice "auto" allows
+    reply = client.chat.completions.create(model="twokeys", messages=user, tools=[tool])
+    assert "ZX-4821" in (reply.choices[0].message.content or "")
+    assert not reply.choices[0].message.tool_calls
 
 
 def test_max_tokens_stop_and_temperature_are_honoured(built: Path, base: str) -> None:

@@ -9,7 +9,8 @@ user message of a :class:`~twokeys.rag.conversation.Conversation`:
   it alone (the confidence rule that makes ``ask`` abstain finds it answerable);
 * **by the model** (``llm``), asked to rewrite the message as one standalone search
   query from the conversation's recent turns; an answer that is empty, over
-  :data:`MAX_QUERY_CHARS` or a failure of the model falls back to the rule;
+  :data:`MAX_QUERY_CHARS`, that keeps none of the message's own search terms
+  (:func:`keeps_question`), or a failure of the model falls back to the rule;
 * **by the rule** otherwise: the message plus the words of earlier user turns that
   weigh most, each word weighted by its idf in the index, halved for each user turn
   further back, so the turn just before counts most and a topic set long ago still
@@ -85,11 +86,19 @@ def standalone_query(
             rewritten = rewrite_with_llm(conversation, llm)
         except ServiceError as exc:
             return Followup(rule_query(index, question, earlier), "rule", str(exc))
-        if rewritten:
+        if rewritten and keeps_question(index, question, rewritten):
             return Followup(rewritten, "llm")
     if not needs_context(index, question):
         return Followup(question, "as asked")
     return Followup(rule_query(index, question, earlier), "rule")
+
+
+def keeps_question(index: Index, question: str, query: str) -> bool:
+    """Whether a model's rewrite keeps one of the message's own search terms, when it has
+    any: one that keeps none searches for another question (a small model often repeats
+    an earlier turn's question instead of rewriting the last one)."""
+    own = set(index.analyzer.query_terms(question))
+    return not own or bool(own & set(index.analyzer.query_terms(query)))
 
 
 def rule_query(index: Index, question: str, earlier: tuple[str, ...]) -> str:

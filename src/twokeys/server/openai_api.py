@@ -8,8 +8,10 @@ conversation is read and fitted by :mod:`twokeys.server.chat` (only the newest u
 message is capped; a follow-up is searched as a standalone query, and the reply says
 which); a chat client's background task (title, tags, follow-up suggestions,
 autocompletion: :mod:`twokeys.server.tasks`) is answered with the JSON it asks for.
-``max_tokens``, ``stop`` and ``temperature`` are honoured; ``n`` above 1 and ``tools``
-are refused with a 400 naming the field. ``GET /v1/models`` lists the one model;
+``max_tokens``, ``stop`` and ``temperature`` are honoured; ``n`` above 1 and a forced
+tool call (``tool_choice`` "required" or a named function) are refused with a 400 naming
+the field; tools offered with ``tool_choice`` "auto" (Open WebUI offers its built-in
+ones every turn) are left uncalled, as "auto" allows. ``GET /v1/models`` lists the one model;
 ``POST /v1/embeddings`` embeds text with the index's encoder.
 """
 
@@ -32,7 +34,7 @@ from twokeys.engine import Index
 from twokeys.errors import ConfigError, TwokeysError
 from twokeys.llm.base import LLM
 from twokeys.rag.ask import Answer, Done, TextDelta, ask_events
-from twokeys.rag.conversation import Conversation
+from twokeys.rag.conversation import Conversation, conversation_of
 from twokeys.server.chat import (
     ModelProbe,
     Shaper,
@@ -70,7 +72,8 @@ class ChatMessage(BaseModel):
 
 class ChatCompletionBody(BaseModel):
     """The fields of OpenAI's chat completion request that twokeys reads; ``n`` above 1
-    and ``tools`` are refused (one answer, no tool calls); other fields are accepted and
+    and a forced tool call are refused (one answer, no tool calls; offered tools are
+    left uncalled, as ``tool_choice`` "auto" allows); other fields are accepted and
     ignored."""
 
     model_config = ConfigDict(extra="allow")
@@ -84,6 +87,7 @@ class ChatCompletionBody(BaseModel):
     stop: str | list[str] | None = None
     n: int | None = Field(default=None, ge=1)
     tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
 
     def stops(self) -> tuple[str, ...]:
         given = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
@@ -164,13 +168,20 @@ def openai_router(
         service = services[body.model]
         if body.n is not None and body.n > 1:
             raise RequestError(400, f"n: {body.n}; this server gives one choice (n=1)")
-        if body.tools:
+        if body.tools and body.tool_choice not in (None, "auto", "none"):
+            # offered tools may go uncalled ("auto", what Open WebUI sends with its
+            # built-in tools on every turn); a forced call cannot be honoured
             raise RequestError(
-                400, "tools: this server does not call tools; send the request without them"
+                400,
+                "tool_choice: this server calls no tools, so it cannot be made to call one; "
+                'send tool_choice "auto" or "none", or no tools',
             )
         stops = body.stops()
         pairs = [(m.role, m.text()) for m in body.messages]
-        conversation = read_conversation(pairs, limits)
+        conversation = conversation_of(pairs)
+        task = detect(conversation.question)
+        if task is None:  # a task embeds the whole chat in its one message: not capped
+            conversation = read_conversation(pairs, limits)
         completion_id = f"chatcmpl-{uuid.uuid4().hex}"
         created = int(time.time())
         reply = _Reply(completion_id, created, body.model)
@@ -178,7 +189,6 @@ def openai_router(
         home = str(request.base_url)
         if body.model != model_name:
             home = f"{home.rstrip('/')}/collections/{body.model}"
-        task = detect(conversation.question)
         if task is not None:  # a chat client's title, tags, follow-ups ...: JSON, no search
             with service.reader() as index:
                 data, made_by = answer_task(task, index, llm)
