@@ -11,7 +11,6 @@ decompression bomb is refused before python-docx opens it.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,8 +20,8 @@ import docx  # the office extra: imported only when a .docx is met
 from docx.table import Table
 from docx.text.paragraph import Paragraph
 
-from twokeys.ingest.base import OnSkip, SkippedFile, SourceFile, os_reason
-from twokeys.ingest.readers.office import container_problem
+from twokeys.ingest.base import OnSkip, SkippedFile, SourceFile
+from twokeys.ingest.readers.office import checked_container
 from twokeys.types import HEADING_SEPARATOR, Document, Locator, Segment
 
 _HEADING = re.compile(r"heading\s*(\d)", re.IGNORECASE)
@@ -30,16 +29,10 @@ _HEADING = re.compile(r"heading\s*(\d)", re.IGNORECASE)
 
 def read(source: SourceFile, report: OnSkip) -> Iterator[Document]:
     rel = source.rel
-    try:
-        problem = container_problem(source.path)
-        raw = source.path.read_bytes()
-        mtime = source.path.stat().st_mtime
-    except OSError as exc:
-        report(SkippedFile(rel, f"unreadable ({os_reason(exc)})", keep_indexed=True))
+    checked = checked_container(source, report)
+    if checked is None:
         return
-    if problem:
-        report(SkippedFile(rel, problem, keep_indexed=True))
-        return
+    sha256, mtime = checked
     try:
         document = docx.Document(str(source.path))
         blocks = list(_blocks(document))
@@ -60,7 +53,7 @@ def read(source: SourceFile, report: OnSkip) -> Iterator[Document]:
         text=text,
         path=rel,
         mtime=mtime,
-        sha256=hashlib.sha256(raw).hexdigest(),
+        sha256=sha256,
         kind="docx",
         segments=tuple(segments),
     )

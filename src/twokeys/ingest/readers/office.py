@@ -4,8 +4,11 @@ bounded time and memory, never a crash or gigabytes of XML in memory."""
 
 from __future__ import annotations
 
+import hashlib
 import zipfile
 from pathlib import Path
+
+from twokeys.ingest.base import OnSkip, SkippedFile, SourceFile, os_reason
 
 #: the most one part of an Office file may unpack to, and all of its parts together
 MAX_PART_BYTES = 256 << 20
@@ -43,3 +46,19 @@ def container_problem(path: Path) -> str | None:
     except NotImplementedError as exc:  # an unsupported compression method
         return f"damaged ({exc})"
     return None
+
+
+def checked_container(source: SourceFile, report: OnSkip) -> tuple[str, float] | None:
+    """The file's content hash and mtime when it is a container a reader may open;
+    else None, with the reason reported (the index keeps what it holds of the file)."""
+    try:
+        problem = container_problem(source.path)
+        sha256 = hashlib.sha256(source.path.read_bytes()).hexdigest()
+        mtime = source.path.stat().st_mtime
+    except OSError as exc:
+        report(SkippedFile(source.rel, f"unreadable ({os_reason(exc)})", keep_indexed=True))
+        return None
+    if problem:
+        report(SkippedFile(source.rel, problem, keep_indexed=True))
+        return None
+    return sha256, mtime

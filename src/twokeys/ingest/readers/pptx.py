@@ -10,7 +10,6 @@ python-pptx opens it.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,23 +17,17 @@ from typing import Any
 import pptx  # the office extra: imported only when a .pptx is met
 from pptx.enum.shapes import MSO_SHAPE_TYPE
 
-from twokeys.ingest.base import OnSkip, SkippedFile, SourceFile, os_reason
-from twokeys.ingest.readers.office import container_problem
+from twokeys.ingest.base import OnSkip, SkippedFile, SourceFile
+from twokeys.ingest.readers.office import checked_container
 from twokeys.types import Document, Locator, Segment
 
 
 def read(source: SourceFile, report: OnSkip) -> Iterator[Document]:
     rel = source.rel
-    try:
-        problem = container_problem(source.path)
-        raw = source.path.read_bytes()
-        mtime = source.path.stat().st_mtime
-    except OSError as exc:
-        report(SkippedFile(rel, f"unreadable ({os_reason(exc)})", keep_indexed=True))
+    checked = checked_container(source, report)
+    if checked is None:
         return
-    if problem:
-        report(SkippedFile(rel, problem, keep_indexed=True))
-        return
+    sha256, mtime = checked
     try:
         deck = pptx.Presentation(str(source.path))
         slides = [_slide(slide) for slide in deck.slides]
@@ -66,7 +59,7 @@ def read(source: SourceFile, report: OnSkip) -> Iterator[Document]:
         text=text,
         path=rel,
         mtime=mtime,
-        sha256=hashlib.sha256(raw).hexdigest(),
+        sha256=sha256,
         kind="pptx",
         metadata={"slides": len(slides)},
         segments=tuple(segments),
