@@ -73,6 +73,17 @@ def test_a_hit_from_the_client_equals_a_hit_from_the_local_index(url: str, built
         assert many == kb.search_many([ZX, "refund broken item"], k=3)
 
 
+def test_search_many_goes_in_batches_of_the_servers_size(url: str, built: Path) -> None:
+    # 70 queries: three POST /search/batch requests (32, 32, 6), the hits in query order
+    queries = [f"{word} {i}" for i in range(35) for word in (ZX, "refund broken item")]
+    seen: list[str] = []
+    with Client(url) as client, open_index(built, encoder=HashEncoder()) as kb:
+        client._http.event_hooks["request"].append(lambda r: seen.append(r.url.path))
+        remote = client.search_many(queries, k=2, mode="bm25")
+        assert remote == kb.search_many(queries, k=2, mode="bm25")
+    assert seen == ["/search/batch"] * 3
+
+
 def test_hit_round_trips_through_its_dict(built: Path) -> None:
     with open_index(built, encoder=HashEncoder()) as kb:
         for hit in kb.search(ZX, k=10, explain=True):
