@@ -18,8 +18,8 @@ from twokeys.evaluation.answers import (
     load_qa,
 )
 from twokeys.evaluation.answers_report import render
-from twokeys.rag.ask import CONFIDENCES, CONTEXTS, AskOptions
-from twokeys.rag.cli import budget_option, mode_option
+from twokeys.rag.ask import AskOptions
+from twokeys.rag.cli import budget_option, evidence_options, mode_option
 from twokeys.rag.confidence import shipped
 
 REPORT_BUDGETS = (1000, 2000, 4000)
@@ -56,22 +56,7 @@ LEGEND = (
     default=None,
     help="The documents' folder, read by the naive baseline [default: the index's source].",
 )
-@click.option(
-    "--context",
-    "context_kind",
-    type=click.Choice(CONTEXTS),
-    default=AskOptions.context,
-    show_default=True,
-    help="How 'ask' packs evidence: sentence windows or whole chunks.",
-)
-@click.option(
-    "--confidence",
-    "confidence_kind",
-    type=click.Choice(CONFIDENCES),
-    default=AskOptions.confidence,
-    show_default=True,
-    help="What decides abstention: the learned confidence or the grounding rules.",
-)
+@evidence_options
 @click.option(
     "--html",
     "html_path",

@@ -51,6 +51,28 @@ def budget_option(default: int, text: str) -> Callable[[_Command], _Command]:
     )
 
 
+def evidence_options(command: _Command) -> _Command:
+    """``--context`` (sentence windows or whole chunks) and ``--confidence`` (the learned
+    confidence or the grounding rules): how ``ask`` packs and judges its evidence, for
+    ``ask`` and ``eval-answers`` alike."""
+    command = click.option(
+        "--confidence",
+        "confidence_kind",
+        type=click.Choice(CONFIDENCES),
+        default=_ASK.confidence,
+        show_default=True,
+        help="What decides abstention: the learned confidence or the grounding rules.",
+    )(command)
+    return click.option(
+        "--context",
+        "context_kind",
+        type=click.Choice(CONTEXTS),
+        default=_ASK.context,
+        show_default=True,
+        help="How evidence is packed: sentence windows from many hits, or whole chunks.",
+    )(command)
+
+
 @click.command()
 @click.argument("question", callback=query_argument)
 @index_option
@@ -87,22 +109,7 @@ def budget_option(default: int, text: str) -> Callable[[_Command], _Command]:
     is_flag=True,
     help="Answer even when retrieval finds nothing close to the question.",
 )
-@click.option(
-    "--context",
-    "context_kind",
-    type=click.Choice(CONTEXTS),
-    default=_ASK.context,
-    show_default=True,
-    help="Pack sentence windows from many hits, or whole chunks.",
-)
-@click.option(
-    "--confidence",
-    "confidence_kind",
-    type=click.Choice(CONFIDENCES),
-    default=_ASK.confidence,
-    show_default=True,
-    help="Abstain by the learned confidence or by the grounding rules.",
-)
+@evidence_options
 @click.option(
     "--llm-stage",
     "llm_stages",

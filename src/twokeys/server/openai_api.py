@@ -215,15 +215,7 @@ def openai_router(
                 )
             )
         with service.reader() as index:
-            plan = plan_turn(
-                index,
-                conversation,
-                llm,
-                chat_context=config.chat_context,
-                temperature=body.temperature,
-                max_tokens=body.token_limit(),
-                probe=probe,
-            )
+            plan = _plan(index, conversation, llm, body, config, probe)
             answer = _answer(index, plan)
             labels = citations.cites(index, answer)
         whole = (
@@ -390,6 +382,27 @@ def _usage(answer: Answer, text: str, plan: TurnPlan | None = None) -> dict[str,
     }
 
 
+def _plan(
+    index: Index,
+    conversation: Conversation,
+    llm: LLM | None,
+    body: ChatCompletionBody,
+    config: ServerConfig,
+    probe: ModelProbe,
+) -> TurnPlan:
+    """One chat turn's plan (the searched query, the fitted conversation, the options),
+    from the request's sampling fields and the server's chat context."""
+    return plan_turn(
+        index,
+        conversation,
+        llm,
+        chat_context=config.chat_context,
+        temperature=body.temperature,
+        max_tokens=body.token_limit(),
+        probe=probe,
+    )
+
+
 def _stream(
     service: IndexService,
     conversation: Conversation,
@@ -406,15 +419,7 @@ def _stream(
     yield reply.chunk({"role": "assistant", "content": ""})
     with service.reader() as index:
         try:
-            plan = plan_turn(
-                index,
-                conversation,
-                llm,
-                chat_context=config.chat_context,
-                temperature=body.temperature,
-                max_tokens=body.token_limit(),
-                probe=probe,
-            )
+            plan = _plan(index, conversation, llm, body, config, probe)
             for event in ask_events(
                 index,
                 plan.question,
