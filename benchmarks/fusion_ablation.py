@@ -26,6 +26,8 @@ Collections are given as ``DIR`` (its ``test`` split) or ``DIR:SPLIT``.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import pickle
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -72,12 +74,14 @@ class Sensed:
 Fuse = Callable[[Sensed], list[ScoredChunk]]
 
 
-def sense(
-    root: Path, split: str
-) -> tuple[dict[str, Sensed], dict[int, str], dict[str, dict[str, int]]]:
-    """Both sensors' runs per judged query, the rows' documents, and the qrels."""
+Sensing = tuple[dict[str, Sensed], dict[int, str], dict[str, dict[str, int]]]
+
+
+def sense(root: Path, split: str, index_path: Path | None = None) -> Sensing:
+    """Both sensors' runs per judged query, the rows' documents, and the qrels
+    (``index_path``: the collection's eval index, else the one ``twokeys eval`` keeps)."""
     collection = load_collection(root, split)
-    path = default_index_path(root)
+    path = index_path or default_index_path(root)
     if not path.exists():
         sys.exit(f"{root}: no eval index at {path}; run 'twokeys eval {root}' first")
     out: dict[str, Sensed] = {}
@@ -247,16 +251,38 @@ def ndcg(
     return evaluate(qrels, run, ["nDCG@10"])["nDCG@10"]
 
 
+def sensed(spec: str, cache: Path | None) -> tuple[str, Sensing]:
+    """``DIR[:SPLIT][=INDEX]``'s runs, read from ``cache`` when sensed before (the runs
+    depend on the index and the sensors only, not on the fusion being measured)."""
+    spec, _, index = spec.partition("=")
+    path, _, split = spec.partition(":")
+    root, split = Path(path), split or "test"
+    name = f"{root.name} {split}"
+    stored = None
+    if cache is not None:
+        key = hashlib.sha256(f"{root.resolve()}|{split}|{index}".encode()).hexdigest()[:12]
+        stored = cache / f"{root.name}-{split}-{key}.pickle"
+        if stored.exists():
+            with open(stored, "rb") as fh:
+                data: Sensing = pickle.load(fh)  # our own cache, written below
+            return name, data
+    print(f"sensing {name} ...", file=sys.stderr)
+    data = sense(root, split, Path(index) if index else None)
+    if stored is not None:
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        with open(stored, "wb") as fh:
+            pickle.dump(data, fh)
+    return name, data
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("collections", nargs="+", help="DIR or DIR:SPLIT (default split test)")
+    parser.add_argument(
+        "collections", nargs="+", help="DIR, DIR:SPLIT (default split test), DIR[:SPLIT]=INDEX"
+    )
+    parser.add_argument("--cache", type=Path, help="keep each collection's runs here")
     args = parser.parse_args(argv)
-    columns = []
-    for spec in args.collections:
-        path, _, split = spec.partition(":")
-        root = Path(path)
-        print(f"sensing {root.name} {split or 'test'} ...", file=sys.stderr)
-        columns.append((f"{root.name} {split or 'test'}", sense(root, split or "test")))
+    columns = [sensed(spec, args.cache) for spec in args.collections]
     print("| variant | " + " | ".join(name for name, _ in columns) + " |")
     print("|---" * (len(columns) + 1) + "|")
     for variant, fuse in VARIANTS.items():

@@ -33,11 +33,21 @@ paraphrase query asking for what the page says in other words. Five pages were l
 out as license text repeated in several manuals (GPL, FDL) or an index page; four
 more pages were added from an earlier draw. The gold page is the page the query was
 written from (other pages may answer too: then a system is penalised alike).
+
+Splits (fixed 2026-12-05, before any fusion was tuned on this collection): a query is
+in ``train`` when the first byte of the SHA-256 of its gold page's id
+(``gnuplot.pdf#p28``) is even, else in ``test`` (:func:`split_of`): both queries written
+from one page fall in the same split, so a page's wording never leaks from the queries
+fusion rules are tuned on into those reported. ``qrels/train.tsv`` and
+``qrels/test.tsv`` hold the two, ``qrels/all.tsv`` every query; ``split OUT`` writes
+them into collections built before the splits existed. Fusion changes are tuned on
+``train`` only; ``run`` reports ``test`` and ``all``.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import os
@@ -61,6 +71,12 @@ PDFS = {
 }
 EXTRACTORS = ("twokeys", "markitdown", "pypdf", "pypdfium2")
 RETRIEVERS = ("bm25", "dense", "hybrid")
+SPLITS = ("train", "test", "all")
+
+
+def split_of(page_id: str) -> str:
+    """``train`` or ``test``, by the gold page (``gnuplot.pdf#p28``): see the module doc."""
+    return "train" if hashlib.sha256(page_id.encode()).digest()[0] % 2 == 0 else "test"
 
 
 def pdf_files(out: Path) -> dict[str, Path]:
@@ -261,27 +277,44 @@ def _collection(folder: Path, texts: dict[str, list[str]], queries: list[list[st
             for number, text in enumerate(pages, start=1):
                 record = {"_id": f"{name}#p{number}", "title": "", "text": text}
                 fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-    with open(folder / "queries.jsonl", "w") as fq, open(folder / "qrels" / "test.tsv", "w") as fr:
-        fr.write("query-id\tcorpus-id\tscore\n")
-        for i, (name, page, kind, text) in enumerate(queries, start=1):
+    with open(folder / "queries.jsonl", "w") as fq:
+        for i, (_, _, kind, text) in enumerate(queries, start=1):
             qid = f"q{i:03d}"
             fq.write(json.dumps({"_id": qid, "text": text, "metadata": {"kind": kind}}) + "\n")
-            fr.write(f"{qid}\t{name}#p{page}\t1\n")
+    write_splits(folder, queries)
+
+
+def write_splits(folder: Path, queries: list[list[str]]) -> None:
+    """``qrels/{train,test,all}.tsv`` of a collection (see :func:`split_of`)."""
+    rows: dict[str, list[str]] = {split: [] for split in SPLITS}
+    for i, (name, page, _, _) in enumerate(queries, start=1):
+        page_id = f"{name}#p{page}"
+        row = f"q{i:03d}\t{page_id}\t1\n"
+        rows[split_of(page_id)].append(row)
+        rows["all"].append(row)
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    for split, lines in rows.items():
+        text = "query-id\tcorpus-id\tscore\n" + "".join(lines)
+        (folder / "qrels" / f"{split}.tsv").write_text(text)
 
 
 # -- evaluation --------------------------------------------------------------------------
 
 
 def run(out: Path, extractors: tuple[str, ...] = EXTRACTORS) -> None:
+    """nDCG@10 and Recall@10 per extractor, retriever, split (``test``, ``all``) and
+    query kind (``train`` is what fusion rules are tuned on: not reported here)."""
     import ir_measures
     from ir_measures import R, nDCG
 
     rows = []
+    queries = [line.split("\t") for line in (HERE / "written.tsv").read_text().splitlines()]
     for name in extractors:
         folder = out / name
+        write_splits(folder, queries)
         runs = out / f"runs-{name}"
         subprocess.run(
-            [sys.executable, "-m", "twokeys.cli", "eval", str(folder), "-q",
+            [sys.executable, "-m", "twokeys.cli", "eval", str(folder), "-q", "--split", "all",
              "--retrievers", ",".join(RETRIEVERS), "--index", str(out / f"index-{name}.twokeys"),
              "--save-runs", str(runs), "--json"],
             check=True, capture_output=True,
@@ -290,29 +323,33 @@ def run(out: Path, extractors: tuple[str, ...] = EXTRACTORS) -> None:
         for line in (folder / "queries.jsonl").read_text().splitlines():
             q = json.loads(line)
             kinds[q["_id"]] = q["metadata"]["kind"]
-        qrels = [
-            ir_measures.Qrel(q, d, int(r))
-            for q, d, r in (
-                line.split("\t")
-                for line in (folder / "qrels" / "test.tsv").read_text().splitlines()[1:]
-            )
-        ]
         for retriever in RETRIEVERS:
             run_file = next(runs.glob(f"*{retriever}*"))
             scored = list(ir_measures.read_trec_run(str(run_file)))
-            for kind in ("identifier", "paraphrase", "all"):
-                keep = {q for q, k in kinds.items() if kind == "all" or k == kind}
-                measures = ir_measures.calc_aggregate(
-                    [nDCG @ 10, R @ 10],
-                    [q for q in qrels if q.query_id in keep],
-                    [s for s in scored if s.query_id in keep],
-                )
-                rows.append((name, retriever, kind, measures[nDCG @ 10], measures[R @ 10]))
-                print(name, retriever, kind, rows[-1][3:], file=sys.stderr, flush=True)
-    print("| extractor | retriever | kind | nDCG@10 | Recall@10 |")
-    print("|---|---|---|---:|---:|")
-    for name, retriever, kind, ndcg, recall in rows:
-        print(f"| {name} | {retriever} | {kind} | {ndcg:.3f} | {recall:.3f} |")
+            for split in ("test", "all"):
+                qrels = [
+                    ir_measures.Qrel(q, d, int(r))
+                    for q, d, r in (
+                        line.split("\t")
+                        for line in (folder / "qrels" / f"{split}.tsv").read_text().splitlines()[1:]
+                    )
+                ]
+                for kind in ("identifier", "paraphrase", "all"):
+                    keep = {q.query_id for q in qrels if kind == "all" or kinds[q.query_id] == kind}
+                    measures = ir_measures.calc_aggregate(
+                        [nDCG @ 10, R @ 10],
+                        [q for q in qrels if q.query_id in keep],
+                        [s for s in scored if s.query_id in keep],
+                    )
+                    rows.append(
+                        (name, retriever, split, kind, len(keep), measures[nDCG @ 10],
+                         measures[R @ 10])
+                    )  # fmt: skip
+                    print(*rows[-1], file=sys.stderr, flush=True)
+    print("| extractor | retriever | split | kind | queries | nDCG@10 | Recall@10 |")
+    print("|---|---|---|---|---:|---:|---:|")
+    for name, retriever, split, kind, n, ndcg, recall in rows:
+        print(f"| {name} | {retriever} | {split} | {kind} | {n} | {ndcg:.3f} | {recall:.3f} |")
 
 
 def main() -> None:
@@ -328,6 +365,9 @@ def main() -> None:
     t.add_argument("out", type=Path)
     t.add_argument("--markitdown-python", default="/work/cache/markitdown-venv/bin/python")
     t.add_argument("--pdfs", default=",".join(PDFS))
+    s = sub.add_parser("split", help="write qrels/{train,test,all}.tsv into built collections")
+    s.add_argument("out", type=Path)
+    s.add_argument("--extractors", default=",".join(EXTRACTORS))
     r = sub.add_parser("run")
     r.add_argument("out", type=Path)
     r.add_argument("--extractors", default=",".join(EXTRACTORS))
@@ -338,6 +378,10 @@ def main() -> None:
         markitdown_collection(args.out, args.markitdown_python)
     elif args.command == "speed":
         speed(args.out, args.markitdown_python, tuple(args.pdfs.split(",")))
+    elif args.command == "split":
+        queries = [line.split("\t") for line in (HERE / "written.tsv").read_text().splitlines()]
+        for name in args.extractors.split(","):
+            write_splits(args.out / name, queries)
     else:
         run(args.out, tuple(args.extractors.split(",")))
 

@@ -345,3 +345,21 @@ def test_an_identifier_that_is_the_whole_query_tiers_though_the_dense_run_holds_
     # BM25's top hit must still hold it
     lacking = [TermEvidence("core.editor", 0.0, in_dense_top=True, word_pieces=3)]
     assert unconfirmed(("core.editor",), lacking, whole_query=True) == ("core.editor",)
+
+
+def test_a_bare_name_orders_the_chunks_holding_it_by_bm25() -> None:
+    """A one-word query that tiers: among the chunks holding the name, BM25's order
+    (the dense model reads the name by its pieces: no judge of which chunk defines it);
+    the chunks lacking it follow in fused order, as for any query (issue 33)."""
+    lex = run((1, 10.0), (2, 9.9), (3, 9.8), (4, 2.0))  # rows 1-3 hold the name
+    den = run((3, 0.9), (2, 0.8), (5, 0.7), (1, 0.3))
+    p = AdaptiveParams()
+    bare = QueryFeatures(("core.editor",), (), (), 1.0, 3, n_words=1)
+    held = {1: 1, 2: 1, 3: 1}
+    fused = adaptive_fusion(lex, den, bare, held, p, depth=100)
+    assert [h.row for h in fused[:3]] == [1, 2, 3]
+    assert [h.row for h in fused[3:]] == [5, 4]
+    assert [h.rank for h in fused] == [1, 2, 3, 4, 5]
+    # the same name among other words: the fused score orders the tier, as before
+    words = QueryFeatures(("core.editor",), (), (), 1.0, 5, n_words=3)
+    assert [h.row for h in adaptive_fusion(lex, den, words, held, p, depth=100)[:3]] == [3, 2, 1]
