@@ -16,17 +16,25 @@ the library's own fusion functions and prints one markdown row per variant. The
   the chance-level scaling;
 * ``support from the run's floor``: a lexical top hit missing from the dense top 100
   given the dense run's last score (an upper bound) instead of its cosine;
+* ``bare name's tier by fused score (before)``: a one-word query's exact tier ordered by
+  the fused score, as before BM25's order decided it;
 * ``300 deep (before)``: the fusion before its top stopped depending on depth: the
   support rule's floor and the exact tier read all 300 chunks of each run;
 * the fixed fusions, for reference.
 
-Collections are given as ``DIR`` (its ``test`` split) or ``DIR:SPLIT``.
+Collections are given as ``DIR`` (its ``test`` split) or ``DIR:SPLIT``, with
+``=INDEX`` when the eval index is not the one ``twokeys eval DIR`` keeps (the
+identifier and PDF benchmarks share one index between collections). ``--cache DIR``
+keeps each collection's runs (a pickle per collection and split) so variants are
+replayed without searching again; ``--by-kind`` gives a column per query kind;
+``--save NAME`` writes ``benchmarks/results/NAME.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import pickle
 import sys
 from collections.abc import Callable, Sequence
@@ -126,6 +134,7 @@ def adaptive(
     anchors: bool = True,
     shapes: bool = True,
     true_support: bool = True,
+    bare_by_bm25: bool = True,
 ) -> Fuse:
     """The hybrid's adaptive fusion (``HybridRetriever._fuse``), with switches."""
     params = params or AdaptiveParams()
@@ -157,7 +166,7 @@ def adaptive(
         return adaptive_fusion(
             s.lexical,
             s.dense,
-            features,
+            features if bare_by_bm25 else replace(features, n_words=0),
             exact,
             params,
             DEFAULT_CANDIDATES,
@@ -225,6 +234,7 @@ VARIANTS: dict[str, Fuse] = {
     "no semantic-support rule": adaptive(replace(AdaptiveParams(), support_floor=0.0)),
     "min-max normalisation": adaptive(replace(AdaptiveParams(), normalization="minmax")),
     "support from the run's floor": adaptive(true_support=False),
+    "bare name's tier by fused score (before)": adaptive(bare_by_bm25=False),
     "300 deep (before)": before(),
     "fixed minmax": fixed("minmax"),
     "fixed zscore": fixed("zscore"),
@@ -237,10 +247,17 @@ VARIANTS: dict[str, Fuse] = {
 
 
 def ndcg(
-    sensed: dict[str, Sensed], docs: dict[int, str], qrels: dict[str, dict[str, int]], fuse: Fuse
+    sensed: dict[str, Sensed],
+    docs: dict[int, str],
+    qrels: dict[str, dict[str, int]],
+    fuse: Fuse,
+    only: set[str] | None = None,
 ) -> float:
+    """Mean nDCG@10 of ``fuse`` over the judged queries (``only``: those ids)."""
     run: dict[str, dict[str, float]] = {}
     for qid, s in sensed.items():
+        if only is not None and qid not in only:
+            continue
         ranking: dict[str, float] = {}
         for hit in fuse(s)[:CHUNKS]:
             if docs[hit.row] not in ranking:
@@ -248,7 +265,19 @@ def ndcg(
                 if len(ranking) == DOCS:
                     break
         run[qid] = ranking
-    return evaluate(qrels, run, ["nDCG@10"])["nDCG@10"]
+    judged = {q: r for q, r in qrels.items() if q in run}
+    return evaluate(judged, run, ["nDCG@10"])["nDCG@10"]
+
+
+def kinds(root: Path) -> dict[str, set[str]]:
+    """Query kind (``metadata.kind`` in ``queries.jsonl``) -> query ids; {} without kinds."""
+    out: dict[str, set[str]] = {}
+    for line in (root / "queries.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        kind = (record.get("metadata") or {}).get("kind")
+        if kind:
+            out.setdefault(kind, set()).add(record["_id"])
+    return out
 
 
 def sensed(spec: str, cache: Path | None) -> tuple[str, Sensing]:
@@ -281,13 +310,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         "collections", nargs="+", help="DIR, DIR:SPLIT (default split test), DIR[:SPLIT]=INDEX"
     )
     parser.add_argument("--cache", type=Path, help="keep each collection's runs here")
+    parser.add_argument("--variants", help="comma-separated variant names (default: all)")
+    parser.add_argument("--save", help="also write benchmarks/results/SAVE.json")
+    parser.add_argument(
+        "--by-kind", action="store_true", help="a column per query kind (queries.jsonl's)"
+    )
     args = parser.parse_args(argv)
-    columns = [sensed(spec, args.cache) for spec in args.collections]
-    print("| variant | " + " | ".join(name for name, _ in columns) + " |")
+    columns: list[tuple[str, Sensing, set[str] | None]] = []
+    for spec in args.collections:
+        name, data = sensed(spec, args.cache)
+        by_kind = kinds(Path(spec.partition("=")[0].partition(":")[0])) if args.by_kind else {}
+        if len(by_kind) < 2:
+            columns.append((name, data, None))
+        for kind, ids in sorted(by_kind.items()):
+            judged = ids & set(data[0])
+            if len(by_kind) > 1 and judged:
+                columns.append((f"{name} {kind} ({len(judged)})", data, judged))
+    chosen = args.variants.split(",") if args.variants else list(VARIANTS)
+    print("| variant | " + " | ".join(name for name, _, _ in columns) + " |")
     print("|---" * (len(columns) + 1) + "|")
-    for variant, fuse in VARIANTS.items():
-        values = [ndcg(*data, fuse) for _, data in columns]
+    table: dict[str, dict[str, float]] = {}
+    for variant in chosen:
+        values = [ndcg(*data, VARIANTS[variant], only) for _, data, only in columns]
+        table[variant] = {name: v for (name, _, _), v in zip(columns, values, strict=True)}
         print(f"| {variant} | " + " | ".join(f"{v:.4f}" for v in values) + " |")
+    if args.save:
+        from benchmarks.common import save_result
+
+        save_result(args.save, {"measure": "nDCG@10", "collections": args.collections, **table})
     return 0
 
 

@@ -67,16 +67,7 @@ def test_rust_slice() -> None:
     _check("rust-ids-slice", max_chunk_share=1.0)
 
 
-GIT_BELOW_BM25 = pytest.mark.xfail(
-    strict=True,
-    reason="git-ids test split: hybrid 0.9294 vs BM25 0.9298; most of the gap is pages BM25 "
-    "scores equal (shared option text), ordered by row (README, issue 33)",
-)
-
-
 @pytest.mark.full
-@pytest.mark.parametrize(
-    "name", ["python-ids", "rust-ids", pytest.param("git-ids", marks=GIT_BELOW_BM25)]
-)
+@pytest.mark.parametrize("name", ["python-ids", "rust-ids", "git-ids"])
 def test_whole_collection(name: str) -> None:
     _check(name)
