@@ -16,8 +16,11 @@ the library's own fusion functions and prints one markdown row per variant. The
   the chance-level scaling;
 * ``support from the run's floor``: a lexical top hit missing from the dense top 100
   given the dense run's last score (an upper bound) instead of its cosine;
-* ``bare name's tier by fused score (before)``: a one-word query's exact tier ordered by
-  the fused score, as before BM25's order decided it;
+* ``bare name's tier by fused score``: a one-word query's exact tier ordered by the
+  fused score, as before BM25's order decided it;
+* ``one-word weight as others'``: a one-word query weighted as any other query (0.45
+  for BM25), not ``one_word_lexical_weight``; ``both (before)``: both, the fusion
+  before these two rules;
 * ``300 deep (before)``: the fusion before its top stopped depending on depth: the
   support rule's floor and the exact tier read all 300 chunks of each run;
 * the fixed fusions, for reference.
@@ -135,6 +138,7 @@ def adaptive(
     shapes: bool = True,
     true_support: bool = True,
     bare_by_bm25: bool = True,
+    one_word_weight: bool = True,
 ) -> Fuse:
     """The hybrid's adaptive fusion (``HybridRetriever._fuse``), with switches."""
     params = params or AdaptiveParams()
@@ -154,7 +158,10 @@ def adaptive(
         support = semantic_support(
             s.lexical, s.dense[:pool], s.similarity if true_support else None
         )
-        alpha = lexical_weight(features, params, support)
+        if one_word_weight or not features.one_word:
+            alpha = lexical_weight(features, params, support)
+        else:  # as before: the other rules' weight, without the support rule
+            alpha = lexical_weight(replace(features, n_words=0), params)
         if not tier:
             features = replace(features, identifiers=(), anchors=())
         wanted = set(features.exact_terms)
@@ -234,7 +241,9 @@ VARIANTS: dict[str, Fuse] = {
     "no semantic-support rule": adaptive(replace(AdaptiveParams(), support_floor=0.0)),
     "min-max normalisation": adaptive(replace(AdaptiveParams(), normalization="minmax")),
     "support from the run's floor": adaptive(true_support=False),
-    "bare name's tier by fused score (before)": adaptive(bare_by_bm25=False),
+    "bare name's tier by fused score": adaptive(bare_by_bm25=False),
+    "one-word weight as others'": adaptive(one_word_weight=False),
+    "both (before)": adaptive(bare_by_bm25=False, one_word_weight=False),
     "300 deep (before)": before(),
     "fixed minmax": fixed("minmax"),
     "fixed zscore": fixed("zscore"),

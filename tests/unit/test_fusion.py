@@ -324,11 +324,19 @@ def test_anchors_tier_and_skip_the_paraphrase_rules() -> None:
 def test_a_one_word_query_is_not_read_by_the_semantic_support_rule() -> None:
     """A bare name's low cosine to the page that defines it is the dense model not
     reading a name, not BM25 matching incidental words (the top hit matches the query's
-    one word): the support rule leaves BM25's weight alone (issue 33)."""
-    p = AdaptiveParams(base_lexical_weight=0.4, identifier_lexical_weight=0.7)
+    one word): the support rule leaves BM25's weight alone, and a one-word query gives
+    BM25 its own weight, whatever else the query shows (issue 33)."""
+    p = AdaptiveParams(
+        base_lexical_weight=0.4, identifier_lexical_weight=0.7, one_word_lexical_weight=0.8
+    )
     word = QueryFeatures((), (), (), 1.0, 1, n_words=1)
     assert word.one_word
-    assert lexical_weight(word, p, support=0.05) == 0.4
+    assert lexical_weight(word, p, support=0.05) == 0.8
+    named = QueryFeatures(("core.editor",), (), (), 1.0, 3, n_words=1)
+    assert lexical_weight(named, p, support=0.05) == 0.8
+    assert lexical_weight(QueryFeatures(("core.editor",), (), (), 1.0, 3, n_words=2), p) == 0.7
+    with pytest.raises(ConfigError, match="one_word_lexical_weight"):
+        AdaptiveParams(one_word_lexical_weight=1.5)
     two = QueryFeatures((), (), (), 1.0, 2, n_words=2)
     assert lexical_weight(two, p, support=0.25) == pytest.approx(0.4 * (0.25 / 0.5) ** 2)
     # not counted (a caller that builds features by hand): the rule applies as before
