@@ -370,7 +370,7 @@ def test_a_bare_name_bm25_singles_out_keeps_its_chunk_in_the_top_3(
     assert features.exact_terms == ("isnan",)
     support = semantic_support(lexical, dense, similarity)
     alpha = lexical_weight(features, params, support)
-    assert alpha == params.identifier_lexical_weight
+    assert alpha == params.one_word_lexical_weight
     exact = {row: 1 for row in range(holders)}  # the top hit holds it, maybe a few others
     fused = adaptive_fusion(
         lexical, dense, features, exact, params, 100, alpha, (0.0, chance_level)
