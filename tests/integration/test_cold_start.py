@@ -43,8 +43,7 @@ HEAVY = (
     "yaml",  # ingestion
     "bs4",
     "charset_normalizer",
-    "rich.table",
-    "rich.progress",
+    "rich",  # a search prints with click's styles
     "twokeys.indexer",
     "twokeys.ingest",
     "twokeys.repair",
@@ -95,6 +94,25 @@ def test_help_loads_neither_the_engine_nor_a_backend(tmp_path: Path) -> None:
     modules = _loaded(tmp_path, "--help")
     assert _heavy(modules) == []
     assert not {"twokeys.engine", "twokeys.store.local", "twokeys.store.contract"} & modules
+    # nor numpy, nor the modules whose defaults only index and search show
+    assert not {m.partition(".")[0] for m in modules} & {"numpy", "Stemmer"}
+    assert (
+        not {
+            "twokeys.cli_index",
+            "twokeys.cli_search",
+            "twokeys.request",
+            "twokeys.analysis",
+            "twokeys.chunking",
+            "twokeys.types",
+        }
+        & modules
+    )
+
+
+def test_a_command_s_help_loads_its_own_module_only(tmp_path: Path) -> None:
+    modules = _loaded(tmp_path, "index", "--help")
+    assert "twokeys.cli_index" in modules
+    assert not {"twokeys.cli_search", "twokeys.indexer", "twokeys.engine"} & modules
 
 
 @pytest.mark.parametrize(
