@@ -7,6 +7,7 @@ Every user mistake surfaces as a one-line ``error: ...`` on stderr and exit stat
 from __future__ import annotations
 
 import json
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -63,7 +64,12 @@ class _Group(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*self.commands, *self.LAZY})
 
+    #: commands that do one short piece of work and exit (see _one_blas_thread)
+    ONE_SHOT: ClassVar[frozenset[str]] = frozenset({"search"})
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.ONE_SHOT:
+            _one_blas_thread()
         if cmd_name not in self.commands and cmd_name in self.LAZY:
             command = resolve(self.LAZY[cmd_name][0])
             assert isinstance(command, click.Command)
@@ -96,6 +102,27 @@ class _Group(click.Group):
             sys.exit(130)
         finally:
             warnings.showwarning = shown
+
+
+#: the variables a user sets to size numpy's BLAS thread pool
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _one_blas_thread() -> None:
+    """Load numpy with a BLAS of one thread, unless it is loaded or the user sized it.
+
+    OpenBLAS starts a thread per core when numpy loads, and they spin before they
+    sleep: in a process that runs one search (a product of one query vector at most)
+    that is CPU time and nothing else, a third of numpy's import on two cores. The
+    variable is set only while numpy loads, so no child process inherits it.
+    """
+    if "numpy" in sys.modules or any(name in os.environ for name in BLAS_THREADS):
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
 
 
 def _show_warning(message: Warning | str, *_: object, **__: object) -> None:

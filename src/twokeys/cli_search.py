@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 from twokeys.cliutil import index_option, query_argument
+from twokeys.dense.encoder import encoder_variant
 from twokeys.request import DEFAULTS, MODES, RRF_FUSIONS, SearchRequest
 from twokeys.retrievers.hybrid import FUSIONS
 from twokeys.sanitize import for_terminal
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from twokeys.types import Hit
 
 SEARCH_K = 5  # a terminal shows fewer hits than the library returns (DEFAULTS["k"])
+ONE_QUERY = "twokeys.dense.onnx_minilm:one_query"
 
 
 @click.command()
@@ -119,7 +121,8 @@ def search(
         filters=filters,
         explain=explain or as_json,
     )
-    with open_index(index_path) as kb:
+    # one query per process: the default encoder without its thread pool
+    with encoder_variant("minilm", ONE_QUERY), open_index(index_path) as kb:
         hits = kb.search(request)
     if as_json:
         _print_json([h.to_dict() for h in hits])
