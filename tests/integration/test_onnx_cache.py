@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
+from twokeys.dense import onnx_cache
 from twokeys.dense.onnx_minilm import OnnxMiniLM
 
 TEXTS = ["What does error code ZX-4821 mean?", "reset the hub to factory settings", "x"]
@@ -120,5 +121,23 @@ def test_a_folder_that_cannot_be_written_builds_the_session(
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder", encoding="utf-8")
     encoder = OnnxMiniLM(threads=1, session_cache=blocker / "onnx")
+    assert encoder.session_origin == "built"
+    assert np.array_equal(_vectors(encoder), reference)
+
+
+def test_no_home_folder_means_no_cache(
+    monkeypatch: pytest.MonkeyPatch, reference: np.ndarray
+) -> None:
+    """A process with no $HOME and no password entry (a service account) names no cache
+    folder: the session is built, nothing fails."""
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    for name in ("TWOKEYS_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    assert onnx_cache.default_folder() is None
+    encoder = OnnxMiniLM(threads=1)
     assert encoder.session_origin == "built"
     assert np.array_equal(_vectors(encoder), reference)

@@ -43,10 +43,14 @@ Outcome = Literal["cached", "saved", "built"]
 CACHE_VERSION = 1
 
 
-def default_folder() -> Path:
+def default_folder() -> Path | None:
+    """``<user cache>/onnx``, or None where there is no home folder to name one."""
     from twokeys.cachedir import cache_home
 
-    return cache_home() / "onnx"
+    try:
+        return cache_home() / "onnx"
+    except RuntimeError:  # Path.home(): no $HOME and no password entry
+        return None
 
 
 def cache_key(fingerprint: str, optimization_level: int) -> str:
@@ -93,6 +97,8 @@ def cached_session(
     import onnxruntime as ort
 
     folder = default_folder() if folder is None else folder
+    if folder is None:
+        return _session(source(), options()), "built"
     level = options().graph_optimization_level
     key = cache_key(fingerprint, int(level))
     graph, meta = folder / f"{key}.onnx", folder / f"{key}.json"
