@@ -78,8 +78,8 @@ _Command = TypeVar("_Command", bound=Callable[..., Any])
 
 
 def _model_options() -> tuple[Callable[[_Command], _Command], ...]:
-    from twokeys.llm.base import SPEC_FORMS
     from twokeys.llm.http import DEFAULT_TIMEOUT
+    from twokeys.llm.spec import SPEC_FORMS
 
     return (
         click.option(
@@ -121,7 +121,7 @@ def make_llm(
     """The model :func:`model_options` name, or None (extractive answers) without ``--llm``."""
     if not spec:
         return None
-    from twokeys.llm.base import from_spec
+    from twokeys.llm.spec import from_spec
 
     return from_spec(spec, base_url=base_url, timeout=timeout, context_tokens=context_tokens)
 

@@ -94,11 +94,18 @@ def test_a_model_that_ignores_the_sources_is_flagged_unsupported(kb_path: Path) 
             kb, "What does error code ZX-4821 mean?", llm=stub_llm("Paris [1]."), options=options
         )
     assert answer.kind == "generated" and answer.text == "Paris."
-    assert [c.status for c in answer.checks] == ["uncited"] and answer.flagged == answer.checks
+    # cites nothing, and no source holds its words: unsupported all the same
+    assert [c.status for c in answer.checks] == ["unsupported"] and answer.flagged == answer.checks
     assert [c.status for c in cited.checks] == ["unsupported"] and cited.checks[0].citations == (1,)
     data = cited.to_dict()
     assert data["sentences"] == [
-        {"text": "Paris [1].", "citations": [1], "status": "unsupported", "support": 0.0}
+        {
+            "text": "Paris [1].",
+            "citations": [1],
+            "status": "unsupported",
+            "support": 0.0,
+            "added": False,
+        }
     ]
 
 
@@ -169,10 +176,34 @@ def test_strict_drops_what_the_sources_do_not_back(kb_path: Path) -> None:
             llm=stub_llm(text),
             options=AskOptions(mode="bm25", strict=True),
         )
-    assert [c.status for c in loose.checks] == ["supported", "unsupported", "uncited"]
+    assert [c.status for c in loose.checks] == ["supported", "unsupported", "unsupported"]
     assert loose.text == text
     assert strict.text.startswith("ZX-4821 means") and "Paris" not in strict.text
     assert "sunny" not in strict.text
+
+
+def test_a_sentence_that_cites_nothing_is_attributed_or_marked(kb_path: Path) -> None:
+    # a weak model (the 270M Gemma) writes sentences without [n]: the one a source backs
+    # gets that source's number, the other is unsupported; the CLI names why
+    text = (
+        "ZX-4821 means the Hub found the voltage on its input rail below the safe operating "
+        "threshold. The capital of Australia is Sydney."
+    )
+    with open_index(kb_path) as kb:
+        answer = ask(kb, "What does error code ZX-4821 mean?", llm=stub_llm(text), options=BM25)
+        strict = ask(
+            kb,
+            "What does error code ZX-4821 mean?",
+            llm=stub_llm(text),
+            options=AskOptions(mode="bm25", strict=True),
+        )
+    zx = next(s.number for s in answer.sources if s.path == "errors/zx-4821.md")
+    first, second = answer.checks
+    assert first.status == "supported" and first.added and first.citations == (zx,)
+    assert second.status == "unsupported" and second.citations == () and not second.added
+    assert answer.text == text.replace("threshold.", f"threshold [{zx}].")
+    assert answer.cited == (zx,)
+    assert strict.text == f"{first.text[:-1]} [{zx}]."
 
 
 def test_an_off_topic_question_abstains_before_the_model_runs(kb_path: Path) -> None:

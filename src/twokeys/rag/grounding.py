@@ -113,7 +113,11 @@ and reads the ``[n]`` citations of each: a sentence without one is *uncited*, un
 says the sources do not answer (it *declines*, :mod:`twokeys.rag.declines`: the model's
 own abstention, which claims nothing); a cited sentence whose content terms (the index
 analyzer's, stemmed) are mostly absent from the blocks it cites is *unsupported*;
-otherwise *supported*.
+otherwise *supported*. A sentence that cites nothing (small models often cite nothing)
+is read all the same: it is attributed to the block that holds the largest share of its
+content terms, when that share reaches the same bar (``SentenceCheck.added``: the
+answer's text gets the ``[n]``, :func:`with_added_citations`), else it is
+*unsupported*; only a sentence with no content terms at all stays *uncited*.
 """
 
 from __future__ import annotations
@@ -772,6 +776,12 @@ class SentenceCheck:
     citations: tuple[int, ...]
     status: Status
     support: float  # share of its content terms found in the cited blocks
+    added: bool = False  # the model cited nothing; the check found the citation
+
+    @property
+    def shown(self) -> str:
+        """The sentence as the answer shows it: with the citation the check added."""
+        return _cite(self.text, self.citations[0]) if self.added else self.text
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -779,6 +789,7 @@ class SentenceCheck:
             "citations": list(self.citations),
             "status": self.status,
             "support": round(self.support, 4),
+            "added": self.added,
         }
 
 
@@ -805,18 +816,63 @@ def check_sentences(text: str, blocks: Sequence[Block], terms: Terms) -> tuple[S
     for sentence in merged:
         cited = sentence_citations(sentence, len(blocks))
         own = Counter(terms(_CITATION.sub(" ", sentence)))
+        if not cited and own and not (is_decline(sentence) or declines(sentence)):
+            checks.append(_attributed(sentence, own, block_terms))
+            continue
         if not cited or is_decline(_CITATION.sub(" ", sentence)):
             status: Status = "declines" if declines(sentence) else "uncited"
             checks.append(SentenceCheck(sentence, cited, status, 0.0))
             continue
-        held = set().union(*(block_terms[n] for n in cited))
-        support = sum(c for t, c in own.items() if t in held) / sum(own.values()) if own else 1.0
+        support = _support(own, set().union(*(block_terms[n] for n in cited)))
         status = "supported" if support >= SUPPORT_MIN else "unsupported"
         checks.append(SentenceCheck(sentence, cited, status, support))
     return tuple(checks)
 
 
+def _support(own: Counter[str], held: set[str]) -> float:
+    return sum(c for t, c in own.items() if t in held) / sum(own.values()) if own else 1.0
+
+
+def _attributed(
+    sentence: str, own: Counter[str], block_terms: dict[int, set[str]]
+) -> SentenceCheck:
+    """A sentence that cites nothing, checked against every block: cited to the one that
+    holds most of its terms (the first of equals) when it holds enough, else unsupported."""
+    best, support = 0, 0.0
+    for number in sorted(block_terms):
+        share = _support(own, block_terms[number])
+        if share > support:
+            best, support = number, share
+    if best and support >= SUPPORT_MIN:
+        return SentenceCheck(sentence, (best,), "supported", support, added=True)
+    return SentenceCheck(sentence, (), "unsupported", support)
+
+
+_TAIL = re.compile(r"[\s.!?:;,]*$")
+
+
+def _cite(sentence: str, number: int) -> str:
+    """``"The Hub resets."`` -> ``"The Hub resets [2]."``"""
+    at = _TAIL.search(sentence)
+    cut = at.start() if at is not None else len(sentence)
+    return f"{sentence[:cut]} [{number}]{sentence[cut:]}"
+
+
+def with_added_citations(text: str, checks: Sequence[SentenceCheck]) -> str:
+    """``text`` with the citation the check found after each sentence that cited none."""
+    out: list[str] = []
+    at = 0
+    for check in checks:
+        found = text.find(check.text, at)
+        if found < 0:
+            continue
+        end = found + len(check.text)
+        out.append(text[at:found] + check.shown)
+        at = end
+    return "".join(out) + text[at:]
+
+
 def strict_text(checks: Sequence[SentenceCheck]) -> str:
     """The answer with only its supported sentences, and those saying the sources do not
     answer."""
-    return " ".join(c.text for c in checks if c.status in ("supported", "declines"))
+    return " ".join(c.shown for c in checks if c.status in ("supported", "declines"))
