@@ -234,7 +234,18 @@ class Index:
             return self._hits(results)
 
     def _hits(self, results: Sequence[RetrieverResult]) -> list[list[Hit]]:
-        """Materialise runs as hits, fetching every chunk they name in one go."""
+        """Materialise runs as hits: lazy ones, whose chunk is read on first use, where the
+        backend has a source for them; otherwise fetching every chunk they name in one go."""
+        source = self.backend.hit_source()
+        if source is not None:
+            lazy = Hit.lazy
+            return [
+                [
+                    lazy(s.rank, s.score, source, s.row, result.evidence.get(s.row, ()))
+                    for s in result.run
+                ]
+                for result in results
+            ]
         rows = list(dict.fromkeys(h.row for result in results for h in result.run))
         sources = dict(zip(rows, self.backend.chunks_with_source(rows), strict=True))
         # Hit(rank, score, chunk, title, path, evidence), positional: the hot path of a
