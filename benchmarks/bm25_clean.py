@@ -133,9 +133,11 @@ def measure(
     rounds: int,
     python: Path,
     setups: Sequence[str] | None = None,
+    built: Path | None = None,
 ) -> dict[str, Any]:
     """Every system over ``corpus``, timed in interleaved rounds (``setups``: only these of
-    bm25s' setups, in both environments; all when None)."""
+    bm25s' setups, in both environments; all when None; ``built``: twokeys' index of
+    ``corpus`` already built, searched as it is, not built, timed or removed)."""
     from benchmarks.peer_calls import Bm25s, numba_available
     from twokeys.engine import open_index
     from twokeys.indexer import IndexOptions, build_index
@@ -145,13 +147,16 @@ def measure(
     queries_file.write_text("".join(q.replace("\n", " ") + "\n" for q in queries), "utf-8")
     log(f"{name}: bm25s setups in {python.parent.parent} (child process)")
     child = Child(python, corpus, queries_file, setups)
-    log(f"{name}: twokeys build_index (no encoder)")
-    path = WORK / f"{name}-bm25-clean.twokeys"
-    shutil.rmtree(path, ignore_errors=True)
-    start = time.perf_counter()
-    report = build_index(corpus, path, IndexOptions(encoder=None))
-    build_s = time.perf_counter() - start
+    log(f"{name}: twokeys " + (f"index {built}, as built" if built else "build_index (no encoder)"))
+    path = built or WORK / f"{name}-bm25-clean.twokeys"
+    build_s: float | None = None
+    if built is None:
+        shutil.rmtree(path, ignore_errors=True)
+        start = time.perf_counter()
+        build_index(corpus, path, IndexOptions(encoder=None))
+        build_s = time.perf_counter() - start
     index = open_index(path)
+    chunks = int(index.manifest.counts["chunks"])
 
     def twokeys_search(query: str) -> object:
         return index.search(query, mode="bm25", k=K)
@@ -196,7 +201,8 @@ def measure(
             cpus[system].append(took["cpu_s"])
     child.close()
     index.close()
-    shutil.rmtree(path, ignore_errors=True)
+    if built is None:
+        shutil.rmtree(path, ignore_errors=True)
     n = len(queries)
     rows = {
         s: {
@@ -213,7 +219,7 @@ def measure(
     fastest = min(clean, key=lambda s: rows[s]["cpu_us_per_query"])
     return {
         "corpus": str(corpus),
-        "chunks": report.chunks,
+        "chunks": chunks,
         "queries": n,
         "twokeys_build_s": build_s,
         "clean_build_s": child.ready["build_s"],
@@ -277,6 +283,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-scifact", action="store_true")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument(
+        "--index",
+        type=Path,
+        default=None,
+        help="twokeys' index of the synthetic corpus, already built (searched, not rebuilt)",
+    )
+    parser.add_argument(
         "--setups",
         nargs="*",
         default=None,
@@ -304,6 +316,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             args.rounds,
             python,
             args.setups if name.startswith("synthetic") else None,
+            args.index if name.startswith("synthetic") else None,
         )
         for name, path in corpora.items()
     }

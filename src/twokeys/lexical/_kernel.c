@@ -102,12 +102,6 @@ static int compare(const void *pa, const void *pb) {
     return before(a, b) ? -1 : (before(b, a) ? 1 : 0);
 }
 
-/* From one posting per DENSE_FROM rows up, a query reads every row's score (below): on
- * SciFact (10,737 rows, about 5,000 postings a query) 13 us a query against 19 us */
-#ifndef DENSE_FROM
-#define DENSE_FROM 4
-#endif
-
 /* Scores of one query's terms into `scores` (zero on entry and on return), its top k
  * (by `before`) sorted into heap[0..kept). Returns kept, or -1 if a posting names a row
  * out of range. Needs no Python: it runs with the GIL released. */
@@ -117,43 +111,6 @@ static Py_ssize_t score_top_k(const int64_t *indptr, const int32_t *indices,
                               float *scores, int32_t *touched, Entry *heap) {
     Py_ssize_t n_touched = 0, kept = 0;
     int bad_row = 0;
-    int64_t n_postings = 0;
-    for (Py_ssize_t i = 0; i < n_query; i++)
-        n_postings += indptr[term_ids[i] + 1] - indptr[term_ids[i]];
-    if (n_postings * DENSE_FROM >= n_rows) {
-        /* many postings for the rows: no list of touched rows, every row's score read
-         * in order instead (a row only replaces the k-th best with a greater score: an
-         * equal one comes from a later row) */
-        for (Py_ssize_t i = 0; i < n_query && !bad_row; i++) {
-            int64_t t = term_ids[i], end = indptr[t + 1];
-            float q = term_qtfs[i];
-            for (int64_t p = indptr[t]; p < end; p++) {
-                int32_t row = indices[p];
-                if (row < 0 || row >= n_rows) {
-                    bad_row = 1;
-                    break;
-                }
-                scores[row] = q == 0.0f ? scores[row] + weights[p] : scores[row] + q * weights[p];
-            }
-        }
-        float least = 0.0f; /* the k-th best score once k are kept, 0 before */
-        for (Py_ssize_t row = 0; row < n_rows && k > 0; row++) {
-            float score = scores[row];
-            if (!(score > least)) continue;
-            Entry e = {score, (int32_t)row};
-            if (kept < k) {
-                heap[kept] = e;
-                sift_up(heap, kept++);
-            } else {
-                heap[0] = e;
-                sift_down(heap, kept, 0);
-            }
-            if (kept == k) least = heap[0].score;
-        }
-        memset(scores, 0, sizeof(float) * n_rows);
-        qsort(heap, kept, sizeof(Entry), compare);
-        return bad_row ? -1 : kept;
-    }
     for (Py_ssize_t i = 0; i < n_query && !bad_row; i++) {
         int64_t t = term_ids[i], end = indptr[t + 1];
         float q = term_qtfs[i];
@@ -310,8 +267,8 @@ static void best_offer(Entry *heap, Py_ssize_t *n, Py_ssize_t k, int32_t row, fl
 /* From this k up the running best (a linear search per raised row) costs more than it
  * saves: score_top_k instead. */
 #define PRUNE_MAX_K 64
-/* Below this many postings a query's plain scoring is as quick (SciFact's queries, about
- * 5,000 postings: 13 us plain, more pruned, their candidates staying many); at a million
+/* Below this many postings a query's plain scoring is quicker (SciFact's queries, about
+ * 5,000 postings, took a quarter longer pruned: most rows stay candidates); at a million
  * chunks (about 430,000 postings a query) pruned scoring took 1,170 us against 1,490 */
 #define PRUNE_FROM_POSTINGS 50000
 
