@@ -252,8 +252,18 @@ class HitSource(Protocol):
 _LAZY_FIELDS = frozenset(("chunk", "title", "path"))
 
 
+class _LazySource:
+    """The slot where a lazy :class:`Hit` keeps its source: not a dataclass field, so
+    ``fields``, ``asdict``, ``replace``, equality and hashing see only the hit's own."""
+
+    __slots__ = ("_source",)
+    #: a lazy hit's source and chunk row until its chunk is read, then None (unset in
+    #: a hit built whole)
+    _source: tuple[HitSource, int] | None
+
+
 @dataclass(frozen=True, slots=True)
-class Hit:
+class Hit(_LazySource):
     """A search result: the chunk, its document's title and path, and the evidence.
 
     A search of a local index makes its hits with :meth:`lazy`: the chunk, title and path
@@ -270,10 +280,6 @@ class Hit:
     title: str
     path: str
     evidence: tuple[Evidence, ...] = ()
-    #: a lazy hit's source and chunk row until its chunk is read, then None
-    _source: tuple[HitSource, int] | None = field(
-        default=None, init=False, repr=False, compare=False
-    )
 
     @classmethod
     def lazy(

@@ -306,6 +306,19 @@ def test_lazy_hits_are_the_hits_read_whole(built: tuple[Path, Path]) -> None:
     ]
     assert lazy == whole
     assert all(h._source is None for h in lazy)  # read once, then kept
+    import dataclasses
+
+    assert [f.name for f in dataclasses.fields(Hit)] == [
+        "rank",
+        "score",
+        "chunk",
+        "title",
+        "path",
+        "evidence",
+    ]
+    assert dataclasses.asdict(kb.search("hub reset button", mode="bm25", k=2)[0]) == (
+        dataclasses.asdict(whole[0])
+    )
     moved = replace(kb.search("hub reset button", mode="bm25", k=2)[0], rank=7)
     assert moved == replace(whole[0], rank=7)
     late = kb.search("hub reset button", mode="bm25", k=2)
