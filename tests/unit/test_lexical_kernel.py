@@ -83,10 +83,11 @@ def test_pruned_top_k_is_the_exact_top_k(seed: int) -> None:
         for k in (1, 3, 10, 64, 65):
             assert pruned.search(terms, k) == plain.search(terms, k)
         assert not pruned._buffers()[0].any()
-    known = pruned._max_weights >= 0  # the largest weights met are each term's largest
+    maxima = pruned._term_maxima()
+    known = maxima >= 0  # the largest weights met are each term's largest
     indptr, weights = pruned._indptr, pruned._weights
     for t in np.flatnonzero(known)[:200].tolist():
-        assert pruned._max_weights[t] == weights[indptr[t] : indptr[t + 1]].max()
+        assert maxima[t] == weights[indptr[t] : indptr[t + 1]].max()
 
 
 @pytest.mark.skipif(lexical_index._kernel is None, reason="kernel not built (see above)")
@@ -210,3 +211,22 @@ def test_slotted_values_with_and_without_the_kernel(monkeypatch: pytest.MonkeyPa
             lexical_index._kernel.instances(ScoredChunk, ("row", "score"), ([1], [1.0, 2.0]))
     monkeypatch.setattr(lexical_index, "_kernel", None)
     assert lexical_index.slotted_values(ScoredChunk, names, columns) == expected
+
+
+@pytest.mark.skipif(lexical_index._kernel is None, reason="kernel not built (see above)")
+def test_pruned_searches_on_threads_give_the_serial_runs() -> None:
+    """Threads fill the shared term maxima while they prune (each its own scratch):
+    every run is the serial one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    serial = _zipf_index(5, 3000, 2000)
+    serial.prune_from = None
+    threaded = _zipf_index(5, 3000, 2000)
+    threaded.prune_from = 0
+    rng = np.random.default_rng(7)
+    queries = [
+        [f"w{i}" for i in rng.integers(0, 40, size=int(rng.integers(2, 7)))] for _ in range(400)
+    ]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        runs = list(pool.map(lambda q: threaded.search(q, 10), queries))
+    assert runs == [serial.search(q, 10) for q in queries]

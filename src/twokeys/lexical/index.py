@@ -66,7 +66,8 @@ class ArrayLexicalIndex(LexicalIndex):
         self._scratch = threading.local()  # the kernel's zeroed scores, one set per thread
         # each term's largest weight, filled in by the kernel as queries meet the term
         # (-1: not known yet), which lets it prune a query's top k (same results)
-        self._max_weights = np.full(len(indptr) - 1 if len(indptr) else 0, -1.0, np.float32)
+        # (made on the first search: opening an index for one query does not pay for it)
+        self._max_weights: npt.NDArray[np.float32] | None = None
         # a query of this many postings or more is pruned (0: every query; None: none)
         self.prune_from: int | None = PRUNE_FROM_POSTINGS
         # the kernel reads these layouts (as written by build_term_matrix); anything else
@@ -115,7 +116,7 @@ class ArrayLexicalIndex(LexicalIndex):
                 return []
             scores, touched, cand = self._buffers()
             prune = self.prune_from
-            pruning = () if prune is None else (self._max_weights, cand, prune)
+            pruning = () if prune is None else (self._term_maxima(), cand, prune)
             rows, values = _kernel.top_k(
                 self._indptr,
                 self._indices,
@@ -138,6 +139,15 @@ class ArrayLexicalIndex(LexicalIndex):
         if allowed is not None:
             return _run(*top_k_allowed(scores, k, allowed, only_positive=True))
         return _run(*top_k(scores, k, only_positive=True))
+
+    def _term_maxima(self) -> npt.NDArray[np.float32]:
+        """Each term's largest weight as the kernel has found it (-1: not yet). Threads
+        that make it at once each fill their own until one is kept: the values agree."""
+        maxima = self._max_weights
+        if maxima is None:
+            n_terms = len(self._indptr) - 1 if len(self._indptr) else 0
+            maxima = self._max_weights = np.full(n_terms, -1.0, np.float32)
+        return maxima
 
     def _buffers(
         self,
