@@ -392,6 +392,10 @@ class LocalIndex(IndexReader):
             raise IndexFormatError(f"{self.path}: chunk rows {missing[:5]} missing from database")
         return [found[int(r)] for r in rows]
 
+    def hit_source(self) -> hittable.HitTable | None:
+        """The hit files, which a lazy hit reads on first use (none before they existed)."""
+        return self._hits()
+
     def chunks_with_source(self, rows: Sequence[int]) -> list[tuple[Chunk, str, str]]:
         """Chunks with their document's title and path: from the hit files, or from SQLite
         in one joined query per 500 rows for an index written before them."""
