@@ -11,19 +11,29 @@ MiniLM int8, ``explain`` on for the sensors' ranks in the metadata; and
 
 Collections: SciFact (``../shared/data/scifact``) and the two documentation collections
 of ``benchmarks/techdocs.py`` (``python-docs``, ``git-docs``; build them first with
-``python -m benchmarks.techdocs build DIR``). Test-split queries only. Embedding every
-chunk with float32 MiniLM on this machine's 2 shared cores takes minutes per thousand
-chunks per system, so each collection is cut to a sample: the first ``--queries`` test
-queries (by hash of their id) whose relevant documents fit in half of ``--max-chars``,
-all of their relevant documents, and other documents (by hash of their id) until the
-corpus holds ``--max-chars`` characters. Every system sees the same cut corpus and
-queries; the cut is printed and saved.
+``python -m benchmarks.techdocs build DIR``). Test-split queries only (``--split`` dev or
+train is for diagnosis). Whole collections by default; embedding every chunk with
+float32 MiniLM takes minutes per thousand chunks per system on one core, so
+``--max-chars [COLLECTION=]N`` cuts a corpus to a sample (:func:`cut`). Every system sees
+the same corpus and queries; the cut is printed and saved. Each system's build (our
+index, the peers' FAISS / LlamaIndex stores) is kept under ``--work`` and reused while
+its corpus is unchanged, with the time it took.
 
 Quality: nDCG@10 over documents (each system fetches 30 chunks; chunks collapse to their
-document at its best chunk, ``twokeys.evaluation.runs.doc_ranking``), by ir-measures.
-Speed: the median wall time of one framework call (``invoke`` / ``retrieve``) per query,
-after a warm-up query; every system single-threaded (``OMP_NUM_THREADS=1`` ...), run
-one after another on the same machine in one run of this script.
+document at its best chunk, as ``twokeys.evaluation.runs.doc_ranking`` does), by
+ir-measures.
+
+Speed: every system runs in a process of its own, single-threaded (``OMP_NUM_THREADS=1``
+for torch, one onnxruntime thread for ours), started and built one after another; then
+each query goes to every system in turn (the order rotating by query), so a burst of load
+elsewhere falls on all of them alike. Per call (``invoke`` / ``retrieve``, after a
+warm-up query that is not a test query): wall time and the process's CPU time, as
+median and p95, and each as a ratio to twokeys' LangChain adapter. On a shared machine
+CPU time is the steadier measure of the work a call does.
+
+``--profile SYSTEM COLLECTION N`` times the parts of our call (query embedding, BM25,
+dense, fusion, ``explain``, the adapter) on N queries and prints a cProfile of it;
+``frameworks_peers.py SYSTEM WORKDIR --profile N`` does the same for a peer.
 
 Run: ``python -m benchmarks.frameworks --peer-python /work/cache/fw-venv/bin/python``.
 """
@@ -42,7 +52,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import DATA, REPO, SINGLE_THREAD_ENV, WORK, log, save_result
+from benchmarks.common import DATA, REPO, RESULTS, SINGLE_THREAD_ENV, WORK, log, save_result
 
 COLLECTIONS = ("scifact", "python-docs", "git-docs")
 PEERS = ("langchain-ensemble", "llamaindex-fusion")
@@ -364,6 +374,22 @@ def _per_query(qrels: dict[str, dict[str, int]], run: dict[str, list[str]]) -> d
     return {qid: round(_ndcg({qid: qrels[qid]}, {qid: run[qid]}), 4) for qid in run}
 
 
+def _keep_others(results: dict[str, Any]) -> None:
+    """Collections measured by an earlier run (of this version: with CPU times) and not by
+    this one stay in the results, each with its own run's settings and load."""
+    try:
+        earlier = json.loads((RESULTS / "frameworks.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return
+    for name, entry in earlier.get("collections", {}).items():
+        measured = entry.get("systems", {}).get(OURS[0], {})
+        if name not in results["collections"] and "median_cpu_ms" in measured:
+            results["collections"][name] = entry
+    for entry in results["collections"].values():
+        entry.setdefault("settings", results["settings"])
+        entry.setdefault("load_average", results["load_average"])
+
+
 def _max_chars(values: list[str]) -> dict[str, int]:
     out = {}
     for value in values:
@@ -427,6 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.prepare:
         return 0
     results["load_average"] = os.getloadavg()
+    _keep_others(results)
     print(
         f"\n{'collection':<12} {'system':<24} {'nDCG@10':>8} {'median ms':>9} {'p95 ms':>8} "
         f"{'x ours':>7} {'CPU ms':>7} {'x ours':>7} {'build s':>8} {'chunks':>7}"
