@@ -83,13 +83,18 @@ class Encoder(ABC):
             if vector is not None:
                 cache.vectors.move_to_end(text)
                 return vector
-        vector = self.encode([text], "query").reshape(-1)
+        vector = self.encode_one(text)
         vector.flags.writeable = False
         with cache.lock:
             cache.vectors[text] = vector
             if len(cache.vectors) > QUERY_CACHE_SIZE:
                 cache.vectors.popitem(last=False)
         return vector
+
+    def encode_one(self, text: str) -> npt.NDArray[np.float32]:
+        """One query's L2-normalised vector, uncached: a backend may override it with a
+        path for a single text (:meth:`encode` batches many)."""
+        return self.encode([text], "query").reshape(-1)
 
     def _query_cache(self) -> _QueryCache:
         cache: _QueryCache | None = self.__dict__.get("_queries")
