@@ -26,6 +26,11 @@ most of the question (the cue any query-aware trimming relies on), and, for ``pa
 each budget, whether a missed fact was not retrieved in the top 100, retrieved below
 the fused top 40, or retrieved in the top 40 but not packed.
 
+``--units 125,250,500`` asks which retrieval unit holds the answer in a budget: it indexes
+each collection again at each chunk size (``OUT/<name>/units/``; BM25 only unless
+``--units-mode hybrid``, which embeds every chunk again: slow on a small CPU) and prints
+naive top-k's context recall at each budget and the gold-chunk recall at 10 / 40 / 100.
+
 ``--variants`` compares packings of the same fused top 40 (``--split train`` to choose,
 ``dev`` to confirm): whole chunks in rank order stopping at the first that does not fit
 (``top-k``) or skipping it (``top-k skip``), :func:`pack`, windows, every chunk trimmed to
@@ -50,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from twokeys import IndexOptions, build_index, open_index
+from twokeys.chunking import ChunkerConfig
 from twokeys.engine import Index
 from twokeys.evaluation.answers import Piece, QAItem, context_recall, holds, load_qa
 from twokeys.rag.packing import SEPARATOR, Budget, SubQueryHits, pack
@@ -246,10 +252,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--grid", action="store_true")
     parser.add_argument("--diagnose", action="store_true")
     parser.add_argument("--variants", action="store_true")
+    parser.add_argument("--units", help="chunk sizes in tokens, comma-separated")
+    parser.add_argument("--units-mode", choices=("bm25", "hybrid"), default="bm25")
     args = parser.parse_args(argv)
     budgets = tuple(args.budget or BUDGETS)
     if args.diagnose:
         return diagnose(args.out, args.only, args.split, budgets)
+    if args.units:
+        sizes = [int(x) for x in args.units.split(",")]
+        return units(args.out, args.only, args.split, budgets, sizes, args.units_mode)
     names = args.only or sorted(p.name for p in args.out.iterdir() if (p / "pages").is_dir())
     runs: list[tuple[str, Scorers, list[Retrieved]]] = []
     for name in names:
@@ -402,6 +413,41 @@ def diagnose(out: Path, only: Sequence[str] | None, split: str, budgets: Sequenc
         counts = [why.count(k) for k in ("not in top 100", f"rank {DEPTH + 1}-100")]
         counts.append(why.count("in top 40, not packed"))
         print(f"| {budget:,} | {len(why)} | " + " | ".join(str(c) for c in counts) + " |")
+    return 0
+
+
+def units(
+    out: Path,
+    only: Sequence[str] | None,
+    split: str,
+    budgets: Sequence[int],
+    sizes: Sequence[int],
+    mode: str,
+) -> int:
+    """The ``--units`` table (module docstring)."""
+    names = only or sorted(p.name for p in out.iterdir() if (p / "pages").is_dir())
+    print(f"| chunk tokens ({mode}) | " + " | ".join(f"top-k {b:,}" for b in budgets), end="")
+    print(" | @10 | @40 | @100 |")
+    print("|---|" + "---|" * (len(budgets) + 3))
+    for size in sizes:
+        chunker = ChunkerConfig(max_tokens=size, overlap_tokens=min(32, 32 * size // 250))
+        options = IndexOptions(encoder="minilm" if mode == "hybrid" else None, chunker=chunker)
+        recall: dict[int, list[float]] = {b: [] for b in budgets}
+        ranks: list[int | None] = []
+        for name in names:
+            path = out / name / "units" / f"{size}-{mode}.twokeys"
+            if not path.exists():
+                print(f"indexing {name} at {size} tokens ...", file=sys.stderr, flush=True)
+                build_index(out / name / "pages", path, options)
+            with open_index(path) as index:
+                for item in (i for i in questions(name, split) if i.answerable):
+                    hits = index.search(item.question, mode=mode, k=max(DEPTHS))
+                    for budget in budgets:
+                        recall[budget].append(context_recall(item.gold, topk_pieces(hits, budget)))
+                    ranks += [_gold_rank(hits, g.doc, g.fact) for g in item.gold]
+        cells = [f"{_mean(v):.3f}" for v in recall.values()]
+        cells += [f"{_share(ranks, d):.2f}" for d in (10, 40, 100)]
+        print(f"| {size} | " + " | ".join(cells) + " |", flush=True)
     return 0
 
 
