@@ -436,6 +436,8 @@ def units(
         ranks: list[int | None] = []
         for name in names:
             path = out / name / "units" / f"{size}-{mode}.twokeys"
+            if mode == "hybrid" and options == IndexOptions():
+                path = index_of(out / name)  # the default index is this one
             if not path.exists():
                 print(f"indexing {name} at {size} tokens ...", file=sys.stderr, flush=True)
                 build_index(out / name / "pages", path, options)
