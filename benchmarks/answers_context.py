@@ -86,6 +86,15 @@ def questions(name: str, split: str | None) -> list[QAItem]:
     return items
 
 
+def collections(out: Path) -> list[str]:
+    """The collections under ``out`` that have pages and questions here."""
+    return sorted(
+        p.name
+        for p in out.iterdir()
+        if (p / "pages").is_dir() and any(ANSWERS.glob(f"{p.name}-qa*.jsonl"))
+    )
+
+
 @dataclass
 class Scorers:
     """The query's idf weights and the dense model, for one index."""
@@ -261,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.units:
         sizes = [int(x) for x in args.units.split(",")]
         return units(args.out, args.only, args.split, budgets, sizes, args.units_mode)
-    names = args.only or sorted(p.name for p in args.out.iterdir() if (p / "pages").is_dir())
+    names = args.only or collections(args.out)
     runs: list[tuple[str, Scorers, list[Retrieved]]] = []
     for name in names:
         items = [i for i in questions(name, args.split) if i.answerable]
@@ -364,7 +373,7 @@ def _gold_rank(hits: Sequence[Hit], doc: str, fact: str) -> int | None:
 
 def diagnose(out: Path, only: Sequence[str] | None, split: str, budgets: Sequence[int]) -> int:
     """The ``--diagnose`` tables (module docstring), over the answerable questions."""
-    names = only or sorted(p.name for p in out.iterdir() if (p / "pages").is_dir())
+    names = only or collections(out)
     ranks: dict[str, list[int | None]] = {m: [] for m in SENSORS}
     pages: list[int | None] = []
     best_sentence: list[bool] = []
@@ -425,7 +434,7 @@ def units(
     mode: str,
 ) -> int:
     """The ``--units`` table (module docstring)."""
-    names = only or sorted(p.name for p in out.iterdir() if (p / "pages").is_dir())
+    names = only or collections(out)
     print(f"| chunk tokens ({mode}) | " + " | ".join(f"top-k {b:,}" for b in budgets), end="")
     print(" | @10 | @40 | @100 |")
     print("|---|" + "---|" * (len(budgets) + 3))

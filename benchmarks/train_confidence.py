@@ -44,6 +44,7 @@ from pathlib import Path
 from benchmarks.answers_context import (
     DEPTH,
     Scorers,
+    collections,
     index_of,
     questions,
     window_pieces,
@@ -166,9 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--l2", type=float, default=1.0)
     parser.add_argument("--only", action="append", help="collection (repeatable) [default: all]")
     args = parser.parse_args(argv)
-    names = args.only or sorted(
-        p.name for p in args.out.iterdir() if (p / "pages").is_dir() and p.name != KB
-    )
+    names = args.only or collections(args.out)
     if not args.no_kb and KB not in names:
         names.append(KB)
     rows = [row for name in names for row in rows_of(args.out, name, args.lexical)]
