@@ -455,7 +455,7 @@ def learned_confidence(index: Index, run: SubQueryHits, llm: LLM | None = None) 
     """The learned confidence (:mod:`twokeys.rag.confidence`) that ``run``'s hits answer
     its query, as a :class:`~twokeys.rag.grounding.Confidence` that decides by it; with
     ``llm``, the model's verdict on the first hits is one of its features."""
-    model = shipped_model()
+    model = shipped_model(lexical=index.backend.vectors is None)
     said = verdict(llm, run.query, [h.text for h in run.hits]) if llm is not None else NOT_ASKED
     evidence = gather(index, run.query, run.hits, verdict=said)
     return Confidence(
