@@ -30,10 +30,10 @@ from twokeys.rag.grounding import (
     _name_runs,
     _names,
     carry_unseen_things,
-    check_sentences,
     retrieval_confidence,
 )
 from twokeys.rag.prompt import DECLINE, render_prompt
+from twokeys.rag.support import check_sentences
 from twokeys.server.openai_api import sources_text
 
 BM25 = AskOptions(mode="bm25")

@@ -54,24 +54,25 @@ from twokeys.engine import MODES, Index
 from twokeys.errors import ConfigError
 from twokeys.filters import parse_filters
 from twokeys.llm.base import LLM, Prompt
-from twokeys.llm.http import ServiceError, ServiceTimeoutError, ServiceUnavailableError
+from twokeys.llm.http import ServiceError
 from twokeys.rag.confidence import shipped as shipped_model
 from twokeys.rag.conversation import Conversation
 from twokeys.rag.decompose import DEFAULT_MAX_PARTS, decompose, decompose_with_llm
 from twokeys.rag.evidence import gather, idf_held, sentence_cosines
 from twokeys.rag.extractive import EXTRACTIVE_NOTE, Similarity, extract
-from twokeys.rag.grounding import (
-    Confidence,
-    SentenceCheck,
-    carry_unseen_things,
-    check_sentences,
-    retrieval_confidence,
-    sentence_citations,
-    strict_text,
-)
-from twokeys.rag.judge import NOT_ASKED, STAGES, rerank, verdict
+from twokeys.rag.followup import Followup, standalone_query
+from twokeys.rag.grounding import Confidence, carry_unseen_things, retrieval_confidence
+from twokeys.rag.judge import NOT_ASKED, STAGES, SupportBudget, rerank, support_verdicts, verdict
 from twokeys.rag.packing import Budget, Focus, PackedContext, SubQueryHits, pack
 from twokeys.rag.prompt import DECLINE, Template, question_text, render_prompt
+from twokeys.rag.support import (
+    SentenceCheck,
+    check_sentences,
+    judged,
+    sentence_citations,
+    strict_text,
+    to_judge,
+)
 from twokeys.rag.windows import pack_context
 from twokeys.text.tokens import TokenCounter, approx_token_counter
 
@@ -111,7 +112,10 @@ class AskOptions:
     filters: tuple[str, ...] = ()  # a search's filters (all hold): only these documents
     context: str = "chunks"  # "windows": sentence windows (twokeys.rag.windows); "chunks": pack
     confidence: str = "rules"  # "learned": twokeys.rag.confidence; "rules": grounding's rules
-    llm_stages: tuple[str, ...] = ()  # with a model: "rerank", "verdict" (twokeys.rag.judge)
+    # with a model (twokeys.rag.judge): "rerank", "verdict", "rewrite" (the follow-up made
+    # standalone and the question split by the model), "support" (each sentence judged)
+    llm_stages: tuple[str, ...] = ()
+    support: SupportBudget = field(default_factory=SupportBudget)  # the support stage's
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "filters", tuple(str(f) for f in self.filters))
@@ -179,6 +183,7 @@ class Plan:
     prompt: Prompt
     counter: str  # how tokens were counted
     confidence: tuple[Confidence, ...] = ()
+    followup: Followup | None = None  # a follow-up's search query and how it was made
 
     @property
     def answerable(self) -> bool:
@@ -249,6 +254,8 @@ class Answer:
             "sources": [s.to_dict() for s in self.sources],
             "budget": _usage(plan),
         }
+        if plan.followup is not None:
+            data["followup"] = plan.followup.to_dict()
         if with_prompt:
             data["context"] = plan.context.text
             data["prompt"] = render_prompt(plan.prompt)
@@ -315,20 +322,30 @@ def ask_events(
     (:func:`twokeys.rag.conversation.fit`; ``options.budget`` is what is left), shown to
     a chat model before the question."""
     options = options or AskOptions()
-    query = search if search is not None and search.strip() else question
+    followup = None
+    if search is not None and search.strip():
+        query = search
+    elif conversation is not None and conversation.earlier_questions:
+        rewrites = llm if "rewrite" in options.llm_stages else None
+        followup = standalone_query(index, conversation, llm=rewrites)
+        query = followup.query
+    else:
+        query = question
     try:
         parts, runs, confidence = _retrieve(index, query, llm, options)
-    except (ServiceUnavailableError, ServiceTimeoutError) as exc:  # --decompose-with-llm
+    except ServiceError as exc:  # the model splitting the question failed
         yield ModelFailed(str(exc))
-        rules = replace(options, decompose="rules")
+        rules = replace(options, decompose="rules", llm_stages=())
         parts, runs, confidence = _retrieve(index, query, None, rules)
         yield Retrieved(parts, runs, confidence)
         plan = _plan(index, question, parts, runs, confidence, None, options)
+        plan = replace(plan, followup=followup)
         yield Packed(plan)
         yield from _generate_events(plan, None, options, _sentence_tools(index), str(exc))
         return
     yield Retrieved(parts, runs, confidence)
     plan = _plan(index, question, parts, runs, confidence, llm, options, conversation)
+    plan = replace(plan, followup=followup)
     yield Packed(plan)
     yield from _generate_events(plan, llm, options, _sentence_tools(index))
 
@@ -409,7 +426,8 @@ def _retrieve(
     question = question.strip()
     if not question:
         raise ConfigError("question: is empty")
-    if options.decompose == "llm":
+    rewrite = llm is not None and "rewrite" in options.llm_stages and options.decompose == "rules"
+    if options.decompose == "llm" or rewrite:
         if llm is None:
             raise ConfigError("decompose: 'llm' needs a language model (--llm)")
         parts = decompose_with_llm(question, llm, max_parts=options.max_parts)
@@ -583,10 +601,28 @@ def _generate_events(
         )
         return
     checks = check_sentences(text, blocks, tools.text_terms)
+    if "support" in options.llm_stages:
+        checks = _judge_support(plan, llm, checks, options.support)
     if options.strict:
         text = strict_text(checks)
     answer = _answer(plan, text, "generated", llm, citations(text, len(blocks)))
     yield Done(replace(answer, checks=checks))
+
+
+def _judge_support(
+    plan: Plan, llm: LLM, checks: tuple[SentenceCheck, ...], budget: SupportBudget
+) -> tuple[SentenceCheck, ...]:
+    """``checks`` with the model's verdict on each cited sentence, within ``budget``
+    (:func:`twokeys.rag.judge.support_verdicts`)."""
+    blocks = {b.number: b.text for b in plan.context.blocks}
+    asked = to_judge(checks)
+    said = support_verdicts(
+        llm,
+        [(checks[i].text, [blocks[n] for n in checks[i].citations]) for i in asked],
+        budget,
+        counter=llm.token_counter(),
+    )
+    return judged(checks, dict(zip(asked, said, strict=True)))
 
 
 def _extractive_events(

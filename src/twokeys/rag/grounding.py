@@ -1,5 +1,5 @@
-"""Grounding: abstain before generation when retrieval found nothing that answers, and
-check after generation that each sentence is backed by the blocks it cites.
+"""Grounding: abstain before generation when retrieval found nothing that answers (the
+check of each generated sentence against its sources is :mod:`twokeys.rag.support`).
 
 **Retrieval confidence** (:func:`retrieval_confidence`) reads the two sensors for one
 sub-query:
@@ -107,30 +107,21 @@ HEIGHT_FLOOR`` (:attr:`Confidence.above_chance`). Weight and floor were set on t
 questions' lowest value (0.427) and the highest below it (0.415), and checked on the
 Python and Git documentation and on 40 general-knowledge questions written by someone
 who had seen none of this (``offtopic-blind.txt``; ``python -m benchmarks.abstention``).
-
-**Sentence support** (:func:`check_sentences`) splits a generated answer into sentences
-and reads the ``[n]`` citations of each: a sentence without one is *uncited*, unless it
-says the sources do not answer (it *declines*, :mod:`twokeys.rag.declines`: the model's
-own abstention, which claims nothing); a cited sentence whose content terms (the index
-analyzer's, stemmed) are mostly absent from the blocks it cites is *unsupported*;
-otherwise *supported*.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from twokeys.lexical.boolean import contains_sequence
 from twokeys.rag.answer_types import AnswerType, expected_type, named_unit, own_words, states
 from twokeys.rag.commands import Command, code_lines, commands, heads, query_runs, unseen_subcommand
-from twokeys.rag.declines import declines, is_decline
 from twokeys.rag.elements import elements
 from twokeys.rag.existence import asked_for
 from twokeys.rag.kinds import (
@@ -144,10 +135,8 @@ from twokeys.rag.kinds import (
     written_pairs,
 )
 from twokeys.rag.menus import departure, head_term, menu_paths, query_path
-from twokeys.rag.packing import Block
 from twokeys.request import SearchRequest
 from twokeys.retrievers.base import indexed_texts
-from twokeys.text.sentences import split_sentences
 
 if TYPE_CHECKING:
     from twokeys.engine import Index
@@ -161,12 +150,8 @@ LEXICAL_ONLY_FLOOR = 0.5
 DENSE_SAMPLE = 512
 PHRASE_CANDIDATES = 256  # chunks read to find a phrase; past that many, it is taken as held
 ANSWER_TYPE_K = 6  # chunks read for the value a question asks for, as ask retrieves
-SUPPORT_MIN = 0.5  # share of a sentence's content terms its cited blocks must hold
 SAME_WORD = 0.9  # a word this close to an unseen name, for the dense model, writes it
 SAME_WORD_CANDIDATES = 512  # distinct words of the retrieved texts compared with a name
-
-Status = Literal["supported", "unsupported", "uncited", "declines"]
-Terms = Callable[[str], list[str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -757,66 +742,3 @@ def _dense_peak(index: Index, query: str) -> tuple[float | None, float | None]:
     if sd <= 0:
         return None, height
     return (top[0].score - chance) / sd, height
-
-
-# --- sentence support -------------------------------------------------------------------
-
-_CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
-
-
-@dataclass(frozen=True, slots=True)
-class SentenceCheck:
-    """One sentence of a generated answer and whether its cited blocks back it."""
-
-    text: str
-    citations: tuple[int, ...]
-    status: Status
-    support: float  # share of its content terms found in the cited blocks
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "text": self.text,
-            "citations": list(self.citations),
-            "status": self.status,
-            "support": round(self.support, 4),
-        }
-
-
-def sentence_citations(sentence: str, n_blocks: int) -> tuple[int, ...]:
-    found = {
-        int(n) for group in _CITATION.findall(sentence) for n in re.split(r"\s*[,;]\s*", group)
-    }
-    return tuple(sorted(n for n in found if 1 <= n <= n_blocks))
-
-
-def check_sentences(text: str, blocks: Sequence[Block], terms: Terms) -> tuple[SentenceCheck, ...]:
-    """Each sentence of ``text`` checked against the blocks it cites (module docstring).
-
-    A citation-only fragment (``[2].``) is attached to the sentence before it."""
-    pieces = [text[a:b] for a, b in split_sentences(text)]
-    merged: list[str] = []
-    for piece in pieces:
-        if merged and not _CITATION.sub("", piece).strip(" .,;:"):
-            merged[-1] = f"{merged[-1]} {piece}"
-        else:
-            merged.append(piece)
-    block_terms = {b.number: set(terms(b.text)) | set(terms(b.heading)) for b in blocks}
-    checks = []
-    for sentence in merged:
-        cited = sentence_citations(sentence, len(blocks))
-        own = Counter(terms(_CITATION.sub(" ", sentence)))
-        if not cited or is_decline(_CITATION.sub(" ", sentence)):
-            status: Status = "declines" if declines(sentence) else "uncited"
-            checks.append(SentenceCheck(sentence, cited, status, 0.0))
-            continue
-        held = set().union(*(block_terms[n] for n in cited))
-        support = sum(c for t, c in own.items() if t in held) / sum(own.values()) if own else 1.0
-        status = "supported" if support >= SUPPORT_MIN else "unsupported"
-        checks.append(SentenceCheck(sentence, cited, status, support))
-    return tuple(checks)
-
-
-def strict_text(checks: Sequence[SentenceCheck]) -> str:
-    """The answer with only its supported sentences, and those saying the sources do not
-    answer."""
-    return " ".join(c.text for c in checks if c.status in ("supported", "declines"))
