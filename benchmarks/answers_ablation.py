@@ -18,13 +18,16 @@ in its own column group: the collection the rules were written on, shown for ref
 A module is switched off by replacing the functions through which it acts with ones that
 find nothing (each rule of :mod:`twokeys.rag.grounding` then reports no unseen command,
 menu step, kind, element, thing or unstated value; the extractive answer orders its
-quotes without a value type or a numbered row).
+quotes without a value type or a numbered row). For comparison, grounding's general
+rules on capitalised words (unseen names, unseen multi-word names) are switched off the
+same way, one at a time.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -67,10 +70,16 @@ MODULES: dict[str, tuple[Patch, ...]] = {
         (extractive, "value_type", lambda *_: None),
     ),
 }
+FITTED = tuple(MODULES)  # the six modules written on the support KB
+# grounding's own rules on capitalised words, switched off for comparison
+MODULES["names"] = ((grounding, "_names", lambda *_: []),)
+MODULES["phrases"] = ((grounding, "_name_runs", lambda *_: []),)
 VARIANTS: dict[str, tuple[str, ...]] = {
     "all rules": (),
-    **{f"- {name}": (name,) for name in MODULES},
-    "- all six": tuple(MODULES),
+    **{f"- {name}": (name,) for name in FITTED},
+    "- all six": FITTED,
+    "- names": ("names",),
+    "- phrases": ("phrases",),
 }
 
 
@@ -108,6 +117,30 @@ class Tally:
         ]
 
 
+def remember_encodings(index: Any) -> None:
+    """Encode each text once per run: the variants read the same sentences and queries."""
+    if index.manifest.encoder is None:
+        return
+    encoder = index.encoder
+    encode, encode_query = encoder.encode, encoder.encode_query
+    texts: dict[tuple[tuple[str, ...], str], Any] = {}
+    queries: dict[str, Any] = {}
+
+    def cached_encode(batch: Sequence[str], kind: str = "document", **more: Any) -> Any:
+        key = (tuple(batch), kind)
+        if key not in texts:
+            texts[key] = encode(list(batch), kind, **more)
+        return texts[key].copy()
+
+    def cached_query(query: str) -> Any:
+        if query not in queries:
+            queries[query] = encode_query(query)
+        return queries[query].copy()
+
+    encoder.encode = cached_encode
+    encoder.encode_query = cached_query
+
+
 def tally(index: Any, items: Sequence[QAItem], options: AskOptions) -> Tally:
     t = Tally()
     for item in items:
@@ -137,22 +170,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.answers_ablation")
     parser.add_argument("--kb", type=Path, default=None, help="an index of the support KB")
     parser.add_argument("--split", default="test")
+    parser.add_argument(
+        "--save", type=Path, default=None, help="a JSON file of finished runs (resumed from)"
+    )
+    parser.add_argument("--only", action="append", default=[], help="run only this variant")
     args = parser.parse_args(argv)
+    variants = {v: off for v, off in VARIANTS.items() if not args.only or v in args.only}
     options = AskOptions()
     sets = blind_sets(args.split)
-    results: dict[str, dict[str, Tally]] = {v: {} for v in VARIANTS}
-    for collection, items in sets.items():
-        with open_index(CORPORA / collection / "pages.twokeys") as index:
-            for variant, off in VARIANTS.items():
-                with switched_off(off):
-                    results[variant][collection] = tally(index, items, options)
-                print(f"{collection} {variant}: done", file=sys.stderr, flush=True)
+    todo: dict[str, tuple[Path, list[QAItem]]] = {
+        c: (CORPORA / c / "pages.twokeys", items) for c, items in sets.items()
+    }
     if args.kb is not None:
-        support = load_qa(SUPPORT_QA, split=args.split)
-        with open_index(args.kb) as kb:
-            for variant, off in VARIANTS.items():
-                with switched_off(off):
-                    results[variant]["support KB"] = tally(kb, support, options)
+        todo["support KB"] = (args.kb, load_qa(SUPPORT_QA, split=args.split))
+    saved: dict[str, list[int]] = {}
+    if args.save is not None and args.save.exists():
+        saved = json.loads(args.save.read_text())
+    results: dict[str, dict[str, Tally]] = {v: {} for v in variants}
+    for collection, (path, items) in todo.items():
+        with open_index(path) as index:
+            remember_encodings(index)
+            for variant, off in variants.items():
+                key = f"{collection} | {variant}"
+                if key not in saved:
+                    with switched_off(off):
+                        saved[key] = list(tally(index, items, options).cells())
+                    if args.save is not None:
+                        args.save.write_text(json.dumps(saved, indent=1))
+                results[variant][collection] = Tally(*saved[key])
+                print(f"{key}: done", file=sys.stderr, flush=True)
     header = "| variant | U abst | A answ | gold cited | correct |"
     lines = [f"Blind test splits ({', '.join(sets)}), all together:", "", header]
     lines.append("|---|---|---|---|---|")
