@@ -1,26 +1,28 @@
-"""Ablation of the answer rules fitted to the support KB, on the blind test splits.
+"""Ablation of the abstention rules, on the blind test splits.
 
 ``python -m benchmarks.answers_ablation [--kb INDEX] [--split test]`` runs ``ask`` (the
 default options: rules confidence, extractive answer, a 2,048-token budget) on the
 questions of one split of every ``benchmarks/answers/*-qa*.jsonl`` file, on the indexes
 ``python -m benchmarks.answers_context`` builds (``$TWOKEYS_CORPORA``, default
 ``/work/cache/corpora/<collection>/pages.twokeys``), once with every rule and once with
-each rule module switched off, and prints one table:
+each rule switched off, and prints one table:
 
 * ``U abst``: unanswerable questions abstained on (want high);
 * ``A answ``: answerable questions answered (want high);
 * ``gold cited``: answerable questions answered with a cited block holding a gold fact;
 * ``correct``: unanswerable abstained plus answerable answered with gold cited, over all.
 
-With ``--kb`` the support KB's ``examples/support-kb/qa.jsonl`` (same split) is run too,
-in its own column group: the collection the rules were written on, shown for reference.
+With ``--kb`` (an index of ``examples/support-kb/docs``) the support KB's
+``examples/support-kb/qa.jsonl`` (same split) is run too, in its own column: the
+collection the rules were first written on, shown for reference.
 
-A module is switched off by replacing the functions through which it acts with ones that
-find nothing (each rule of :mod:`twokeys.rag.grounding` then reports no unseen command,
-menu step, kind, element, thing or unstated value; the extractive answer orders its
-quotes without a value type or a numbered row). For comparison, grounding's general
-rules on capitalised words (unseen names, unseen multi-word names) are switched off the
-same way, one at a time.
+A rule is switched off by replacing the function through which it acts with one that
+finds nothing: grounding's unseen names (capitalised words no chunk holds) and unseen
+phrases (runs of them no chunk holds side by side). The six modules fitted to the
+support KB (``commands``, ``menus``, ``kinds``, ``elements``, ``existence``,
+``answer_types``) were ablated by this script at commit 6ea7c84 and removed after it
+showed no gain (README, "Fewer, general parts"); ``git show 6ea7c84:benchmarks/
+answers_ablation.py`` is that version.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from unittest import mock
 
 from twokeys import open_index
 from twokeys.evaluation.answers import QAItem, load_qa, run_twokeys
-from twokeys.rag import extractive, grounding
+from twokeys.rag import grounding
 from twokeys.rag.ask import AskOptions
 
 ANSWERS = Path(__file__).resolve().parent / "answers"
@@ -47,37 +49,13 @@ CORPORA = Path(os.environ.get("TWOKEYS_CORPORA", "/work/cache/corpora"))
 SUPPORT_QA = REPO / "examples" / "support-kb" / "qa.jsonl"
 
 
-def _none(*_: Any, **__: Any) -> tuple[str, ...]:
-    return ()
-
-
-def _keep(ranked: Sequence[Any], *_: Any) -> list[Any]:
-    return list(ranked)
-
-
 Patch = tuple[object, str, Callable[..., Any]]
 MODULES: dict[str, tuple[Patch, ...]] = {
-    "commands": ((grounding, "_unseen_commands", _none),),
-    "menus": ((grounding, "_unseen_menu_steps", _none),),
-    "kinds": (
-        (grounding, "_unseen_kinds", _none),
-        (extractive, "_numbered_rows_first", _keep),
-    ),
-    "elements": ((grounding, "_unseen_elements", _none),),
-    "existence": ((grounding, "_unseen_things", _none),),
-    "answer_types": (
-        (grounding, "expected_type", lambda *_: None),
-        (extractive, "value_type", lambda *_: None),
-    ),
+    "names": ((grounding, "_names", lambda *_: []),),
+    "phrases": ((grounding, "_name_runs", lambda *_: []),),
 }
-FITTED = tuple(MODULES)  # the six modules written on the support KB
-# grounding's own rules on capitalised words, switched off for comparison
-MODULES["names"] = ((grounding, "_names", lambda *_: []),)
-MODULES["phrases"] = ((grounding, "_name_runs", lambda *_: []),)
 VARIANTS: dict[str, tuple[str, ...]] = {
     "all rules": (),
-    **{f"- {name}": (name,) for name in FITTED},
-    "- all six": FITTED,
     "- names": ("names",),
     "- phrases": ("phrases",),
 }

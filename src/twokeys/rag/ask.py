@@ -6,7 +6,7 @@ from twokeys.llm import from_spec
 from twokeys.rag import ask
 
 with twokeys.open_index("kb.twokeys") as kb:
-    answer = ask(kb, "What does error code ZX-4821 mean?")            # extractive
+    answer = ask(kb, "What does error code E-4821 mean?")             # extractive
     answer = ask(kb, "...", llm=from_spec("ollama:qwen2.5:7b"))        # generated
     print(answer.text)
     for source in answer.sources:
@@ -30,14 +30,24 @@ the answer is "the sources do not answer this" with the closest sources (kind
 are packed only in the room the answered parts leave
 (:func:`~twokeys.rag.packing.pack`'s ``deferred``); no quote is taken for it, and a
 model is told so in the list of parts (:func:`~twokeys.rag.prompt.question_text`).
-After generation each sentence is checked against the blocks it cites; ``strict``
-drops unsupported and uncited ones. A model told the sources do not answer says so
-(:data:`~twokeys.rag.prompt.DECLINE`); an answer that only says that is
-:attr:`Answer.declined`, and, as an abstention, lists its closest sources
-(:mod:`twokeys.rag.declines`): where the sensors see a question's topic covered but
+After generation each sentence is checked against the blocks it cites
+(:mod:`twokeys.rag.support`); ``strict`` drops unsupported and uncited ones. A model
+told the sources do not answer says so (:data:`~twokeys.rag.prompt.DECLINE`); an
+answer that only says that is :attr:`Answer.declined`, and, as an abstention, lists its
+closest sources (:mod:`twokeys.rag.declines`): where the sensors see a question's topic covered but
 not the asked fact, a model reading the passages can still tell. When the model cannot
 be reached, or answers with an error (a wrong model name: HTTP 404), the extractive
 answer is given instead, with ``model_error`` naming the model and saying why.
+
+With a model, ``AskOptions.llm_stages`` turns on its optional stages
+(:mod:`twokeys.rag.judge`): ``rerank`` the fused hits, ``verdict`` on them for the
+learned confidence, ``rewrite`` (a follow-up, given with its ``conversation``, made one
+standalone query by :func:`twokeys.rag.followup.standalone_query`, the chat route's own
+rewrite, and the question split into parts by the model,
+:func:`~twokeys.rag.decompose.decompose_with_llm`), and ``support`` (the model's yes/no
+verdict on each cited sentence, within ``AskOptions.support``: so many sentences, prompt
+tokens and seconds; its "no" marks the sentence unsupported, and ``strict`` drops it).
+A model that fails a stage leaves what the rules did.
 
 Tokens are counted with the model's tokenizer when the backend exposes it, else with
 :func:`~twokeys.chunking.approx_token_counter`.
@@ -61,7 +71,7 @@ from twokeys.rag.decompose import DEFAULT_MAX_PARTS, decompose, decompose_with_l
 from twokeys.rag.evidence import gather, idf_held, sentence_cosines
 from twokeys.rag.extractive import EXTRACTIVE_NOTE, Similarity, extract
 from twokeys.rag.followup import Followup, standalone_query
-from twokeys.rag.grounding import Confidence, carry_unseen_things, retrieval_confidence
+from twokeys.rag.grounding import Confidence, retrieval_confidence
 from twokeys.rag.judge import NOT_ASKED, STAGES, SupportBudget, rerank, support_verdicts, verdict
 from twokeys.rag.packing import Budget, Focus, PackedContext, SubQueryHits, pack
 from twokeys.rag.prompt import DECLINE, Template, question_text, render_prompt
@@ -449,11 +459,9 @@ def _retrieve(
         asks = llm if llm is not None and "verdict" in options.llm_stages else None
         confidence = tuple(learned_confidence(index, run, asks) for run in runs)
     else:
-        confidence = carry_unseen_things(
-            [
-                retrieval_confidence(index, run.query, [hit.text for hit in run.hits[: options.k]])
-                for run in runs
-            ]
+        confidence = tuple(
+            retrieval_confidence(index, run.query, [hit.text for hit in run.hits[: options.k]])
+            for run in runs
         )
     return tuple(parts), runs, confidence
 

@@ -15,13 +15,13 @@ Each candidate is scored by both sensors:
   at :data:`HEADING_SHARE`, and a comment carries the terms of the code it describes;
 * *dense* (when the index has an encoder): the cosine between the sub-query and the
   unit (a row with its header after its heading, as it is shown: ``Exit codes — Code:
-  4; Meaning: Hub unreachable``, since a row's cells do not say what its table is
+  4; Meaning: Server unreachable``, since a row's cells do not say what its table is
   about; a comment without its code), so a paraphrase ("money back if it arrived
   broken") finds the sentence that answers it ("delivered in a defective condition
   ... full refund") with no word in common. A prose sentence counts with the better of
-  two readings: alone, and after the heading right above it (``Can I use my Hub
-  abroad? — The supplied adapter accepts 100 to 240 V ...``), as a section answers its
-  heading: a question that paraphrases the heading ("can I take my hub overseas")
+  two readings: alone, and after the heading right above it (``Can I use it abroad?
+  — The supplied adapter accepts 100 to 240 V ...``), as a section answers its
+  heading: a question that paraphrases the heading ("can I take it overseas")
   finds the answer beneath it even when the answer repeats none of the question, while
   a sentence that matches the question on its own keeps its own cosine.
 
@@ -29,22 +29,15 @@ The score is ``cosine + LEXICAL_SHARE * lexical`` (``lexical`` alone without an
 encoder); ties go to the earlier block and sentence. The best ``per_query`` units
 (that score at least :data:`DENSE_FLOOR`, or :data:`RELATIVE_FLOOR` without an encoder,
 of the best; one row per table, as a row answers one lookup and every row holds its
-table's header words, and the row a question names by number ("exit code 3": the row
-whose ``Code`` cell is 3) takes its table's best place; not a sentence about the page
-itself, "This page explains error code ZX-4821 ...", which states nothing about the
-subject, unless no other unit is there) are quoted as written, each followed by its
-block's citation ``[n]``. For a question that asks for a value (a duration, a number,
-a price, a distance: :func:`twokeys.rag.answer_types.value_type`) the units that state
-one and score within the floor come first, and when the quotes still state none its best
-unit that does is added: the dense model often ranks the sentence that names the topic
-("comes with a limited hardware warranty", "Partial top-ups count as fractions of a
-cycle") above the one that gives the figure ("24 months from purchase", "A full charge
-takes about four hours"). A row, a list item or a comment, a fragment of a
+table's header words; not a sentence about the page itself, "This page explains the
+configuration file ...", which states nothing about the subject, unless no other unit
+is there) are quoted as written, each followed by its block's citation ``[n]``. A row,
+a list item or a comment, a fragment of a
 larger structure, is shown after the heading right above it (``1.2.9 — Added the
 --quiet option``), prose stands alone. Each quote remembers the heading of the chunk it
 comes from, so a block merged from several sections cites the right one. Headings are
-not quoted. Terms come from the index's own analyzer, so ``ZX-4821`` matches only
-``ZX-4821``.
+not quoted. Terms come from the index's own analyzer, so ``v2.4.1`` matches only
+``v2.4.1``.
 
 A fact often spans two sentences, and the dense model often ranks the sentence that
 sets the scene above the one that states the answer, so a quote brings the sentences
@@ -54,13 +47,13 @@ that score at least :data:`NEIGHBOUR_FLOOR` of the best; a lead-in ending in ``:
 brings the sentence after it in its paragraph, and a lead-in whose list follows after a
 blank line ("choose one that:", then the items) brings the items that score at least
 :data:`NEIGHBOUR_FLOOR` of the best, or else its best item: the lead-in alone says
-nothing. A lead-in to a code block or table ("Remove old bundles from the Hub shell:")
-carries that block's terms, so a question about ``hubctl diag purge`` finds the sentence
+nothing. A lead-in to a code block or table ("Remove old logs from the shell:")
+carries that block's terms, so a question about ``logctl purge`` finds the sentence
 that says what the command is for, shown with the code line that holds the most of the
-question's weight beyond the lead-in's own words, the line it was found by (``hubctl
-diag purge --older-than 14d``); as the rest of the code is not quoted, a lead-in to code
+question's weight beyond the lead-in's own words, the line it was found by (``logctl
+purge --older-than 14d``); as the rest of the code is not quoted, a lead-in to code
 brings the prose right after the code block, in its section, which says what the command
-does or shows ("The file lists each disconnect ..."), unless that is a new list item
+does or shows ("It prints each file it removed ..."), unless that is a new list item
 (the next step). A question that asks for a procedure ("how do I ...", "how to ...") is
 answered by steps, and a step of a numbered list means little without the steps before
 it ("Release the button."), so there a quoted step (or a sentence of one) brings the
@@ -70,7 +63,6 @@ and comments are read alone.
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 from collections import Counter
@@ -78,8 +70,6 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from twokeys.errors import ConfigError
-from twokeys.rag.answer_types import states, value_type
-from twokeys.rag.kinds import numbered
 from twokeys.rag.packing import PackedContext
 from twokeys.rag.units import (
     COMMENT,
@@ -179,7 +169,7 @@ def extract(
     sentences = units(context)
     terms = [set(text_terms(s.words)) | set(text_terms(s.introduces)) for s in sentences]
     # the words of its headings (and a row's header) count too, at HEADING_SHARE: a page
-    # about lumatek-cli is about it in every sentence, whether or not the sentence says so
+    # about a tool is about it in every sentence, whether or not the sentence says so
     above = [
         set(text_terms(f"{s.section}\n{s.header}\n{s.heading}")) - ts
         for s, ts in zip(sentences, terms, strict=True)
@@ -213,18 +203,12 @@ def extract(
         if len(about) < len(own):
             own = [i for i in own if i not in about]
         ranked = _rank(query, own, sentences, lexical, similarity)
-        ranked = _numbered_rows_first(ranked, sentences, query, query_terms)
         ranked = _one_row_per_table(ranked, sentences)
         if not ranked:
             continue
         best = ranked[0][0]
         floor = (DENSE_FLOOR if similarity is not None else RELATIVE_FLOOR) * best
         scores = dict.fromkeys(own, 0.0) | {i: score for score, i in ranked}
-        asked = value_type(query)
-        stating = {i for i in own if states(asked, sentences[i].text)} if asked else set()
-        # a question for a value is answered by a unit that states one: those close enough
-        # to the best are quoted first
-        ranked = sorted(ranked, key=lambda r: not (r[0] >= floor and r[1] in stating))
         chosen: list[int] = []
         for score, si in ranked[:per_query]:
             if score < floor:
@@ -250,9 +234,6 @@ def extract(
                 strong = [j for j in items if scores[j] >= NEIGHBOUR_FLOOR * best]
                 read_with += strong or [max(items, key=lambda j: (scores[j], -j))]
             chosen.extend(sorted({si, *read_with}))
-        if stating and not stating.intersection(chosen):
-            # the question asks for a value the quotes do not give: its best unit that does
-            chosen.extend(itertools.islice((si for _, si in ranked if si in stating), 1))
         for si in chosen:
             seen.add(si)
             s = sentences[si]
@@ -260,37 +241,6 @@ def extract(
             text = f"{s.text} `{line}`" if line else s.text
             quotes.append(Quote(text, s.number, qi, s.heading, _label(s)))
     return Extract(tuple(quotes), _render(quotes, queries, unanswered))
-
-
-def _numbered_rows_first(
-    ranked: Sequence[tuple[float, int]],
-    sentences: Sequence[Unit],
-    query: str,
-    query_terms: Terms,
-) -> list[tuple[float, int]]:
-    """``ranked`` with the row a question names by number ("exit code 3": the row whose
-    "Code" cell is 3, :func:`~twokeys.rag.kinds.numbered`) in its table's best place: the
-    dense model and shared words tell one row of a table from another by its other
-    cells, which the question does not give."""
-    asked = {(n.term, str(n.number)) for n in numbered(query, query_terms)}
-    named = {i for _, i in ranked if asked and _names_row(sentences[i], asked, query_terms)}
-    out = list(ranked)
-    for table in {sentences[i].table for i in named}:
-        places = [k for k, (_, i) in enumerate(out) if sentences[i].table == table]
-        rows = sorted((out[k][1] for k in places), key=lambda i: i not in named)
-        for k, i in zip(places, rows, strict=True):
-            out[k] = (out[k][0], i)  # the place keeps its score: the ranking is unchanged
-    return out
-
-
-def _names_row(row: Unit, asked: set[tuple[str, str]], query_terms: Terms) -> bool:
-    """Whether ``row`` has a cell ``asked`` names: the number under a header that is the
-    asked word (``Code`` 3)."""
-    for head, cell in row.columns:
-        terms = query_terms(head)
-        if len(terms) == 1 and (terms[0], cell.strip()) in asked:
-            return True
-    return False
 
 
 def _one_row_per_table(

@@ -4,7 +4,7 @@ together.
 A block's text is read into units (:func:`units`):
 
 * prose sentences and list items (a list item may be a numbered step);
-* table rows, each cell after its column's header (``Code: 4; Meaning: Hub
+* table rows, each cell after its column's header (``Code: 4; Meaning: Server
   unreachable``): the header says what the cells mean;
 * whole-line comments of a fenced code block (``# Verify a downloaded manifest ...``),
   quoted with the code line after them.
@@ -58,7 +58,6 @@ class Unit:
     after_code: bool = False  # prose right after the code a lead-in introduced (no new item)
     step: int = 0  # the number of the numbered list item it is (or continues on its line)
     item_no: int = 0  # the list item it is or continues (numbered across the context), 0: none
-    columns: tuple[tuple[str, str], ...] = ()  # a row's (header, cell) pairs, under a header
     chunk: str = ""  # the id of the chunk it comes from
 
     @property
@@ -119,12 +118,9 @@ def units(context: PackedContext) -> list[Unit]:
                     paragraph += 1  # a row is read alone
                     at = block.heading_at(a)
                     plain, named = _row(cells, None), " ".join(header or ())
-                    columns: tuple[tuple[str, str], ...] = ()
-                    if header is not None and len(header) == len(cells):
-                        columns = tuple(zip(header, cells, strict=True))
                     sentence = Unit(*where, row, at, paragraph, "", "row", tables, plain)
                     chunk = block.chunk_at(a)
-                    out.append(replace(sentence, header=named, columns=columns, chunk=chunk))
+                    out.append(replace(sentence, header=named, chunk=chunk))
                     paragraph += 1
                 continue
             header, in_table = None, False
@@ -218,7 +214,7 @@ def _is_rule(cells: Sequence[str]) -> bool:
 
 def _row(cells: Sequence[str], header: Sequence[str] | None) -> str:
     """A table row as a sentence: each cell after its column's header, ``Code: 4;
-    Meaning: Hub unreachable`` (the cells alone when the block holds no header)."""
+    Meaning: Server unreachable`` (the cells alone when the block holds no header)."""
     if header is None or len(header) != len(cells):
         return "; ".join(c for c in cells if c)
     return "; ".join(f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=True) if c)
