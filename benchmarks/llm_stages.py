@@ -47,8 +47,8 @@ CORPORA = Path(os.environ.get("TWOKEYS_CORPORA", "/work/cache/corpora"))
 BLIND = {"rust-book": "rust-book-qa.jsonl", "sqlite-docs": "sqlite-docs-qa.jsonl"}
 
 
-def rewrite(llm: LLM) -> dict[str, Any]:
-    rows = conversations("support-kb")
+def rewrite(llm: LLM, limit: int | None = None) -> dict[str, Any]:
+    rows = conversations("support-kb")[:limit]
     with open_index(index_for("support-kb", SUPPORT_KB)) as index:
         rule = [standalone_query(index, _conversation(r["turns"])) for r in rows]
         started = time.perf_counter()
@@ -93,8 +93,9 @@ def pairs(collection: str, file: str) -> list[tuple[str, str, bool, Index]]:
     return out
 
 
-def support(llm: LLM) -> dict[str, Any]:
-    rows = [p for collection, file in BLIND.items() for p in pairs(collection, file)]
+def support(llm: LLM, limit: int | None = None) -> dict[str, Any]:
+    each = None if limit is None else 2 * max(1, limit // (2 * len(BLIND)))
+    rows = [p for collection, file in BLIND.items() for p in pairs(collection, file)[:each]]
     words = model = yes = unjudged = asked = 0
     started = time.perf_counter()
     for sentence, passage, supported, index in rows:
@@ -125,10 +126,13 @@ def _mean(values: Any) -> float:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.llm_stages", description=__doc__)
     parser.add_argument("--llm", default="local", help="the model spec [default: local]")
+    parser.add_argument(
+        "--limit", type=int, default=None, help="at most this many follow-ups and pairs"
+    )
     args = parser.parse_args(argv)
     llm = from_spec(args.llm, context_tokens=2048)
     try:
-        results = {"rewrite": rewrite(llm), "support": support(llm)}
+        results = {"rewrite": rewrite(llm, args.limit), "support": support(llm, args.limit)}
     finally:
         llm.close()
     for stage, data in results.items():
