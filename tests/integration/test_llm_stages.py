@@ -189,7 +189,7 @@ def test_rewrite_stage_splits_a_multi_part_question_with_the_model(
     with ChatServer(script(parts=parts)) as server:
         _, data = ask(support_kb_bm25, server.url, question, "--llm-stage", "rewrite")
     assert data["sub_queries"] == parts.splitlines()
-    assert "followup" not in data  # no earlier question: nothing to make standalone
+    assert data["followup"] is None  # no earlier question: nothing to make standalone
 
 
 def _closed_port() -> int:

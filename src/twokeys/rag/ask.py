@@ -263,9 +263,8 @@ class Answer:
             "sentences": [c.to_dict() for c in self.checks],
             "sources": [s.to_dict() for s in self.sources],
             "budget": _usage(plan),
+            "followup": plan.followup.to_dict() if plan.followup is not None else None,
         }
-        if plan.followup is not None:
-            data["followup"] = plan.followup.to_dict()
         if with_prompt:
             data["context"] = plan.context.text
             data["prompt"] = render_prompt(plan.prompt)

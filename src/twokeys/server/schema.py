@@ -216,7 +216,7 @@ class AnswerData(TypedDict):
     sentences: list[dict[str, Any]]
     sources: list[SourceData]
     budget: dict[str, Any]
-    followup: NotRequired[dict[str, Any]]  # a follow-up's standalone query (ask --earlier)
+    followup: dict[str, Any] | None  # a follow-up's standalone query (ask --earlier)
     context: NotRequired[str]
     prompt: NotRequired[str]
 
