@@ -329,7 +329,10 @@ def ask_events(
     follow-up made standalone, :mod:`twokeys.rag.followup`). ``conversation``: the
     chat so far, already fitted to its share of the model's context
     (:func:`twokeys.rag.conversation.fit`; ``options.budget`` is what is left), shown to
-    a chat model before the question."""
+    a chat model before the question. Given a conversation with earlier questions and no
+    ``search``, the question is searched as a follow-up made standalone
+    (:func:`~twokeys.rag.followup.standalone_query`: by the model with the ``rewrite``
+    stage, else by the rule), recorded in :attr:`Plan.followup`."""
     options = options or AskOptions()
     followup = None
     if search is not None and search.strip():
