@@ -21,7 +21,7 @@ something to search is left without a chunk.
 Within a section blocks are packed greedily. A block too big on its own is cut into
 pieces: prose and list items at sentence ends (:func:`twokeys.text.sentences.sentence_spans`),
 tables and front matter at lines, code at lines only; a sentence or row still too big
-is cut at whitespace, so ``ZX-4821`` or
+is cut at whitespace, so ``E-4821`` or
 ``/etc/grub.d/40_custom`` stay whole. Only a word bigger than the cap on its own (a
 base64 blob) is cut inside, into equal slices that fit. A chunk exceeds the cap only
 when one code line is bigger than it (or when the heading line alone takes over half

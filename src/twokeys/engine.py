@@ -2,7 +2,7 @@
 
 import twokeys
 kb = twokeys.open_index("kb.twokeys")
-for hit in kb.search("What does error code ZX-4821 mean?", k=5):
+for hit in kb.search("What does error code E-4821 mean?", k=5):
     print(hit.rank, hit.path, hit.chunk.heading)
 
 Concurrency contract. One :class:`Index` may answer searches from any number of threads

@@ -173,7 +173,7 @@ class Chunk:
 
     ``start``/``end`` are character offsets into ``Document.text`` and
     ``text == document.text[start:end]``. ``heading_path`` is the chain of headings
-    above the chunk, e.g. ``("Troubleshooting", "Power", "ZX-4821")``.
+    above the chunk, e.g. ``("Troubleshooting", "Power", "E-4821")``.
 
     Its :attr:`id`, ``<document id>#<position>``, is stable: re-indexing other documents
     leaves it (and what it names) unchanged, unlike the chunk's row in an index, which

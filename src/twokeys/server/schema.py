@@ -216,6 +216,7 @@ class AnswerData(TypedDict):
     sentences: list[dict[str, Any]]
     sources: list[SourceData]
     budget: dict[str, Any]
+    followup: dict[str, Any] | None  # a follow-up's standalone query (ask --earlier)
     context: NotRequired[str]
     prompt: NotRequired[str]
 
