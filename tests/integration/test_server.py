@@ -242,7 +242,9 @@ def test_limits_and_malformed_bodies_are_4xx_saying_what_was_wrong(built: Path) 
         r = post("/documents", json={"documents": [{"id": " a", "text": "x"}]})
         assert r.status_code == 400 and "white space" in r.json()["detail"]
         r = post("/documents", files={"file": ("notes.pdf", b"%PDF-1.4")})
-        assert r.status_code == 400 and "unsupported file type '.pdf'" in r.json()["detail"]
+        assert r.status_code == 400 and r.json()["detail"].startswith("notes.pdf: ")
+        r = post("/documents", files={"file": ("notes.xyz", b"x")})
+        assert r.status_code == 400 and "unsupported file type '.xyz'" in r.json()["detail"]
 
 
 def test_unknown_ids_are_404(base: str) -> None:

@@ -650,7 +650,8 @@ async def _uploaded(request: Request, limits: Limits) -> list[Document]:
         if not doc_id:
             raise RequestError(422, f"file {i + 1}: has no file name; give an id")
         raw = await upload.read()
-        docs.append(read_document(raw, check_id(doc_id), Path(name).suffix or ".txt"))
+        suffix = Path(name).suffix or ".txt"  # a PDF or DOCX is parsed off the event loop
+        docs.append(await run_in_threadpool(read_document, raw, check_id(doc_id), suffix))
     return docs
 
 

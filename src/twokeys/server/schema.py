@@ -227,6 +227,8 @@ class ChunkData(TypedDict):
     heading: str
     start: int
     end: int
+    locator: dict[str, Any]  # the set fields of the chunk's Locator (page, slide, ...)
+    cite: str  # "manual.pdf p. 12", or the path
     text: str
 
 
