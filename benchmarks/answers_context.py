@@ -17,6 +17,29 @@ block from the gold page (:func:`twokeys.evaluation.answers.context_recall`); bu
 are context tokens (:func:`~twokeys.text.tokens.approx_token_counter`).
 ``--grid`` tries window settings on the chosen split (use ``--split train``) and prints
 each one's mean recall over the budgets.
+
+``--diagnose`` says where the misses come from: each sensor's recall ceiling by depth
+(the share of gold facts inside a retrieved chunk of their page, bm25 / dense / the
+default hybrid and three other fusions at 5 to 100), the page ceiling (a chunk of the
+gold page at all), how often the gold fact sits in the chunk's sentence that holds
+most of the question (the cue any query-aware trimming relies on), and, for ``pack`` at
+each budget, whether a missed fact was not retrieved in the top 100, retrieved below
+the fused top 40, or retrieved in the top 40 but not packed.
+
+``--units 125,250,500`` asks which retrieval unit holds the answer in a budget: it indexes
+each collection again at each chunk size (``OUT/<name>/units/``; BM25 only unless
+``--units-mode hybrid``, which embeds every chunk again: slow on a small CPU) and prints
+naive top-k's context recall at each budget and the gold-chunk recall at 10 / 40 / 100.
+
+``--variants`` compares packings of the same fused top 40 (``--split train`` to choose,
+``dev`` to confirm): whole chunks in rank order stopping at the first that does not fit
+(``top-k``) or skipping it (``top-k skip``), :func:`pack`, windows, every chunk trimmed to
+its best sentence and two neighbours either side, one more chunk of an already chosen
+page counted as half a rank lower (diversity across pages), k cut at the first fused
+score gap over 30%, and chunks chosen by an expected-recall-per-token prior
+(``rank^-1.3 / tokens``, the exponent fitted to the train splits' gold ranks). The
+chunk variants count tokens as ``top-k`` does (texts and separators, no labels);
+``pack`` and windows pay for their labels.
 """
 
 from __future__ import annotations
@@ -32,10 +55,12 @@ from pathlib import Path
 import numpy as np
 
 from twokeys import IndexOptions, build_index, open_index
+from twokeys.chunking import ChunkerConfig
 from twokeys.engine import Index
-from twokeys.evaluation.answers import Piece, QAItem, context_recall, load_qa
+from twokeys.evaluation.answers import Piece, QAItem, context_recall, holds, load_qa
 from twokeys.rag.packing import SEPARATOR, Budget, SubQueryHits, pack
 from twokeys.rag.windows import WindowOptions, pack_windows
+from twokeys.text.sentences import split_sentences
 from twokeys.text.tokens import approx_token_counter
 from twokeys.types import Hit
 
@@ -59,6 +84,15 @@ def questions(name: str, split: str | None) -> list[QAItem]:
             replace(i, id=f"{qa.stem}:{i.id}") for i in load_qa(qa) if split in (None, i.split)
         ]
     return items
+
+
+def collections(out: Path) -> list[str]:
+    """The collections under ``out`` that have pages and questions here."""
+    return sorted(
+        p.name
+        for p in out.iterdir()
+        if (p / "pages").is_dir() and any(ANSWERS.glob(f"{p.name}-qa*.jsonl"))
+    )
 
 
 @dataclass
@@ -133,6 +167,75 @@ def window_pieces(
     return [Piece(b.path, b.render()) for b in blocks]
 
 
+def topk_skip_pieces(hits: Sequence[Hit], budget: int) -> list[Piece]:
+    """Whole chunks in rank order, a chunk that does not fit skipped (not the end)."""
+    return _fill(hits, range(len(hits)), budget)
+
+
+def _cost(hit: Hit) -> int:
+    # counted as top-k counts: the chunk's text and a separator, no label
+    return approx_token_counter([f"{hit.text}{SEPARATOR}"])[0]
+
+
+def _fill(hits: Sequence[Hit], order: Sequence[int], budget: int) -> list[Piece]:
+    used, keep = 0, []
+    for i in order:
+        cost = _cost(hits[i])
+        if used + cost <= budget:
+            keep.append(i)
+            used += cost
+    return [Piece(hits[i].path, hits[i].text) for i in sorted(keep)]
+
+
+def trimmed_pieces(
+    hits: Sequence[Hit], budget: int, held: Callable[[str], float], around: int = 2
+) -> list[Piece]:
+    """Chunks in rank order, each cut to the sentence holding most of the query and
+    ``around`` sentences either side."""
+    pieces: list[Piece] = []
+    used = 0
+    for hit in hits:
+        spans = split_sentences(hit.text)
+        if not spans:
+            continue
+        scores = [held(hit.text[s:e]) for s, e in spans]
+        best = max(range(len(spans)), key=lambda j: (scores[j], -j))
+        lo, hi = max(0, best - around), min(len(spans), best + around + 1)
+        text = hit.text[spans[lo][0] : spans[hi - 1][1]]
+        cost = approx_token_counter([f"{text}{SEPARATOR}"])[0]
+        if used + cost <= budget:
+            pieces.append(Piece(hit.path, text))
+            used += cost
+    return pieces
+
+
+def diverse_pieces(hits: Sequence[Hit], budget: int, penalty: float = 0.5) -> list[Piece]:
+    """Top-k over ranks pushed down by ``penalty`` for each earlier chunk of the page."""
+    seen: dict[str, int] = {}
+    keys = []
+    for i, hit in enumerate(hits):
+        keys.append((i + penalty * seen.get(hit.doc_id, 0), i))
+        seen[hit.doc_id] = seen.get(hit.doc_id, 0) + 1
+    order = [i for _, i in sorted(keys)]
+    return _fill(hits, order, budget)
+
+
+def gap_pieces(hits: Sequence[Hit], budget: int, gap: float = 0.3) -> list[Piece]:
+    """Top-k of the hits before the first fused score drop of more than ``gap``."""
+    k = len(hits)
+    for i in range(1, len(hits)):
+        if hits[i].score < hits[i - 1].score * (1 - gap):
+            k = i
+            break
+    return topk_skip_pieces(hits[:k], budget)
+
+
+def density_pieces(hits: Sequence[Hit], budget: int, decay: float = 1.3) -> list[Piece]:
+    """Chunks by expected recall per token: ``(rank + 1) ** -decay / tokens``."""
+    order = sorted(range(len(hits)), key=lambda i: -((i + 1) ** -decay) / _cost(hits[i]))
+    return _fill(hits, order, budget)
+
+
 @dataclass(frozen=True)
 class Retrieved:
     item: QAItem
@@ -156,9 +259,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, action="append")
     parser.add_argument("--only", action="append")
     parser.add_argument("--grid", action="store_true")
+    parser.add_argument("--diagnose", action="store_true")
+    parser.add_argument("--variants", action="store_true")
+    parser.add_argument("--units", help="chunk sizes in tokens, comma-separated")
+    parser.add_argument("--units-mode", choices=("bm25", "hybrid"), default="bm25")
     args = parser.parse_args(argv)
     budgets = tuple(args.budget or BUDGETS)
-    names = args.only or sorted(p.name for p in args.out.iterdir() if (p / "pages").is_dir())
+    if args.diagnose:
+        return diagnose(args.out, args.only, args.split, budgets)
+    if args.units:
+        sizes = [int(x) for x in args.units.split(",")]
+        return units(args.out, args.only, args.split, budgets, sizes, args.units_mode)
+    names = args.only or collections(args.out)
     runs: list[tuple[str, Scorers, list[Retrieved]]] = []
     for name in names:
         items = [i for i in questions(name, args.split) if i.answerable]
@@ -171,6 +283,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
             flush=True,
         )
+    if args.variants:
+        variants(runs, budgets)
+        return 0
     if args.grid:
         grid = itertools.product((20, 30), (0, 1), (0, 1), (0.5, 1.0))
         for depth, before, after, prior in grid:
@@ -218,6 +333,146 @@ def main(argv: Sequence[str] | None = None) -> int:
             + " |"
         )
     return 0
+
+
+def variants(runs: Sequence[tuple[str, Scorers, list[Retrieved]]], budgets: Sequence[int]) -> None:
+    """The ``--variants`` table: recall of each packing at each budget, all collections."""
+    Packer = Callable[[Retrieved, Callable[[str], float], int], list[Piece]]
+    packers: dict[str, Packer] = {
+        "top-k": lambda r, held, b: topk_pieces(r.hits, b),
+        "top-k skip": lambda r, held, b: topk_skip_pieces(r.hits, b),
+        "pack": lambda r, held, b: pack_pieces(r.item.question, r.hits, b, held),
+        "windows": lambda r, held, b: window_pieces(r.hits, b, held, None, WindowOptions()),
+        "trimmed +-2": lambda r, held, b: trimmed_pieces(r.hits, b, held),
+        "page diversity": lambda r, held, b: diverse_pieces(r.hits, b),
+        "k by score gap": lambda r, held, b: gap_pieces(r.hits, b),
+        "expected recall/token": lambda r, held, b: density_pieces(r.hits, b),
+    }
+    print("| packing | " + " | ".join(f"{b:,}" for b in budgets) + " | mean |")
+    print("|---|" + "---|" * (len(budgets) + 1))
+    for label, packer in packers.items():
+        means = []
+        for budget in budgets:
+            values = [
+                context_recall(r.item.gold, packer(r, s.held(r.item.question), budget))
+                for _, s, rs in runs
+                for r in rs
+            ]
+            means.append(_mean(values))
+        cells = " | ".join(f"{m:.3f}" for m in means)
+        print(f"| {label} | {cells} | {_mean(means):.3f} |", flush=True)
+
+
+DEPTHS = (5, 10, 20, 40, 100)
+SENSORS = ("bm25", "dense", "hybrid", "hybrid-rrf", "hybrid-zscore", "hybrid+proximity")
+
+
+def _gold_rank(hits: Sequence[Hit], doc: str, fact: str) -> int | None:
+    return next((n for n, h in enumerate(hits) if h.path == doc and holds(h.text, fact)), None)
+
+
+def diagnose(out: Path, only: Sequence[str] | None, split: str, budgets: Sequence[int]) -> int:
+    """The ``--diagnose`` tables (module docstring), over the answerable questions."""
+    names = only or collections(out)
+    ranks: dict[str, list[int | None]] = {m: [] for m in SENSORS}
+    pages: list[int | None] = []
+    best_sentence: list[bool] = []
+    misses: dict[int, list[str]] = {b: [] for b in budgets}
+    facts = 0
+    for name in names:
+        index = open_index(index_of(out / name))
+        scorers = Scorers(index, {})
+        for item in (i for i in questions(name, split) if i.answerable):
+            runs = {m: index.search(item.question, mode=m, k=max(DEPTHS)) for m in ranks}
+            hybrid = runs["hybrid"]
+            held = scorers.held(item.question)
+            packed = {b: pack_pieces(item.question, hybrid[:DEPTH], b, held) for b in budgets}
+            for gold in item.gold:
+                facts += 1
+                for mode, hits in runs.items():
+                    ranks[mode].append(_gold_rank(hits, gold.doc, gold.fact))
+                pages.append(next((n for n, h in enumerate(hybrid) if h.path == gold.doc), None))
+                rank = ranks["hybrid"][-1]
+                if rank is not None:
+                    best_sentence.append(_in_best_sentence(hybrid[rank].text, gold.fact, held))
+                for budget, pieces in packed.items():
+                    if context_recall((gold,), pieces):
+                        continue
+                    if rank is None:
+                        misses[budget].append("not in top 100")
+                    elif rank >= DEPTH:
+                        misses[budget].append(f"rank {DEPTH + 1}-100")
+                    else:
+                        misses[budget].append("in top 40, not packed")
+    print(f"{facts} gold facts of the answerable {split} questions ({', '.join(names)})\n")
+    print("| sensor | " + " | ".join(f"@{d}" for d in DEPTHS) + " |")
+    print("|---|" + "---|" * len(DEPTHS))
+    for mode, found in ranks.items():
+        cells = " | ".join(f"{_share(found, d):.2f}" for d in DEPTHS)
+        print(f"| {mode} (gold chunk) | {cells} |")
+    print("| hybrid (gold page) | " + " | ".join(f"{_share(pages, d):.2f}" for d in DEPTHS) + " |")
+    share = sum(best_sentence) / len(best_sentence) if best_sentence else 0.0
+    print(
+        f"\nthe gold fact is in the sentence holding most of the question in "
+        f"{sum(best_sentence)}/{len(best_sentence)} retrieved gold chunks ({share:.2f})\n"
+    )
+    print("| budget | missed by pack | not in top 100 | rank 41-100 | in top 40, not packed |")
+    print("|---|---|---|---|---|")
+    for budget, why in misses.items():
+        counts = [why.count(k) for k in ("not in top 100", f"rank {DEPTH + 1}-100")]
+        counts.append(why.count("in top 40, not packed"))
+        print(f"| {budget:,} | {len(why)} | " + " | ".join(str(c) for c in counts) + " |")
+    return 0
+
+
+def units(
+    out: Path,
+    only: Sequence[str] | None,
+    split: str,
+    budgets: Sequence[int],
+    sizes: Sequence[int],
+    mode: str,
+) -> int:
+    """The ``--units`` table (module docstring)."""
+    names = only or collections(out)
+    print(f"| chunk tokens ({mode}) | " + " | ".join(f"top-k {b:,}" for b in budgets), end="")
+    print(" | @10 | @40 | @100 |")
+    print("|---|" + "---|" * (len(budgets) + 3))
+    for size in sizes:
+        chunker = ChunkerConfig(max_tokens=size, overlap_tokens=min(32, 32 * size // 250))
+        options = IndexOptions(encoder="minilm" if mode == "hybrid" else None, chunker=chunker)
+        recall: dict[int, list[float]] = {b: [] for b in budgets}
+        ranks: list[int | None] = []
+        for name in names:
+            path = out / name / "units" / f"{size}-{mode}.twokeys"
+            if mode == "hybrid" and options == IndexOptions():
+                path = index_of(out / name)  # the default index is this one
+            if not path.exists():
+                print(f"indexing {name} at {size} tokens ...", file=sys.stderr, flush=True)
+                build_index(out / name / "pages", path, options)
+            with open_index(path) as index:
+                for item in (i for i in questions(name, split) if i.answerable):
+                    hits = index.search(item.question, mode=mode, k=max(DEPTHS))
+                    for budget in budgets:
+                        recall[budget].append(context_recall(item.gold, topk_pieces(hits, budget)))
+                    ranks += [_gold_rank(hits, g.doc, g.fact) for g in item.gold]
+        cells = [f"{_mean(v):.3f}" for v in recall.values()]
+        cells += [f"{_share(ranks, d):.2f}" for d in (10, 40, 100)]
+        print(f"| {size} | " + " | ".join(cells) + " |", flush=True)
+    return 0
+
+
+def _share(ranks: Sequence[int | None], depth: int) -> float:
+    return sum(r is not None and r < depth for r in ranks) / len(ranks) if ranks else 0.0
+
+
+def _in_best_sentence(text: str, fact: str, held: Callable[[str], float]) -> bool:
+    spans = split_sentences(text)
+    texts = [text[s:e] for s, e in spans]
+    if not texts:
+        return False
+    best = max(range(len(texts)), key=lambda j: (held(texts[j]), -j))
+    return holds(texts[best], fact)
 
 
 if __name__ == "__main__":

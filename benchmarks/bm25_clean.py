@@ -77,15 +77,26 @@ def ensure_venv(path: Path) -> Path:
 class Child:
     """bm25s_child.py in the clean environment, driven over its stdin and stdout."""
 
-    def __init__(self, python: Path, corpus: Path, queries: Path) -> None:
+    def __init__(
+        self, python: Path, corpus: Path, queries: Path, setups: Sequence[str] | None = None
+    ) -> None:
+        only = [",".join(setups)] if setups else []
         self.proc = subprocess.Popen(
-            [str(python), str(BENCH_DIR / "bm25s_child.py"), str(corpus), str(queries)],
+            [str(python), str(BENCH_DIR / "bm25s_child.py"), str(corpus), str(queries), *only],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
             env={**os.environ, **SINGLE_THREAD_ENV},
         )
-        self.ready = self._read()
+        self._ready: dict[str, Any] | None = None
+
+    @property
+    def ready(self) -> dict[str, Any]:
+        """The child's first line, once its setups are built (it builds while the caller
+        builds twokeys' index)."""
+        if self._ready is None:
+            self._ready = self._read()
+        return self._ready
 
     def _read(self) -> dict[str, Any]:
         assert self.proc.stdout is not None
@@ -116,9 +127,17 @@ def _all_queries(fn: Callable[[str], object], queries: Sequence[str]) -> dict[st
 
 
 def measure(
-    name: str, corpus: Path, queries: Sequence[str], rounds: int, python: Path
+    name: str,
+    corpus: Path,
+    queries: Sequence[str],
+    rounds: int,
+    python: Path,
+    setups: Sequence[str] | None = None,
+    built: Path | None = None,
 ) -> dict[str, Any]:
-    """Every system over ``corpus``, timed in interleaved rounds."""
+    """Every system over ``corpus``, timed in interleaved rounds (``setups``: only these of
+    bm25s' setups, in both environments; all when None; ``built``: twokeys' index of
+    ``corpus`` already built, searched as it is, not built, timed or removed)."""
     from benchmarks.peer_calls import Bm25s, numba_available
     from twokeys.engine import open_index
     from twokeys.indexer import IndexOptions, build_index
@@ -127,14 +146,17 @@ def measure(
     queries_file = WORK / f"{name}-queries.txt"
     queries_file.write_text("".join(q.replace("\n", " ") + "\n" for q in queries), "utf-8")
     log(f"{name}: bm25s setups in {python.parent.parent} (child process)")
-    child = Child(python, corpus, queries_file)
-    log(f"{name}: twokeys build_index (no encoder)")
-    path = WORK / f"{name}-bm25-clean.twokeys"
-    shutil.rmtree(path, ignore_errors=True)
-    start = time.perf_counter()
-    report = build_index(corpus, path, IndexOptions(encoder=None))
-    build_s = time.perf_counter() - start
+    child = Child(python, corpus, queries_file, setups)
+    log(f"{name}: twokeys " + (f"index {built}, as built" if built else "build_index (no encoder)"))
+    path = built or WORK / f"{name}-bm25-clean.twokeys"
+    build_s: float | None = None
+    if built is None:
+        shutil.rmtree(path, ignore_errors=True)
+        start = time.perf_counter()
+        build_index(corpus, path, IndexOptions(encoder=None))
+        build_s = time.perf_counter() - start
     index = open_index(path)
+    chunks = int(index.manifest.counts["chunks"])
 
     def twokeys_search(query: str) -> object:
         return index.search(query, mode="bm25", k=K)
@@ -143,7 +165,12 @@ def measure(
     from benchmarks.common import load_corpus
 
     texts = load_corpus(corpus).texts
-    backends = ("numpy", "numba") if numba_available() else ("numpy",)
+    wanted = {"numpy": "bm25s", "numba": "bm25s numba"}
+    backends = tuple(
+        b
+        for b in (("numpy", "numba") if numba_available() else ("numpy",))
+        if setups is None or wanted[b] in setups
+    )
     here = {f"{b} (twokeys venv)": Bm25s(texts, backend=b) for b in backends}
     del texts
     lexical, analyzer = index.backend.lexical, index.analyzer
@@ -159,7 +186,7 @@ def measure(
         for query in queries[:5]:
             fn(query)
 
-    same = _same_rows(child, here["numpy (twokeys venv)"], queries)
+    same = _same_rows(child, here, queries)
     systems = [*local, *(f"{s}, clean venv" for s in child.ready["setups"])]
     walls: dict[str, list[float]] = {s: [] for s in systems}
     cpus: dict[str, list[float]] = {s: [] for s in systems}
@@ -174,7 +201,8 @@ def measure(
             cpus[system].append(took["cpu_s"])
     child.close()
     index.close()
-    shutil.rmtree(path, ignore_errors=True)
+    if built is None:
+        shutil.rmtree(path, ignore_errors=True)
     n = len(queries)
     rows = {
         s: {
@@ -191,7 +219,7 @@ def measure(
     fastest = min(clean, key=lambda s: rows[s]["cpu_us_per_query"])
     return {
         "corpus": str(corpus),
-        "chunks": report.chunks,
+        "chunks": chunks,
         "queries": n,
         "twokeys_build_s": build_s,
         "clean_build_s": child.ready["build_s"],
@@ -208,12 +236,22 @@ def measure(
     }
 
 
-def _same_rows(child: Child, here: Any, queries: Sequence[str], n: int = 50) -> float:
+def _same_rows(
+    child: Child, here: dict[str, Any], queries: Sequence[str], n: int = 50
+) -> float | None:
     """Share of the first ``n`` queries whose top-10 rows from the clean environment's
-    Quickstart call equal this environment's: the two rows must be the same search."""
-    theirs = child.ask(f"rows bm25s {n}")["rows"]
-    ours = [[int(r) for r in here.search(q, K)[0]] for q in queries[:n]]
-    return sum(a == b for a, b in zip(theirs, ours, strict=True)) / n
+    Quickstart call (or numba backend) equal this environment's: the two rows must be the
+    same search. None when neither setup runs in both."""
+    for backend, setup in (("numpy", "bm25s"), ("numba", "bm25s numba")):
+        if f"{backend} (twokeys venv)" in here and setup in child.ready["setups"]:
+            break
+    else:
+        return None
+    theirs = child.ask(f"rows {setup} {n}")["rows"]
+    ours = [
+        [int(r) for r in here[f"{backend} (twokeys venv)"].search(q, K)[0]] for q in queries[:n]
+    ]
+    return float(sum(a == b for a, b in zip(theirs, ours, strict=True)) / n)
 
 
 def render(result: dict[str, Any]) -> str:
@@ -244,6 +282,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[], help="synthetic sizes")
     parser.add_argument("--no-scifact", action="store_true")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--index",
+        type=Path,
+        default=None,
+        help="twokeys' index of the synthetic corpus, already built (searched, not rebuilt)",
+    )
+    parser.add_argument(
+        "--setups",
+        nargs="*",
+        default=None,
+        help="only these bm25s setups on the synthetic sizes (e.g. 'bm25s numba'): "
+        "building each over a million documents takes minutes",
+    )
     args = parser.parse_args(argv)
     from twokeys.evaluation.beir import load_collection
 
@@ -258,7 +309,16 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         corpora[f"synthetic-{size}"] = make_corpus(size)
     done = {
-        name: measure(name, path, queries, args.rounds, python) for name, path in corpora.items()
+        name: measure(
+            name,
+            path,
+            queries,
+            args.rounds,
+            python,
+            args.setups if name.startswith("synthetic") else None,
+            args.index if name.startswith("synthetic") else None,
+        )
+        for name, path in corpora.items()
     }
     previous = BENCH_DIR / "results" / "bm25-clean.json"  # its other corpora are kept
     kept = json.loads(previous.read_text("utf-8"))["corpora"] if previous.exists() else {}

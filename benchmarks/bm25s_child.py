@@ -1,8 +1,9 @@
 """bm25s in a virtual environment of its own: the child that ``bm25_clean.py`` drives.
 
 Run with that environment's Python (``BM25S_VENV/bin/python benchmarks/bm25s_child.py
-CORPUS QUERIES``); it imports nothing of twokeys or of the benchmarks package, only
-bm25s and what its README installs beside it. It builds one retriever per documented
+CORPUS QUERIES [SETUP,SETUP...]``, every setup when none are named); it imports nothing
+of twokeys or of the benchmarks package, only bm25s and what its README installs beside
+it. It builds one retriever per documented
 setup over CORPUS (BEIR ``corpus.jsonl``: title + text, as twokeys indexes them), prints
 one JSON line (``ready``: setups, build seconds, versions, installed packages), then
 answers commands on stdin, one JSON line each:
@@ -48,7 +49,9 @@ def load_texts(path: str) -> list[str]:
     return texts
 
 
-def build(texts: list[str]) -> tuple[dict[str, Callable[[str], object]], dict[str, float]]:
+def build(
+    texts: list[str], only: set[str] | None = None
+) -> tuple[dict[str, Callable[[str], object]], dict[str, float]]:
     import bm25s
     import Stemmer
     from bm25s.tokenization import Tokenizer
@@ -59,6 +62,8 @@ def build(texts: list[str]) -> tuple[dict[str, Callable[[str], object]], dict[st
 
     for backend in ("numpy", "numba"):
         name = "bm25s" if backend == "numpy" else "bm25s numba"
+        if only is not None and name not in only:
+            continue
         start = time.perf_counter()
         tokens = bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False)
         retriever = bm25s.BM25() if backend == "numpy" else bm25s.BM25(backend="numba")
@@ -73,6 +78,8 @@ def build(texts: list[str]) -> tuple[dict[str, Callable[[str], object]], dict[st
 
     for backend in ("numpy", "numba"):
         name = "bm25s Tokenizer" if backend == "numpy" else "bm25s Tokenizer numba"
+        if only is not None and name not in only:
+            continue
         start = time.perf_counter()
         tokenizer = Tokenizer(stopwords="en", stemmer=stemmer)
         ids = tokenizer.tokenize(texts, return_as="ids", show_progress=False)
@@ -94,10 +101,11 @@ def build(texts: list[str]) -> tuple[dict[str, Callable[[str], object]], dict[st
 
 def main() -> None:
     corpus, queries_file = sys.argv[1], sys.argv[2]
+    only = set(sys.argv[3].split(",")) if len(sys.argv) > 3 else None
     texts = load_texts(corpus)
     with open(queries_file, encoding="utf-8") as fh:
         queries = [line.rstrip("\n") for line in fh]
-    setups, build_s = build(texts)
+    setups, build_s = build(texts, only)
     del texts
     for fn in setups.values():  # warm up: numba compiles on first use
         for query in queries[:5]:

@@ -10,19 +10,26 @@ the last turn's search (hybrid, the default MiniLM encoder) for:
   message searches);
 * ``joined``: every user turn joined, oldest first;
 * ``rule``: :func:`twokeys.rag.followup.standalone_query` without a model, as the chat
-  route runs it (the follow-up as asked when it stands on its own, else the follow-up
-  plus the idf-weighted words of earlier user turns);
-* ``rule, always``: the rule's query for every follow-up (no stand-alone test).
+  route runs it (the follow-up with the user turns of its current topic, the topic read
+  from retrieval evidence; a turn that starts a new topic as asked).
 
-Collections: the support KB (``examples/support-kb/docs``) and the Git manual
-(``git-docs`` in BEIR layout, as ``python -m benchmarks.techdocs build OUT`` writes it;
-skipped when not given). Indexes are built under ``benchmarks/.tmp``. Prints a table and
-saves ``benchmarks/results/followups.json``.
+The conversations of kind ``new topic`` (the last turn asks about something else, on
+its own) and ``follow-up after a topic change`` were added later, also before any
+run. ``dragged`` counts the ``new topic`` conversations whose last turn was not searched
+as asked (an old topic carried into a self-contained question).
+
+Train/test split, per collection: the conversations ordered by the sha256 of their
+id, the first half ``train`` and the rest ``test`` (:func:`splits`; fixed for this set,
+balanced, blind to the content). Rules are tuned on ``train`` only (the constants of
+:mod:`twokeys.rag.followup`, ``TOPIC_DOCS`` and ``FEW_TERMS``, were) and reported on
+``test``.
+
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +40,7 @@ from benchmarks.common import REPO, WORK, log, save_result
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.engine import Index
 from twokeys.rag.conversation import Conversation, Turn
-from twokeys.rag.followup import rule_query, standalone_query
+from twokeys.rag.followup import standalone_query
 
 HERE = Path(__file__).resolve().parent / "followups"
 K = 5
@@ -51,8 +58,15 @@ METHODS: dict[str, Method] = {
     "last message": lambda index, turns: turns[-1],
     "joined": lambda index, turns: " ".join(turns),
     "rule": lambda index, turns: standalone_query(index, _conversation(turns)).query,
-    "rule, always": lambda index, turns: rule_query(index, turns[-1], tuple(turns[:-1])),
 }
+SPLITS = ("train", "test")
+
+
+def splits(rows: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Each conversation's split, by id (module docstring)."""
+    order = sorted((r["id"] for r in rows), key=lambda i: hashlib.sha256(i.encode()).hexdigest())
+    half = len(order) // 2
+    return {i: "train" if n < half else "test" for n, i in enumerate(order)}
 
 
 def conversations(name: str) -> list[dict[str, Any]]:
@@ -75,15 +89,30 @@ def recall(index: Index, query: str, relevant: Sequence[str]) -> float:
 
 def measure(name: str, source: Path) -> dict[str, Any]:
     rows = conversations(name)
+    split = splits(rows)
+    out: dict[str, Any] = {}
     with open_index(index_for(name, source)) as index:
-        out: dict[str, Any] = {"conversations": len(rows), "recall@5": {}, "seconds": {}}
-        for method, make in METHODS.items():
-            started = time.perf_counter()
-            scores = [recall(index, make(index, row["turns"]), row["relevant"]) for row in rows]
-            out["seconds"][method] = round(time.perf_counter() - started, 2)
-            out["recall@5"][method] = round(sum(scores) / len(scores), 3)
-        rewritten = [standalone_query(index, _conversation(r["turns"])) for r in rows]
-        out["rule rewrote"] = sum(1 for f in rewritten if f.how == "rule")
+        for part in SPLITS:
+            chosen = [r for r in rows if split[r["id"]] == part]
+            data: dict[str, Any] = {"conversations": len(chosen), "recall@5": {}, "seconds": {}}
+            for method, make in METHODS.items():
+                started = time.perf_counter()
+                queries = [make(index, row["turns"]) for row in chosen]
+                scores = [
+                    recall(index, q, r["relevant"]) for q, r in zip(queries, chosen, strict=True)
+                ]
+                data["seconds"][method] = round(time.perf_counter() - started, 2)
+                data["recall@5"][method] = round(sum(scores) / len(scores), 3)
+                new = [
+                    (q, r)
+                    for q, r in zip(queries, chosen, strict=True)
+                    if r.get("kind") == "new topic"
+                ]
+                data.setdefault("new topic", {})[method] = {
+                    "conversations": len(new),
+                    "dragged": sum(1 for q, r in new if q.strip() != r["turns"][-1].strip()),
+                }
+            out[part] = data
     return out
 
 
@@ -97,11 +126,14 @@ def main(argv: list[str] | None = None) -> int:
         sources["git-docs"] = args.git_docs / "corpus.jsonl"
     for name, source in sources.items():
         results["collections"][name] = measure(name, source)
-    print(f"| collection (conversations) | {' | '.join(METHODS)} |")
-    print(f"|---|{'---:|' * len(METHODS)}")
-    for name, data in results["collections"].items():
-        cells = " | ".join(f"{data['recall@5'][m]:.3f}" for m in METHODS)
-        print(f"| {name} ({data['conversations']}) | {cells} |")
+    print(f"| collection, split (conversations) | {' | '.join(METHODS)} | dragged (new topics) |")
+    print(f"|---|{'---:|' * (len(METHODS) + 1)}")
+    for name, parts in results["collections"].items():
+        for part, data in parts.items():
+            cells = " | ".join(f"{data['recall@5'][m]:.3f}" for m in METHODS)
+            new = data["new topic"]
+            dragged = ", ".join(f"{m} {new[m]['dragged']}/{new[m]['conversations']}" for m in new)
+            print(f"| {name}, {part} ({data['conversations']}) | {cells} | {dragged} |")
     save_result("followups", results)
     return 0
 

@@ -106,6 +106,19 @@ else:
     settings.load_profile("twokeys-fuzz" if fuzz else "twokeys-quick")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_cache_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The suite keeps what it caches (ONNX graphs, eval indexes) in a folder of its
+    own, so it neither fills the user's ~/.cache nor reads what an earlier run left."""
+    saved = os.environ.get("TWOKEYS_CACHE")
+    os.environ["TWOKEYS_CACHE"] = str(tmp_path_factory.mktemp("twokeys-cache"))
+    yield
+    if saved is None:
+        os.environ.pop("TWOKEYS_CACHE", None)
+    else:
+        os.environ["TWOKEYS_CACHE"] = saved
+
+
 @pytest.fixture
 def hash_encoder() -> HashEncoder:
     return HashEncoder()

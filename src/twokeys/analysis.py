@@ -1,6 +1,6 @@
 """The analyzer: text to index terms, the same named pipeline for documents and queries.
 
-Technical text is full of identifiers that generic tokenizers break: ``ZX-4821``,
+Technical text is full of identifiers that generic tokenizers break: ``E-4821``,
 ``qwen2.5:14b``, ``--unrestricted``, ``SSL_CTX_new``, ``/etc/grub.d/40_custom``. This
 analyzer finds each *raw token* with a pattern that keeps letters and digits joined by
 connectors (``- _ . : / @ + # '``) together, then classifies it:
@@ -16,8 +16,8 @@ connectors (``- _ . : / @ + # '``) together, then classifies it:
 
 Queries are analysed by the same pipeline with one asymmetry: an identifier that
 contains a digit (a code, a version, an address) is searched only as the whole token,
-so ``ZX-4821`` matches documents that contain ``ZX-4821`` and never ``ZX-4812`` (which
-shares the part ``zx``), while ``4821`` alone still finds ``ZX-4821`` through its part.
+so ``E-4821`` matches documents that contain ``E-4821`` and never ``E-4812`` (which
+shares the part ``e``), while ``4821`` alone still finds ``E-4821`` through its part.
 Alphabetic identifiers (``nomic-embed-text``, ``SSL_CTX_new``) are expanded on both sides
 so ``embed text`` and ``nomic-embed-text`` meet.
 

@@ -1,9 +1,11 @@
 """Chunking: split a :class:`Document` into :class:`Chunk` passages under a token cap.
 
-Markdown (and HTML, which arrives as light Markdown) is split into *blocks*: paragraphs,
-list runs, tables, front matter and fenced code blocks, grouped into *sections* by ATX
-(``#``..``######``) and setext (``===``/``---``) headings. Every other kind (``text``,
-``rst``, ``jsonl``) is one untitled section of blank-line-separated paragraphs.
+Markdown (and HTML, which arrives as light Markdown) is read by markdown-it-py
+(CommonMark and tables; block structure only) into *blocks*: paragraphs and block
+quotes, list runs, tables, HTML blocks, indented and fenced code blocks, front matter,
+each the lines of its token's line map, grouped into *sections* by ATX (``#``..``######``)
+and setext (``===``/``---``) headings. Every other kind (``text``, ``rst``, ``jsonl``) is
+one untitled section of blank-line-separated paragraphs.
 
 Heading lines are **not** part of any chunk body: a heading starts a section and lives
 in ``Chunk.heading_path`` (a heading of level n replaces every level >= n), and
@@ -19,7 +21,7 @@ something to search is left without a chunk.
 Within a section blocks are packed greedily. A block too big on its own is cut into
 pieces: prose and list items at sentence ends (:func:`twokeys.text.sentences.sentence_spans`),
 tables and front matter at lines, code at lines only; a sentence or row still too big
-is cut at whitespace, so ``ZX-4821`` or
+is cut at whitespace, so ``E-4821`` or
 ``/etc/grub.d/40_custom`` stay whole. Only a word bigger than the cap on its own (a
 base64 blob) is cut inside, into equal slices that fit. A chunk exceeds the cap only
 when one code line is bigger than it (or when the heading line alone takes over half
@@ -51,9 +53,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
+from functools import cache
 from itertools import islice
 from types import ModuleType
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from twokeys.errors import ConfigError
 from twokeys.text.passages import heading_line
@@ -63,6 +66,9 @@ from twokeys.text.tokens import TokenCounter as TokenCounter  # importable from 
 from twokeys.text.tokens import approx_span_counts
 from twokeys.text.tokens import approx_token_counter as approx_token_counter
 from twokeys.types import HEADING_SEPARATOR, Chunk, Document, Locator, Segment
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 _kernel: ModuleType | None
 try:  # the compiled packing (``text/_kernel.c``); the same chunks without it
@@ -413,15 +419,8 @@ class _Section:
     group: int = -1  # which run of segments it lies in (_Plan.groups), -1 without segments
 
 
-_FENCE_OPEN = re.compile(r"[ \t]*(?:(`{3,})[^`]*|(~{3,}).*)")
 _FENCE_CLOSE = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*")
-_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*")
-_ATX_CLOSE = re.compile(r"(?:^|[ \t]+)#+$")
-_SETEXT = re.compile(r" {0,3}(?:=+|-+)[ \t]*")
-_THEMATIC = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*")
 _LIST_ITEM = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
-_LIST_INTERRUPT = re.compile(r" {0,3}(?:[-*+]|1[.)])[ \t]+\S")
-_TABLE_ROW = re.compile(r" {0,3}\|")
 
 
 def _lines(text: str) -> list[tuple[int, int]]:
@@ -433,11 +432,6 @@ def _lines(text: str) -> list[tuple[int, int]]:
         out.append((pos, end - 1 if raw.endswith("\r") else end))
         pos = end + 1
     return out
-
-
-def _indent(line: str) -> int:
-    expanded = line.expandtabs(4)
-    return len(expanded) - len(expanded.lstrip())
 
 
 def _plain_sections(text: str) -> list[_Section]:
@@ -458,19 +452,26 @@ def _plain_sections(text: str) -> list[_Section]:
 
 
 def _markdown_sections(text: str, levels: list[tuple[int, str]] | None = None) -> list[_Section]:
-    """Blocks grouped into sections by headings; heading lines belong to no block.
+    """Blocks grouped into sections by headings, as markdown-it (CommonMark, with
+    tables) reads them; heading lines belong to no block.
 
+    Each top-level block of markdown-it's token stream is a block of the lines its map
+    names: a paragraph or block quote is prose, a list one list run, a fenced code block
+    code (closed when its closing fence is there), a table, an HTML block or an indented
+    code block lines; a thematic break is nothing. YAML front matter (``---`` ...
+    ``---`` first) is a block of lines, read before markdown-it sees the rest.
     ``levels`` (the open headings, (level, title), updated in place) carries headings
     from one segment of a document to the next (notebook cells)."""
     lines = _lines(text)
     strs = [text[s:e] for s, e in lines]
-    n = len(lines)
     sections: list[_Section] = []
     levels = [] if levels is None else levels
     blocks: list[_Block] = []
 
     def block(first: int, last: int, kind: str, closed: bool = True) -> None:
-        blocks.append(_Block(*trim_span(text, lines[first][0], lines[last][1]), kind, closed))
+        start, end = trim_span(text, lines[first][0], lines[last][1])
+        if start < end:
+            blocks.append(_Block(start, end, kind, closed))
 
     def heading(level: int, title: str) -> None:
         nonlocal blocks
@@ -482,84 +483,63 @@ def _markdown_sections(text: str, levels: list[tuple[int, str]] | None = None) -
         if title:
             levels.append((level, title))
 
-    i = 0
+    parsed = strs
+    close = -1
     if strs[0].rstrip() == "---":  # YAML front matter
-        close = next((k for k in range(1, min(n, 200)) if strs[k].rstrip() in ("---", "...")), 0)
-        if close:
+        end = next(
+            (k for k in range(1, min(len(strs), 200)) if strs[k].rstrip() in ("---", "...")), 0
+        )
+        if end:
+            close = end
             block(0, close, "lines")
-            i = close + 1
-    while i < n:
-        line = strs[i]
-        if not line.strip():
-            i += 1
-        elif m := _FENCE_OPEN.fullmatch(line):
-            last, closed = _fence_end(strs, i, m.group(1) or m.group(2))
-            block(i, last, "code", closed)
-            i = last + 1
-        elif m := _ATX.fullmatch(line):
-            heading(len(m.group(1)), _ATX_CLOSE.sub("", (m.group(2) or "").strip()))
-            i += 1
-        elif _THEMATIC.fullmatch(line):
-            i += 1
-        elif _LIST_ITEM.match(line):
-            last = _list_end(strs, i)
-            block(i, last, "list")
-            i = last + 1
-        elif _TABLE_ROW.match(line):
-            last = i
-            while last + 1 < n and _TABLE_ROW.match(strs[last + 1]):
-                last += 1
-            block(i, last, "lines")
-            i = last + 1
-        elif i + 1 < n and _SETEXT.fullmatch(strs[i + 1]):
-            heading(1 if strs[i + 1].strip()[0] == "=" else 2, line)
-            i += 2
-        else:
-            last = i
-            while last + 1 < n and not _interrupts_paragraph(strs[last + 1]):
-                last += 1
-            block(i, last, "prose")
-            i = last + 1
+            parsed = [""] * (close + 1) + strs[close + 1 :]
+    source = "\n".join(parsed)  # without \r\n, and a lone \r is no line end: lines are ours
+    if "\r" in source:
+        source = source.replace("\r", " ")
+    tokens = _block_parser().parse(source)
+    done = close + 1  # lines read so far
+    for i, token in enumerate(tokens):
+        if token.level != 0 or token.map is None:
+            continue
+        first, stop = token.map
+        if first > done and any(strs[k].strip() for k in range(done, first)):
+            block(done, first - 1, "prose")  # what no token holds (link definitions)
+        done = max(done, stop)
+        kind = _BLOCK_KINDS.get(token.type)
+        if token.type == "heading_open":
+            heading(int(token.tag[1]), tokens[i + 1].content)
+        elif token.type == "fence":
+            fence = _FENCE_CLOSE.fullmatch(strs[stop - 1]) if stop - 1 > first else None
+            closed = bool(fence and fence.group(1).startswith(token.markup))
+            block(first, stop - 1, "code", closed)
+        elif kind is not None:
+            block(first, stop - 1, kind)
+    if done < len(strs) and any(strs[k].strip() for k in range(done, len(strs))):
+        block(done, len(strs) - 1, "prose")
     if blocks:  # the last section (its headings stay open in ``levels``)
         sections.append(_Section(tuple(t for _, t in levels), tuple(blocks)))
     return sections
 
 
-def _fence_end(strs: list[str], first: int, fence: str) -> tuple[int, bool]:
-    """Index of the closing fence line (or the last line when unclosed) and whether closed."""
-    for k in range(first + 1, len(strs)):
-        m = _FENCE_CLOSE.fullmatch(strs[k])
-        if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-            return k, True
-    return len(strs) - 1, False
+#: the chunker's block kind of each top-level markdown-it token that opens a block
+_BLOCK_KINDS = {
+    "paragraph_open": "prose",
+    "blockquote_open": "prose",
+    "bullet_list_open": "list",
+    "ordered_list_open": "list",
+    "table_open": "lines",
+    "html_block": "lines",
+    "code_block": "lines",
+}
 
 
-def _ends_block(line: str) -> bool:
-    return bool(_FENCE_OPEN.fullmatch(line) or _ATX.fullmatch(line) or _THEMATIC.fullmatch(line))
+@cache
+def _block_parser() -> MarkdownIt:
+    """markdown-it (CommonMark and tables) reading blocks only: inline markup is not
+    parsed (an inline token's content is its raw text)."""
+    from markdown_it import MarkdownIt
 
-
-def _interrupts_paragraph(line: str) -> bool:
-    return not line.strip() or _ends_block(line) or bool(_LIST_INTERRUPT.match(line))
-
-
-def _list_end(strs: list[str], first: int) -> int:
-    """Last line of the list run starting at ``first`` (items, continuations, loose items)."""
-    last = first
-    k = first + 1
-    while k < len(strs):
-        line = strs[k]
-        if not line.strip():
-            nxt = next((j for j in range(k + 1, len(strs)) if strs[j].strip()), len(strs))
-            if nxt == len(strs) or _ends_block(strs[nxt]):
-                break
-            if not (_LIST_ITEM.match(strs[nxt]) or _indent(strs[nxt]) >= 2):
-                break
-            k = nxt
-        elif _ends_block(line):
-            break
-        last = k
-        k += 1
-    return last
+    return MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])
 
 
 # --- pieces: sentences, lines, words ---------------------------------------------------

@@ -2,7 +2,7 @@
 
 import twokeys.client
 kb = twokeys.client.Client("http://127.0.0.1:8000", api_key="...")
-for hit in kb.search("What does error code ZX-4821 mean?", k=5):
+for hit in kb.search("What does error code E-4821 mean?", k=5):
     print(hit.rank, hit.cite)
 
 :meth:`Client.search` takes the keywords :meth:`twokeys.engine.Index.search` takes, checks

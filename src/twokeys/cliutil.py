@@ -7,16 +7,16 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
-from rich.console import Console
-from rich.markup import escape
 
 from twokeys.sanitize import for_terminal, from_argv
 from twokeys.store.postgres.location import index_location
 
-if TYPE_CHECKING:  # the model clients (httpx) and progress bars load when a command runs
+if TYPE_CHECKING:  # the model clients (httpx), rich and progress bars load when used
+    from rich.console import Console
+
     from twokeys.llm.base import LLM
 
 DEFAULT_INDEX = "kb.twokeys"
@@ -33,8 +33,28 @@ class IndexLocation(click.ParamType):  # type: ignore[type-arg, unused-ignore]
         return index_location(value if isinstance(value, Path) else str(value))
 
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-out = Console(highlight=False, soft_wrap=True)
+class _LazyConsole:
+    """A rich ``Console`` made on first use: importing rich costs a command that prints
+    without it (``--help``, a search) a sixth of its start."""
+
+    def __init__(self, *, stderr: bool) -> None:
+        self._stderr = stderr
+        self._console: Console | None = None
+
+    def get(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=self._stderr, highlight=False, soft_wrap=True)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.get(), name)
+
+
+_err = _LazyConsole(stderr=True)
+err = cast("Console", _err)
+out = cast("Console", _LazyConsole(stderr=False))
 
 index_option = click.option(
     "--index",
@@ -58,8 +78,8 @@ _Command = TypeVar("_Command", bound=Callable[..., Any])
 
 
 def _model_options() -> tuple[Callable[[_Command], _Command], ...]:
-    from twokeys.llm.base import SPEC_FORMS
     from twokeys.llm.http import DEFAULT_TIMEOUT
+    from twokeys.llm.spec import SPEC_FORMS
 
     return (
         click.option(
@@ -101,7 +121,7 @@ def make_llm(
     """The model :func:`model_options` name, or None (extractive answers) without ``--llm``."""
     if not spec:
         return None
-    from twokeys.llm.base import from_spec
+    from twokeys.llm.spec import from_spec
 
     return from_spec(spec, base_url=base_url, timeout=timeout, context_tokens=context_tokens)
 
@@ -109,6 +129,8 @@ def make_llm(
 def shown(text: object) -> str:
     """Untrusted text (a document's title, a file name, a message naming them) for a
     rich console line: control characters replaced, markup brackets escaped."""
+    from rich.markup import escape
+
     return escape(for_terminal(str(text)))
 
 
@@ -212,7 +234,7 @@ def progress_bars(quiet: bool) -> Iterator[StageFactory]:
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, console=err, transient=False) as bar:
+    with Progress(*columns, console=_err.get(), transient=False) as bar:
 
         def stage(name: str, total: int | None) -> Callable[[int], None]:
             # stages run one after another: starting one finishes the ones before it

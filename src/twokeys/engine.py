@@ -2,7 +2,7 @@
 
 import twokeys
 kb = twokeys.open_index("kb.twokeys")
-for hit in kb.search("What does error code ZX-4821 mean?", k=5):
+for hit in kb.search("What does error code E-4821 mean?", k=5):
     print(hit.rank, hit.path, hit.chunk.heading)
 
 Concurrency contract. One :class:`Index` may answer searches from any number of threads
@@ -44,6 +44,7 @@ from twokeys.analysis import analyzer_for
 from twokeys.dense.encoder import Encoder, get_encoder
 from twokeys.errors import ConfigError, EncoderMismatchError
 from twokeys.filters import Filter
+from twokeys.lexical.index import slotted_values
 from twokeys.request import MODES, SearchRequest
 from twokeys.rerank.base import Reranker, get_reranker
 from twokeys.retrievers import BM25Retriever, DenseRetriever, HybridRetriever, Retriever
@@ -56,6 +57,7 @@ from twokeys.types import Chunk, Hit
 
 __all__ = ["MODES", "Filter", "Index", "SearchRequest", "open_index"]
 
+_LAZY_HIT_SLOTS = ("rank", "score", "evidence", "_source")  # as Hit.lazy sets them
 _MASKS_KEPT = 64  # filter masks kept per open index (one bool per chunk each)
 _TEMPLATES_KEPT = 256  # parsed keyword options kept per open index
 
@@ -234,7 +236,21 @@ class Index:
             return self._hits(results)
 
     def _hits(self, results: Sequence[RetrieverResult]) -> list[list[Hit]]:
-        """Materialise runs as hits, fetching every chunk they name in one go."""
+        """Materialise runs as hits: lazy ones, whose chunk is read on first use, where the
+        backend has a source for them; otherwise fetching every chunk they name in one go."""
+        source = self.backend.hit_source()
+        if source is not None:  # Hit.lazy's values, made in one call per run
+            out = []
+            for result in results:
+                run, evidence = result.run, result.evidence
+                columns = (
+                    [s.rank for s in run],
+                    [s.score for s in run],
+                    [evidence.get(s.row, ()) for s in run] if evidence else (),
+                    [(source, s.row) for s in run],
+                )
+                out.append(slotted_values(Hit, _LAZY_HIT_SLOTS, columns))
+            return out
         rows = list(dict.fromkeys(h.row for result in results for h in result.run))
         sources = dict(zip(rows, self.backend.chunks_with_source(rows), strict=True))
         # Hit(rank, score, chunk, title, path, evidence), positional: the hot path of a

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -173,7 +173,7 @@ class Chunk:
 
     ``start``/``end`` are character offsets into ``Document.text`` and
     ``text == document.text[start:end]``. ``heading_path`` is the chain of headings
-    above the chunk, e.g. ``("Troubleshooting", "Power", "ZX-4821")``.
+    above the chunk, e.g. ``("Troubleshooting", "Power", "E-4821")``.
 
     Its :attr:`id`, ``<document id>#<position>``, is stable: re-indexing other documents
     leaves it (and what it names) unchanged, unlike the chunk's row in an index, which
@@ -242,9 +242,37 @@ class Evidence:
         )
 
 
+class HitSource(Protocol):
+    """Where a lazy :class:`Hit` reads its chunk, title and path on first use (a local
+    index's memory-mapped hit files)."""
+
+    def chunk_with_source(self, row: int) -> tuple[Chunk, str, str]: ...
+
+
+_LAZY_FIELDS = frozenset(("chunk", "title", "path"))
+
+
+class _LazySource:
+    """The slot where a lazy :class:`Hit` keeps its source: not a dataclass field, so
+    ``fields``, ``asdict``, ``replace``, equality and hashing see only the hit's own."""
+
+    __slots__ = ("_source",)
+    #: a lazy hit's source and chunk row until its chunk is read, then None (unset in
+    #: a hit built whole)
+    _source: tuple[HitSource, int] | None
+
+
 @dataclass(frozen=True, slots=True)
-class Hit:
-    """A search result: the chunk, its document's title and path, and the evidence."""
+class Hit(_LazySource):
+    """A search result: the chunk, its document's title and path, and the evidence.
+
+    A search of a local index makes its hits with :meth:`lazy`: the chunk, title and path
+    are read from the index's memory-mapped files the first time any of them is used
+    (by the attribute, ``==``, ``hash``, ``repr``, :meth:`to_dict`, ``replace`` or a
+    pickle), so a caller that reads only ranks and scores pays for no text. Either way
+    the hit is the same value: equal to, and hashed and printed as, the hit built with
+    every field given.
+    """
 
     rank: int
     score: float
@@ -252,6 +280,37 @@ class Hit:
     title: str
     path: str
     evidence: tuple[Evidence, ...] = ()
+
+    @classmethod
+    def lazy(
+        cls, rank: int, score: float, source: HitSource, row: int, evidence: tuple[Evidence, ...]
+    ) -> Hit:
+        """The hit of chunk ``row`` of ``source``, its chunk, title and path read on first use."""
+        hit = _new(cls)
+        _set(hit, "rank", rank)
+        _set(hit, "score", score)
+        _set(hit, "evidence", evidence)
+        _set(hit, "_source", (source, row))
+        return hit
+
+    if not TYPE_CHECKING:  # (for mypy, Hit has only its declared attributes)
+
+        def __getattr__(self, name: str) -> Any:
+            # reached only for an unset slot: a lazy hit's chunk, title or path, not yet read
+            if name not in _LAZY_FIELDS:
+                raise AttributeError(f"'Hit' object has no attribute {name!r}")
+            source = _get(self, "_source")
+            if source is not None:
+                chunk, title, path = source[0].chunk_with_source(source[1])
+                _set(self, "chunk", chunk)
+                _set(self, "title", title)
+                _set(self, "path", path)
+                _set(self, "_source", None)
+            return _get(self, name)
+
+    def __reduce__(self) -> tuple[type[Hit], tuple[Any, ...]]:
+        # pickled and copied with every field read (a lazy hit's source stays behind)
+        return (Hit, (self.rank, self.score, self.chunk, self.title, self.path, self.evidence))
 
     @property
     def doc_id(self) -> str:
@@ -335,3 +394,8 @@ class Hit:
             raise ValueError(f"hit: missing field {exc.args[0]!r}") from None
         except (TypeError, AttributeError) as exc:
             raise ValueError(f"hit: malformed ({exc})") from None
+
+
+_new = object.__new__
+_set = object.__setattr__
+_get = object.__getattribute__

@@ -25,7 +25,8 @@ openai = pytest.importorskip("openai", reason="needs the test extra")
 from conftest import SUPPORT_KB  # noqa: E402
 from serverutil import running  # noqa: E402
 from twokeys import IndexOptions, build_index  # noqa: E402
-from twokeys.llm.base import LLM, Prompt, from_spec  # noqa: E402
+from twokeys.llm.base import LLM, Prompt  # noqa: E402
+from twokeys.llm.spec import from_spec  # noqa: E402
 from twokeys.rag.followup import REWRITE_SYSTEM  # noqa: E402
 from twokeys.server.app import create_app  # noqa: E402
 from twokeys.server.config import ServerConfig  # noqa: E402
@@ -102,7 +103,7 @@ def long_chat(turns: int) -> list[dict[str, str]]:
     for i in range(turns - 1):
         messages.append({"role": "user", "content": f"{questions[i % len(questions)]} ({i})"})
         messages.append({"role": "assistant", "content": reply})
-    messages.append({"role": "user", "content": "What does the warranty cover?"})
+    messages.append({"role": "user", "content": "What does the hardware warranty cover?"})
     return messages
 
 
@@ -139,7 +140,7 @@ def test_a_20_turn_chat_with_a_long_system_prompt_is_fitted_not_refused(built: P
     assert roles[0] == "system" and roles[-1] == "user"
     assert roles[1:-1] == ["user", "assistant"] * ((len(roles) - 2) // 2)  # alternating
     assert "support assistant of Lumatek" in prompt[0].content  # the client's system prompt
-    assert prompt[-1].content.endswith("Question: What does the warranty cover?")
+    assert prompt[-1].content.endswith("Question: What does the hardware warranty cover?")
     whole = prompt_text(prompt)
     assert "(18)" in whole  # the newest turns are kept ...
     assert "(0)" not in whole  # ... the oldest dropped
@@ -251,6 +252,33 @@ def test_a_follow_up_is_searched_with_its_conversation_and_says_so(base: str) ->
     assert "policies/refund-policy.md" in text.split("Sources:")[-1]
 
 
+def test_a_change_of_topic_is_searched_as_asked_and_its_follow_up_with_it(base: str) -> None:
+    # turns 4 to 6 of the Open WebUI run (benchmarks/openwebui_e2e.py): the old rule
+    # searched the new question with the refund turns' words
+    client = openai.OpenAI(base_url=f"{base}/v1", api_key="unused")
+    messages = [
+        {"role": "user", "content": "Can I get my money back if the item arrived broken?"},
+        {"role": "assistant", "content": "Yes, within 30 days [1]."},
+        {"role": "user", "content": "and how many days do I have?"},
+        {"role": "assistant", "content": "30 days [1]."},
+        {"role": "user", "content": "my hub keeps losing its internet connection"},
+    ]
+    reply = client.chat.completions.create(model="twokeys", messages=messages)
+    search = reply.model_extra["twokeys"]["search"]  # type: ignore[index]
+    assert search["how"] == "as asked" and search["query"] == messages[-1]["content"]
+    assert "Searched for:" not in (reply.choices[0].message.content or "")
+    messages += [
+        {"role": "assistant", "content": "Check the router [1]."},
+        {"role": "user", "content": "How do I fix it?"},
+    ]
+    reply = client.chat.completions.create(model="twokeys", messages=messages)
+    search = reply.model_extra["twokeys"]["search"]  # type: ignore[index]
+    assert search["how"] == "rule"
+    assert search["query"] == "my hub keeps losing its internet connection How do I fix it?"
+    sources = (reply.choices[0].message.content or "").split("Sources:")[-1]
+    assert "troubleshooting/wifi-drops.md" in sources
+
+
 def test_a_model_rewrites_the_follow_up_into_the_query_searched(built: Path) -> None:
     model = ChatModel(
         "Within 14 days [1].", rewrite="refund for Lumatek Studio Pro software licences"
@@ -321,28 +349,153 @@ def test_an_unreachable_model_is_named_and_the_sources_still_answer(built: Path)
     assert seconds < 2.0, seconds
 
 
-def test_a_model_that_never_answers_is_reported_when_its_timeout_passes(built: Path) -> None:
+def test_a_model_that_takes_the_connection_and_never_answers_is_reported_within_2_s(
+    built: Path,
+) -> None:
     # a model server on this machine that accepts the connection and never answers (only
-    # loopback: tests send nothing off this machine). The connection probe passes, so the
-    # turn waits for the model's own timeout (1 s here) and its retries; then the sources
-    # answer and the reply names the model and its URL. (Not within 2 s: a first-token
-    # deadline independent of the model's timeout is still to be built.)
+    # loopback: tests send nothing off this machine), with the default 120 s timeout: the
+    # liveness check finds it in about a second, the sources answer, and the reply names
+    # the model, its URL and why
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(16)
         address = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
-        model = from_spec("openai:qwen2.5-7b", base_url=address, timeout=1)
+        model = from_spec("openai:qwen2.5-7b", base_url=address)
         with serve(built, model) as url:
-            client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
+            client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
             started = time.monotonic()
             stream = client.chat.completions.create(
                 model="twokeys", messages=[{"role": "user", "content": ZX}], stream=True
             )
             text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
             seconds = time.monotonic() - started
+    assert text.startswith(
+        f"Extractive answer (the language model was not reached: openai:qwen2.5-7b at {address}"
+        f": took the connection but sent no answer to GET {address}/models within 1 s"
+    )
+    assert "errors/zx-4821.md" in text.split("Sources:")[-1]
+    assert seconds < 2.5, seconds  # the requirement itself: within 2 s, with some slack
+
+
+class ModelServer:
+    """An OpenAI-compatible model server on loopback that answers ``/v1/models`` at once
+    and, on ``/v1/chat/completions``, either never starts its answer (``hang``) or sends
+    its headers at once and its first token after ``delay`` seconds."""
+
+    def __init__(self, *, hang: bool = False, delay: float = 0.0) -> None:
+        import http.server
+        import threading
+
+        self.release = threading.Event()
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                body = b'{"object": "list", "data": [{"id": "slow-model"}]}'
+                code = 200 if self.path == "/v1/models" else 404
+                self.send_response(code)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                if self.path != "/v1/chat/completions":
+                    self.send_response(404)
+                    self.send_header("content-length", "0")
+                    self.end_headers()
+                    return
+                if hang:
+                    owner.release.wait(30)
+                    return
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("connection", "close")
+                self.end_headers()
+                self.wfile.flush()
+                time.sleep(delay)  # a slow model: headers now, its first token later
+                for word in ("The", " Hub", " [1]."):
+                    event = {"choices": [{"index": 0, "delta": {"content": word}}]}
+                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                self.close_connection = True
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.address = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> ModelServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_model_that_never_starts_its_answer_is_reported_at_its_first_byte_deadline(
+    built: Path,
+) -> None:
+    with ModelServer(hang=True) as hung:
+        model = from_spec("openai:slow-model", base_url=hung.address, first_byte_timeout=1)
+        with serve(built, model) as url:
+            client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+            started = time.monotonic()
+            reply = client.chat.completions.create(
+                model="twokeys", messages=[{"role": "user", "content": ZX}]
+            )
+            seconds = time.monotonic() - started
+    text = reply.choices[0].message.content or ""
     assert text.startswith("Extractive answer (the language model was not reached: ")
-    assert address in text and "errors/zx-4821.md" in text.split("Sources:")[-1]
-    assert seconds < 15.0, seconds
+    assert f"openai:slow-model: openai-compatible server at {hung.address}/chat/completions" in text
+    assert "timed out waiting for the first token" in text
+    assert "errors/zx-4821.md" in text.split("Sources:")[-1]
+    assert seconds < 2.5, seconds
+
+
+def test_a_slow_model_that_streams_is_not_cut_short_by_the_first_byte_deadline(
+    built: Path,
+) -> None:
+    # headers at once, the first token after 1.5 s: alive, only slow; a 1 s first-byte
+    # deadline does not cut it, since the answer had begun
+    with ModelServer(delay=1.5) as slow:
+        model = from_spec("openai:slow-model", base_url=slow.address, first_byte_timeout=1)
+        with serve(built, model) as url:
+            client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+            reply = client.chat.completions.create(
+                model="twokeys", messages=[{"role": "user", "content": ZX}]
+            )
+    text = reply.choices[0].message.content or ""
+    assert text.startswith("The Hub [1]."), text
+    assert reply.model_extra["twokeys"]["model_error"] is None
+
+
+def test_ask_reports_a_hung_model_within_2_s(built: Path) -> None:
+    from twokeys import open_index
+    from twokeys.rag.ask import ask
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        address = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+        with open_index(built) as index, from_spec("openai:m", base_url=address) as model:
+            started = time.monotonic()
+            answer = ask(index, ZX, llm=model)
+            seconds = time.monotonic() - started
+    assert answer.model_error is not None and address in answer.model_error
+    assert "sent no answer" in answer.model_error
+    assert answer.text.startswith("Extractive answer (the language model was not reached: ")
+    assert any("zx-4821" in s.cite for s in answer.sources if s.cited), answer.sources
+    assert seconds < 2.5, seconds
 
 
 # -- 3. the honest API -----------------------------------------------------------------
@@ -448,6 +601,36 @@ def test_citations_sources_unsupported_marks_and_url_citations(built: Path) -> N
     assert "Not supported by the cited sources:\n- The moon is made of green cheese [1]." in (
         streamed_text
     )
+
+
+UNCITED = (
+    "ZX-4821 means the Hub found the voltage on its input rail below the safe operating "
+    "threshold. The capital of Australia is Sydney."
+)  # a weak model's answer: two sentences, neither cites a source
+
+
+def test_sentences_that_cite_nothing_get_a_source_or_the_mark(built: Path) -> None:
+    model = ChatModel(UNCITED)
+    question = [{"role": "user", "content": ZX}]
+    with serve(built, model) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
+        reply = client.chat.completions.create(model="twokeys", messages=question)
+        stream = client.chat.completions.create(model="twokeys", messages=question, stream=True)
+        streamed = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    text = reply.choices[0].message.content or ""
+    sources = reply.model_extra["twokeys"]["sources"]  # type: ignore[index]
+    zx = next(s["number"] for s in sources if s["path"] == "errors/zx-4821.md")
+    assert text.startswith(
+        f"ZX-4821 means the Hub found the voltage on its input rail below the safe operating "
+        f"threshold [{zx}]. The capital of Australia is Sydney. [not supported by the cited "
+        "source]"
+    ), text
+    assert f"\n[{zx}] errors/zx-4821.md" in text.split("Sources:")[-1]
+    assert "Not supported by the cited sources:\n- The capital of Australia is Sydney." in streamed
+    assert (
+        "Cited by the check (the model cited no source):\n- ZX-4821 means the Hub found the "
+        f"voltage on its input rail below the safe operating threshold [{zx}]."
+    ) in streamed
 
 
 def test_a_passage_page_shows_document_text_as_text(tmp_path: Path) -> None:

@@ -43,8 +43,7 @@ HEAVY = (
     "yaml",  # ingestion
     "bs4",
     "charset_normalizer",
-    "rich.table",
-    "rich.progress",
+    "rich",  # a search prints with click's styles
     "twokeys.indexer",
     "twokeys.ingest",
     "twokeys.repair",
@@ -62,9 +61,9 @@ HEAVY = (
 )
 
 
-def _loaded(tmp_path: Path, *args: str) -> set[str]:
+def _loaded(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> set[str]:
     dump = tmp_path / "modules.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), **(env or {})}
     subprocess.run(
         [sys.executable, "-c", _RUN, str(dump), *args],
         check=True,
@@ -95,6 +94,25 @@ def test_help_loads_neither_the_engine_nor_a_backend(tmp_path: Path) -> None:
     modules = _loaded(tmp_path, "--help")
     assert _heavy(modules) == []
     assert not {"twokeys.engine", "twokeys.store.local", "twokeys.store.contract"} & modules
+    # nor numpy, nor the modules whose defaults only index and search show
+    assert not {m.partition(".")[0] for m in modules} & {"numpy", "Stemmer"}
+    assert (
+        not {
+            "twokeys.cli_index",
+            "twokeys.cli_search",
+            "twokeys.request",
+            "twokeys.analysis",
+            "twokeys.chunking",
+            "twokeys.types",
+        }
+        & modules
+    )
+
+
+def test_a_command_s_help_loads_its_own_module_only(tmp_path: Path) -> None:
+    modules = _loaded(tmp_path, "index", "--help")
+    assert "twokeys.cli_index" in modules
+    assert not {"twokeys.cli_search", "twokeys.indexer", "twokeys.engine"} & modules
 
 
 @pytest.mark.parametrize(
@@ -131,3 +149,34 @@ def test_the_package_names_resolve_on_first_use() -> None:
     assert set(twokeys.__all__) <= set(dir(twokeys))
     with pytest.raises(AttributeError, match="no_such_name"):
         _ = twokeys.no_such_name  # type: ignore[attr-defined]
+
+
+def test_a_hybrid_search_loads_the_cached_graph_without_building_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With onnxruntime's optimised graph in the cache (the index's build put it there),
+    a hybrid search loads it and writes nothing; with an empty cache it builds the
+    graph and saves it."""
+    from twokeys import IndexOptions, build_index
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in [("a", "Reset the hub with a pin."), ("b", "Error ZX-4821: low voltage.")]:
+        (docs / f"{name}.md").write_text(f"# {name}\n\n{text}\n", encoding="utf-8")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TWOKEYS_CACHE", str(cache))
+    index = tmp_path / "kb.twokeys"
+    build_index(docs, index, IndexOptions())
+
+    def files(folder: Path) -> dict[str, tuple[int, int]]:
+        return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in folder.rglob("*")}
+
+    before = files(cache)
+    assert any(name.endswith(".onnx") for name in before)
+    warm = _loaded(tmp_path, "search", "voltage", "--index", str(index), env={})
+    assert "onnxruntime" in warm and "twokeys.dense.onnx_cache" in warm
+    assert files(cache) == before  # loaded, not built and saved again
+    empty = tmp_path / "empty"
+    _loaded(tmp_path, "search", "voltage", "--index", str(index), env={"TWOKEYS_CACHE": str(empty)})
+    saved = sorted(p.suffix for p in empty.rglob("*") if p.is_file())
+    assert saved == [".json", ".onnx"]  # the check sees a build

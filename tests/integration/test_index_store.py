@@ -269,3 +269,61 @@ def test_damaged_hit_files_are_a_clear_error(built: tuple[Path, Path]) -> None:
         fh.write(b"tail")
     with open_index(index) as kb, pytest.raises(IndexFormatError, match="hits.strings.utf8"):
         kb.search("ZX-4821", mode="bm25")
+
+
+def test_lazy_hits_are_the_hits_read_whole(built: tuple[Path, Path]) -> None:
+    """A local index's hits read their chunk on first use; every way of looking at one
+    (fields, ==, hash, repr, to_dict, replace, pickle, after close) gives the hit read
+    whole from the same index."""
+    import copy
+    import pickle
+    from dataclasses import replace
+
+    from twokeys.types import Hit
+
+    _, index = built
+    kb = open_index(index)
+    lazy = kb.search("hub reset button", mode="bm25", k=2)
+    backend = kb.backend
+    rows = [
+        kb.retriever(kb._request("hub reset button", {"mode": "bm25", "k": 2}))
+        .retrieve("hub reset button", 2)
+        .run
+    ][0]
+    whole = [
+        Hit(s.rank, s.score, *source, ())
+        for s, source in zip(rows, backend.chunks_with_source([s.row for s in rows]), strict=True)
+    ]
+    assert len(lazy) == 2 and all(h._source is not None for h in lazy)  # nothing read yet
+    fresh = kb.search("hub reset button", mode="bm25", k=2)
+    assert [pickle.loads(pickle.dumps(h)) for h in fresh] == whole  # read for the pickle
+    assert [copy.copy(h) for h in kb.search("hub reset button", mode="bm25", k=2)] == whole
+    assert [hash(h) for h in kb.search("hub reset button", mode="bm25", k=2)] == [
+        hash(h) for h in whole
+    ]
+    assert [repr(h) for h in kb.search("hub reset button", mode="bm25", k=2)] == [
+        repr(h) for h in whole
+    ]
+    assert lazy == whole
+    assert all(h._source is None for h in lazy)  # read once, then kept
+    import dataclasses
+
+    assert [f.name for f in dataclasses.fields(Hit)] == [
+        "rank",
+        "score",
+        "chunk",
+        "title",
+        "path",
+        "evidence",
+    ]
+    assert dataclasses.asdict(kb.search("hub reset button", mode="bm25", k=2)[0]) == (
+        dataclasses.asdict(whole[0])
+    )
+    moved = replace(kb.search("hub reset button", mode="bm25", k=2)[0], rank=7)
+    assert moved == replace(whole[0], rank=7)
+    late = kb.search("hub reset button", mode="bm25", k=2)
+    kb.close()  # the mapped files stay readable for hits made before
+    assert [h.to_dict() for h in late] == [h.to_dict() for h in whole]
+    assert late[0].cite == whole[0].cite and late[0].text.startswith("Resetting")
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = late[0].nope  # type: ignore[attr-defined]

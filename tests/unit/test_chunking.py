@@ -451,6 +451,82 @@ def test_empty_or_whitespace_document_gives_no_chunks(text: str, kind: str) -> N
     assert chunk(text, kind=kind) == []
 
 
+# --- Markdown read by markdown-it: cases the old hand-written rules got wrong -------------
+
+
+def test_an_html_block_is_one_block_and_hides_what_looks_like_markdown_in_it() -> None:
+    text = (
+        "# API\n\nIntro.\n\n<!-- YAML\nadded: v9.9.0\n# not a heading\n- version: v15.0.0\n-->\n\n"
+        "<pre>\n# also not a heading\n\n- nor a list\n</pre>\n\nAfter.\n"
+    )
+    sections = chunking_module._markdown_sections(text)
+    assert [(s.path, [(text[b.start : b.end], b.kind) for b in s.blocks]) for s in sections] == [
+        (
+            ("API",),
+            [
+                ("Intro.", "prose"),
+                ("<!-- YAML\nadded: v9.9.0\n# not a heading\n- version: v15.0.0\n-->", "lines"),
+                ("<pre>\n# also not a heading\n\n- nor a list\n</pre>", "lines"),
+                ("After.", "prose"),
+            ],
+        )
+    ]
+
+
+def test_a_setext_heading_over_two_lines_and_a_table_without_outer_pipes() -> None:
+    text = "Getting\nstarted\n---\n\nname | value\n-- | --\nport | 8080\n\nEnd.\n"
+    sections = chunking_module._markdown_sections(text)
+    assert [(s.path, [(text[b.start : b.end], b.kind) for b in s.blocks]) for s in sections] == [
+        (
+            ("Getting started",),
+            [("name | value\n-- | --\nport | 8080", "lines"), ("End.", "prose")],
+        )
+    ]
+
+
+def test_indented_code_is_lines_not_a_list_and_a_fence_in_a_list_item_stays_in_it() -> None:
+    text = (
+        "Run:\n\n    - not a list item\n    # nor a heading\n\n"
+        "1. Install:\n\n   ```sh\n   # a shell comment\n   make\n   ```\n2. Test.\n\n"
+        "## Next\n\nDone.\n"
+    )
+    sections = chunking_module._markdown_sections(text)
+    assert [(s.path, [(text[b.start : b.end], b.kind) for b in s.blocks]) for s in sections] == [
+        (
+            (),
+            [
+                ("Run:", "prose"),
+                ("- not a list item\n    # nor a heading", "lines"),
+                (
+                    "1. Install:\n\n   ```sh\n   # a shell comment\n   make\n   ```\n2. Test.",
+                    "list",
+                ),
+            ],
+        ),
+        (("Next",), [("Done.", "prose")]),
+    ]
+
+
+def test_lines_no_block_holds_are_kept_as_prose() -> None:
+    # link reference definitions make no token of markdown-it's: their lines stay searchable
+    text = '# A\n\nSee [the docs][d].\n\n[d]: https://example.com/docs "Docs"\n\n---\n\nEnd.\n'
+    chunks = chunk(text, ChunkerConfig(max_tokens=16, overlap_tokens=0, min_tokens=0))
+    assert [(c.heading_path, c.text) for c in chunks] == [
+        (("A",), "See [the docs][d]."),
+        (("A",), '[d]: https://example.com/docs "Docs"'),
+        (("A",), "End."),
+    ]
+
+
+def test_a_fence_of_four_backticks_holds_one_of_three_and_hashes() -> None:
+    text = "# A\n\n````md\n# not a heading\n```\nstill code\n````\n\n# B\n\nText.\n"
+    chunks = chunk(text)
+    assert [(c.heading_path, c.text) for c in chunks] == [
+        (("A",), "````md\n# not a heading\n```\nstill code\n````"),
+        (("B",), "Text."),
+    ]
+
+
 def test_crlf_lists_tables_and_front_matter() -> None:
     text = (
         "---\r\ntitle: Guide\r\n---\r\n\r\n# Head\r\n\r\n- one\r\n- two\r\n\r\n"

@@ -49,3 +49,20 @@ def test_threads_share_one_cache() -> None:
     assert len(vectors) == 8 and all(np.array_equal(v, vectors[0]) for v in vectors)
     enc.encode_query("same words")
     assert enc.encoded <= 8  # computed at most once per racing thread, then kept
+
+
+def test_an_encoder_variant_is_named_within_its_block_only() -> None:
+    made: list[str] = []
+
+    def variant() -> HashEncoder:
+        made.append("variant")
+        return HashEncoder()
+
+    before = encoder_module.encoder_names()
+    with encoder_module.encoder_variant("minilm", variant):
+        assert isinstance(encoder_module.get_encoder("minilm"), HashEncoder)
+    assert made == ["variant"]
+    assert encoder_module.encoder_names() == before
+    with encoder_module.encoder_variant("hash-only", variant):
+        assert "hash-only" in encoder_module.encoder_names()
+    assert "hash-only" not in encoder_module.encoder_names()

@@ -257,17 +257,6 @@ def test_a_table_gives_one_row_per_part() -> None:
     assert quotes == ["Code: 4; Meaning: Hub unreachable"]
 
 
-def test_a_row_the_question_names_by_number_is_the_one_quoted() -> None:
-    # the dense model prefers another row ("failing" reads like "Success" here); the
-    # question names its row by the number in the "Code" column
-    similarity = _cosine_by_phrase({"Success": 0.9, "signed": 0.5, "unreachable": 0.5})
-    question = "My script keeps failing with exit code 3. What does it mean?"
-    quotes = _quoted(_context(CLI_GUIDE), question, similarity=similarity)
-    assert quotes[0] == "Code: 3; Meaning: Not signed in"
-    unnamed = _quoted(_context(CLI_GUIDE), "What does a failing exit mean?", similarity=similarity)
-    assert unnamed[0] == "Code: 0; Meaning: Success"  # no number: the ranking decides
-
-
 def test_a_code_comment_is_found_by_its_command_and_quoted_with_it() -> None:
     quotes = _quoted(_context(CLI_GUIDE), "What does lmtk-sign verify check?")
     assert quotes == [
@@ -514,50 +503,3 @@ def test_only_prose_sentences_are_read_twice() -> None:
     assert any(s.startswith("Can I use my Hub abroad? \u2014 The supplied adapter") for s in framed)
     assert framed.count("Exit codes \u2014 Code: 4; Meaning: Hub unreachable") == 1  # a row: once
     assert len(read) == len(set(read))
-
-
-WARRANTY = """## Limited hardware warranty
-
-Every Hub comes with a limited hardware warranty against defects.
-
-The warranty lasts 24 months from purchase and is not extended by a repair.
-"""
-
-
-def test_a_question_for_a_value_gets_a_unit_that_states_one() -> None:
-    # the dense model prefers the sentence that names the topic; "how long" asks for a
-    # duration, which only the second sentence gives
-    similarity = _cosine_by_phrase({"limited hardware": 0.9, "24 months": 0.4})
-    how_long = _quoted(
-        _context(WARRANTY), "How long is the hardware warranty?", similarity=similarity
-    )
-    what = _quoted(_context(WARRANTY), "What is the hardware warranty?", similarity=similarity)
-    assert how_long[0].startswith("Every Hub") and any("24 months" in q for q in how_long)
-    assert not any("24 months" in q for q in what)
-
-
-CHARGING = """## Charging
-
-Partial top-ups count as fractions of a cycle.
-
-Replace the battery if the camera no longer runs for a week between charges.
-
-A full charge takes about four hours from a 10 W adapter.
-"""
-
-
-def test_units_that_state_the_value_asked_for_are_quoted_first() -> None:
-    # the dense model ranks a sentence without a duration first; the two that state one,
-    # close enough to it, are quoted before it, and one far below it is not quoted
-    similarity = _cosine_by_phrase({"Partial": 0.60, "a week": 0.54, "four hours": 0.49})
-    quotes = _quoted(_context(CHARGING), "How long does a full top-up take?", similarity=similarity)
-    assert set(quotes[:2]) == {
-        "Replace the battery if the camera no longer runs for a week between charges.",
-        "A full charge takes about four hours from a 10 W adapter.",
-    }
-    far = _cosine_by_phrase({"Partial": 0.60, "a week": 0.54, "four hours": 0.30})
-    quotes = _quoted(_context(CHARGING), "How long does a full top-up take?", similarity=far)
-    assert not any("four hours" in q for q in quotes)
-    # a question for no value keeps the model's order
-    quotes = _quoted(_context(CHARGING), "What is a partial top-up?", similarity=similarity)
-    assert quotes[0] == "Partial top-ups count as fractions of a cycle."

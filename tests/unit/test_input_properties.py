@@ -82,16 +82,11 @@ QUESTION_PARTS = st.sampled_from(
 @settings(max_examples=300, deadline=None)
 @given(st.lists(QUESTION_PARTS, min_size=1, max_size=40).map("".join))
 def test_question_reading_takes_any_question(question: str) -> None:
-    from twokeys.rag.answer_types import expected_type, named_unit, value_type
-    from twokeys.rag.decompose import decompose
+    from twokeys.rag.decompose import decompose, own_words
 
     if not question.strip():
         return
     parts = decompose(question, max_parts=4)
     assert 1 <= len(parts) <= 4 and all(p.strip() for p in parts)
     for text in (question, *parts):
-        kind = expected_type(text)
-        assert kind is None or kind.stated.pattern
-        assert value_type(text) is kind or kind is None
-        unit = named_unit(text)
-        assert unit is None or unit.search("12 m 3 GB 4 fps 5 W 6 dB 7 °C") is not None
+        assert own_words(text) in text

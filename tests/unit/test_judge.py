@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+import pytest
+
 from conftest import ScriptedLLM
+from twokeys.errors import ConfigError
 from twokeys.llm.base import LLM, Prompt
 from twokeys.llm.http import ServiceUnavailableError
-from twokeys.rag.judge import NOT_ASKED, rerank, verdict
+from twokeys.rag.judge import NOT_ASKED, SupportBudget, rerank, support_verdicts, verdict
 from twokeys.types import Chunk, Hit
 
 
@@ -53,3 +56,24 @@ def test_the_verdict_reads_yes_no_and_anything_else_as_not_asked() -> None:
     assert verdict(ScriptedLLM("Maybe"), "q", ["a"]) == NOT_ASKED
     assert verdict(Down(), "q", ["a"]) == NOT_ASKED
     assert verdict(ScriptedLLM("yes"), "q", []) == 0.0
+
+
+def test_support_verdicts_read_yes_no_and_stop_at_the_time_budget() -> None:
+    sentences = [(f"Claim {i} [1].", ["passage"]) for i in range(4)]
+    ticks = iter([0.0, 0.0, 1.0, 2.5, 9.0])  # the start, then one reading before each call
+    llm = ScriptedLLM("no")
+    said = support_verdicts(llm, sentences, SupportBudget(seconds=2.0), clock=lambda: next(ticks))
+    assert said == [False, False, None, None]  # the third call would start 2.5 s in
+    assert len(llm.prompts) == 2
+    assert support_verdicts(ScriptedLLM("Yes, it is."), sentences[:1]) == [True]
+    assert support_verdicts(ScriptedLLM("Perhaps"), sentences[:1]) == [None]
+    assert support_verdicts(Down(), sentences) == [None] * 4
+
+
+def test_a_base_model_is_asked_in_text_and_a_bad_budget_is_named() -> None:
+    llm = ScriptedLLM("yes", chat=False)
+    assert support_verdicts(llm, [("The fee is 5 EUR [1].", ["The fee is 5 EUR."])]) == [True]
+    (prompt,) = llm.prompts
+    assert isinstance(prompt, str) and prompt.endswith("Reply yes or no.\nAnswer:")
+    with pytest.raises(ConfigError, match=r"support.sentences: expected an integer >= 1, got 0"):
+        SupportBudget(sentences=0)

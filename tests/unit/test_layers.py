@@ -56,6 +56,7 @@ def test_kernels_import_nothing_above_them(kernel: str) -> None:
 
 def test_the_engine_names_no_backend_class() -> None:
     imports = _imports(PACKAGE / "engine.py") | _imports(PACKAGE / "cli.py")
+    imports |= _imports(PACKAGE / "cli_index.py") | _imports(PACKAGE / "cli_search.py")
     assert not {n for n in imports if n.startswith("twokeys.store.local")}
     local = ("twokeys.store.local", "twokeys.store.vectors")
     assert not {n for n in _imports(PACKAGE / "engine.py") if n.startswith(local)}

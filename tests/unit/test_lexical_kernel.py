@@ -47,6 +47,49 @@ def test_kernel_and_numpy_give_identical_runs(seed: int, n_docs: int, vocab: int
         assert not compiled._buffers()[0].any()
 
 
+def _zipf_index(seed: int, n_docs: int, vocab: int) -> ArrayLexicalIndex:
+    """Documents of Zipf-distributed words (a few common, many rare), as text is: the
+    common words' postings are what pruning skips."""
+    rng = np.random.default_rng(seed)
+    ranks = np.arange(1, vocab + 1)
+    p = 1.0 / ranks
+    p /= p.sum()
+    docs = [
+        [f"w{i}" for i in rng.choice(vocab, size=int(rng.integers(1, 30)), p=p)]
+        for _ in range(n_docs)
+    ]
+    docs += [list(docs[1])] * 4 + [list(docs[2])] * 3  # ties, ranked by row
+    m = build_term_matrix(docs)
+    weights = bm25_weights(m, BM25Params())
+    vocabulary = {t: i for i, t in enumerate(m.vocabulary)}
+    return ArrayLexicalIndex(vocabulary, m.indptr, m.indices, weights, m.n_docs)
+
+
+@pytest.mark.skipif(lexical_index._kernel is None, reason="kernel not built (see above)")
+@pytest.mark.parametrize("seed", [3, 4])
+def test_pruned_top_k_is_the_exact_top_k(seed: int) -> None:
+    """MaxScore pruning (every query pruned here, however few its postings) gives the
+    numpy path's runs to the last bit, scores and ties included, and leaves the scratch
+    scores zeroed."""
+    pruned = _zipf_index(seed, 4000, 3000)
+    pruned.prune_from = 0
+    plain = _zipf_index(seed, 4000, 3000)
+    plain.compiled = False
+    rng = np.random.default_rng(seed + 100)
+    common = [f"w{i}" for i in range(12)]
+    for _ in range(150):
+        terms = [f"w{i}" for i in rng.integers(0, 3005, size=int(rng.integers(2, 9)))]
+        terms += list(rng.choice(common, size=int(rng.integers(0, 4))))  # long postings
+        for k in (1, 3, 10, 64, 65):
+            assert pruned.search(terms, k) == plain.search(terms, k)
+        assert not pruned._buffers()[0].any()
+    maxima = pruned._term_maxima()
+    known = maxima >= 0  # the largest weights met are each term's largest
+    indptr, weights = pruned._indptr, pruned._weights
+    for t in np.flatnonzero(known)[:200].tolist():
+        assert maxima[t] == weights[indptr[t] : indptr[t + 1]].max()
+
+
 @pytest.mark.skipif(lexical_index._kernel is None, reason="kernel not built (see above)")
 def test_kernel_refuses_inconsistent_arrays() -> None:
     kernel = lexical_index._kernel
@@ -147,3 +190,43 @@ def test_batch_kernel_refuses_inconsistent_arrays() -> None:
     rows, scores, counts = call([1, 1, -1], [0, 3, 3])
     assert counts.tolist() == [1, 0]  # term 1 twice: weight 2; the second query is empty
     assert rows[0, :1].tolist() == [1] and scores[0, :1].tolist() == [2.0]  # type: ignore[index]
+
+
+def test_slotted_values_with_and_without_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The values the kernel makes without __init__ equal the constructed ones, on both
+    paths; a non-slot name or columns of two lengths are refused."""
+    from twokeys.types import ScoredChunk
+
+    columns = ([4, 2, 9], [1.5, 1.25, 0.5], [1, 2, 3])
+    expected = [ScoredChunk(4, 1.5, 1), ScoredChunk(2, 1.25, 2), ScoredChunk(9, 0.5, 3)]
+    names = ("row", "score", "rank")
+    if lexical_index._kernel is not None:
+        made = lexical_index.slotted_values(ScoredChunk, names, columns)
+        assert made == expected and hash(made[0]) == hash(expected[0])
+        same_rank = lexical_index.slotted_values(ScoredChunk, names, ([1, 2], [0.5, 0.5], 7))
+        assert [s.rank for s in same_rank] == [7, 7]
+        with pytest.raises(TypeError, match="not a slot"):
+            lexical_index._kernel.instances(ScoredChunk, ("nope",), ([1],))
+        with pytest.raises(ValueError, match="differ in length"):
+            lexical_index._kernel.instances(ScoredChunk, ("row", "score"), ([1], [1.0, 2.0]))
+    monkeypatch.setattr(lexical_index, "_kernel", None)
+    assert lexical_index.slotted_values(ScoredChunk, names, columns) == expected
+
+
+@pytest.mark.skipif(lexical_index._kernel is None, reason="kernel not built (see above)")
+def test_pruned_searches_on_threads_give_the_serial_runs() -> None:
+    """Threads fill the shared term maxima while they prune (each its own scratch):
+    every run is the serial one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    serial = _zipf_index(5, 3000, 2000)
+    serial.prune_from = None
+    threaded = _zipf_index(5, 3000, 2000)
+    threaded.prune_from = 0
+    rng = np.random.default_rng(7)
+    queries = [
+        [f"w{i}" for i in rng.integers(0, 40, size=int(rng.integers(2, 7)))] for _ in range(400)
+    ]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        runs = list(pool.map(lambda q: threaded.search(q, 10), queries))
+    assert runs == [serial.search(q, 10) for q in queries]

@@ -477,3 +477,35 @@ def test_chat_template_detection() -> None:
 def test_a_malformed_base_url_is_one_line(url: str) -> None:
     with pytest.raises(ConfigError, match="base_url: "):
         from_spec("openai:x", base_url=url)
+
+
+# --- the first-byte deadline and the liveness check ------------------------------------
+
+
+def test_a_stream_that_never_starts_is_cut_at_its_first_byte_deadline_and_not_retried() -> None:
+    rec = Recorder(timeout)
+    with pytest.raises(
+        ServiceTimeoutError, match=r"sent nothing within 2s \(timed out waiting for the first"
+    ):
+        list(rec.openai(first_byte=2).stream(MESSAGES))
+    assert len(rec.requests) == 1 and rec.sleeps == []
+    assert rec.requests[0].extensions["timeout"]["read"] == 2  # the deadline, not the timeout
+    assert rec.requests[0].extensions["timeout"]["connect"] == 120
+    with pytest.raises(ServiceTimeoutError, match=r"no answer within 7s \(3 attempts\)"):
+        rec.openai(timeout=7, first_byte=2).complete(MESSAGES)  # not a stream: the timeout
+
+
+def test_the_liveness_check_takes_any_answer_and_is_remembered() -> None:
+    rec = Recorder(httpx.Response(404, json={"error": "no such route"}))
+    llm = rec.openai()
+    assert llm.unreachable() is None and llm.unreachable() is None
+    assert [r.url.path for r in rec.requests] == ["/v1/models"]  # asked once, remembered
+    assert rec.requests[0].extensions["timeout"]["read"] == 1.0
+    hung = Recorder(httpx.ReadTimeout("silent")).ollama()
+    assert hung.unreachable() == (
+        "ollama:qwen2.5:7b at http://127.0.0.1:11434: took the connection but sent no answer "
+        "to GET http://127.0.0.1:11434/api/version within 1 s; is the server running at "
+        "http://127.0.0.1:11434?"
+    )
+    down = Recorder(httpx.ConnectError("[Errno 111] Connection refused")).openai()
+    assert "cannot connect (connection refused)" in (down.unreachable() or "")

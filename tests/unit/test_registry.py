@@ -35,7 +35,7 @@ def test_an_encoder_and_a_reranker_registered_by_path() -> None:
 
 def test_the_built_in_backends_are_not_imported_until_named() -> None:
     code = (
-        "import sys, twokeys.dense.encoder, twokeys.rerank, twokeys.llm.base; "
+        "import sys, twokeys.dense.encoder, twokeys.rerank, twokeys.llm.spec; "
         "print(sorted(m for m in sys.modules if m.startswith(('twokeys.dense.onnx', "
         "'twokeys.dense.http', 'twokeys.rerank.e5', 'twokeys.rerank.cross', "
         "'twokeys.rerank.proximity', 'twokeys.llm.local', 'twokeys.llm.ollama', "

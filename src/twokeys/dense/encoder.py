@@ -12,7 +12,8 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal, cast
 
@@ -82,13 +83,18 @@ class Encoder(ABC):
             if vector is not None:
                 cache.vectors.move_to_end(text)
                 return vector
-        vector = self.encode([text], "query").reshape(-1)
+        vector = self.encode_one(text)
         vector.flags.writeable = False
         with cache.lock:
             cache.vectors[text] = vector
             if len(cache.vectors) > QUERY_CACHE_SIZE:
                 cache.vectors.popitem(last=False)
         return vector
+
+    def encode_one(self, text: str) -> npt.NDArray[np.float32]:
+        """One query's L2-normalised vector, uncached: a backend may override it with a
+        path for a single text (:meth:`encode` batches many)."""
+        return self.encode([text], "query").reshape(-1)
 
     def _query_cache(self) -> _QueryCache:
         cache: _QueryCache | None = self.__dict__.get("_queries")
@@ -119,6 +125,22 @@ def register_encoder(name: str, factory: EncoderFactory | str) -> None:
     """Make an encoder available by name (to the CLI, the index and ``get_encoder``);
     ``factory`` may be the ``"module:attribute"`` path of one, imported on first use."""
     _REGISTRY[name] = factory
+
+
+@contextmanager
+def encoder_variant(name: str, factory: EncoderFactory | str) -> Iterator[None]:
+    """Within the block, ``name`` makes ``factory``'s encoder, which must be the same
+    encoder (id and weights) set up for other work: the one-query setup of a single
+    ``twokeys search``. The previous factory is back afterwards."""
+    previous = _REGISTRY.get(name)
+    _REGISTRY[name] = factory
+    try:
+        yield
+    finally:
+        if previous is None:
+            del _REGISTRY[name]
+        else:
+            _REGISTRY[name] = previous
 
 
 def register_encoder_family(prefix: str, factory: EncoderFamily | str) -> None:

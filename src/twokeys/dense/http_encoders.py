@@ -33,8 +33,8 @@ import numpy.typing as npt
 
 from twokeys.dense.encoder import Encoder, Kind
 from twokeys.errors import ConfigError
-from twokeys.llm.base import DEFAULT_BASE_URLS, resolve_base_url
 from twokeys.llm.http import DEFAULT_TIMEOUT, JSONService, ServiceResponseError, json_field
+from twokeys.llm.spec import DEFAULT_BASE_URLS, resolve_base_url
 from twokeys.text.tokens import approx_token_counter
 
 KNOWN_DIMS: Mapping[str, int] = {

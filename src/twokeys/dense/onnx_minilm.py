@@ -9,9 +9,12 @@ What makes it fast (measured in ``benchmarks/NOTES.md``):
 
 - The shipped graph is not run as is: :mod:`twokeys.dense.minilm_graph` rebuilds the
   same network from its weights with onnxruntime's fused attention and layer-norm
-  operators and the mean pooling inside the graph. It is built in memory when the
-  encoder starts (in less time than onnxruntime takes to optimise the shipped graph),
-  so there is no cache to manage. ``graph="shipped"`` runs the package's graph.
+  operators and the mean pooling inside the graph. The first process builds it in
+  memory (in less time than onnxruntime takes to optimise the shipped graph) and saves
+  onnxruntime's optimised form in the user's cache folder; later processes load that
+  (:mod:`twokeys.dense.onnx_cache`: keyed by the model's hash, the recipe, onnxruntime's
+  version and the CPU; checked by size and CRC-32; any doubt rebuilds it).
+  ``graph="shipped"`` runs the package's graph.
 - The default graph (``"int8"``) computes the output projections and the feed-forward
   products in int8 from the shipped int8 weights, each token's activations quantised
   on their own (:mod:`twokeys.dense.minilm_graph`): 1.4x the float32 graph's
@@ -48,6 +51,7 @@ import numpy as np
 import numpy.typing as npt
 
 from twokeys.dense.encoder import Encoder, Kind, Progress
+from twokeys.dense.onnx_cache import Outcome, cached_session
 from twokeys.errors import ConfigError, MissingExtraError
 from twokeys.text.tokens import SpaceSplitCounter
 
@@ -113,6 +117,21 @@ def adds_over_spaces(tokenizer: Any) -> bool:
     )
 
 
+def one_query() -> OnnxMiniLM:
+    """The encoder set up for a process that embeds one short query (``twokeys
+    search``): one thread, so no pool of idle threads spinning while the session loads
+    and the query runs (on two cores a fifth of the encoder's start in CPU time; more
+    where there are more cores). Same weights, same vectors."""
+    return OnnxMiniLM(threads=1)
+
+
+def _counts(tokenizer: Any, texts: Sequence[str]) -> list[int]:
+    """Token counts of ``texts`` (no special tokens) by a ``tokenizers.Tokenizer``."""
+    # encode_batch_fast (tokenizers >= 0.21) skips the offsets, which counting ignores
+    encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
+    return [len(e.ids) for e in encode(list(texts), add_special_tokens=False)]
+
+
 class OnnxMiniLM(Encoder):
     id = MODEL_ID
     dim = 384
@@ -127,7 +146,11 @@ class OnnxMiniLM(Encoder):
         batch_size: int = 32,
         batch_tokens: int = BATCH_TOKENS,
         graph: Graph = "int8",
+        session_cache: bool | Path = True,
     ) -> None:
+        """``session_cache``: keep onnxruntime's optimised graph in the user's cache
+        folder (:mod:`twokeys.dense.onnx_cache`; True), in this folder, or not at all
+        (False). ``session_origin`` says whether this session loaded it."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -146,19 +169,34 @@ class OnnxMiniLM(Encoder):
         self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(MAX_TOKENS)
-        self._counter: Any = None  # a tokenizers.Tokenizer, made by _counting()
+        self._counter: Any = None  # a tokenizers.Tokenizer, made by _untruncated()
         self._count_with: Callable[[Sequence[str]], list[int]] | None = None
         self._count_lock = threading.Lock()
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.intra_op_num_threads = threads or 0  # 0: one per physical core
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        source: str | bytes = (
-            self._model_path if graph == "shipped" else fused_graph(model, int8=graph == "int8")
-        )
-        self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+
+        def options() -> ort.SessionOptions:
+            made = ort.SessionOptions()
+            made.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            made.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            made.intra_op_num_threads = threads or 0  # 0: one per physical core
+            made.inter_op_num_threads = 1
+            made.log_severity_level = 3
+            return made
+
+        def source() -> str | bytes:
+            if graph == "shipped":
+                return self._model_path
+            return fused_graph(model, int8=graph == "int8")
+
+        if session_cache is False:
+            self._session = ort.InferenceSession(
+                source(), options(), providers=["CPUExecutionProvider"]
+            )
+            self.session_origin: Outcome = "built"
+        else:
+            folder = None if session_cache is True else session_cache
+            self._session, self.session_origin = cached_session(
+                source, self.fingerprint(), options, folder=folder
+            )
         self._inputs = {i.name for i in self._session.get_inputs()}
 
     def fingerprint(self) -> str:
@@ -181,28 +219,40 @@ class OnnxMiniLM(Encoder):
         return self._counting()(texts)
 
     def _counting(self) -> Callable[[Sequence[str]], list[int]]:
-        """The token counter (a second tokenizer, without truncation), made on first use:
-        a search embeds its query without counting."""
+        """The token counter, made on first use: the query tokenizer's counts, word by
+        word when they add up over spaces. A text it truncates is counted again by a
+        second tokenizer without truncation, loaded only then (a query's terms, which
+        hybrid fusion counts, never need it)."""
         if self._count_with is None:
             with self._count_lock:
                 if self._count_with is None:
-                    from tokenizers import Tokenizer
-
-                    counter = Tokenizer.from_file(self._tokenizer_path)
-                    counter.no_padding()
-                    counter.no_truncation()
-                    self._counter = counter
                     self._count_with = (
                         SpaceSplitCounter(self._count_texts)
-                        if adds_over_spaces(counter)
+                        if adds_over_spaces(self._tokenizer)
                         else self._count_texts
                     )
         return self._count_with
 
     def _count_texts(self, texts: Sequence[str]) -> list[int]:
-        # encode_batch_fast (tokenizers >= 0.21) skips the offsets, which counting ignores
-        encode = getattr(self._counter, "encode_batch_fast", self._counter.encode_batch)
-        return [len(e.ids) for e in encode(list(texts), add_special_tokens=False)]
+        counts = _counts(self._tokenizer, texts)
+        cut = [i for i, n in enumerate(counts) if n >= MAX_TOKENS]  # maybe truncated
+        if cut:
+            again = _counts(self._untruncated(), [texts[i] for i in cut])
+            for i, n in zip(cut, again, strict=True):
+                counts[i] = n
+        return counts
+
+    def _untruncated(self) -> Any:
+        """A second ``tokenizers.Tokenizer``, without truncation (made once)."""
+        with self._count_lock:
+            if self._counter is None:
+                from tokenizers import Tokenizer
+
+                counter = Tokenizer.from_file(self._tokenizer_path)
+                counter.no_padding()
+                counter.no_truncation()
+                self._counter = counter
+        return self._counter
 
     def encode(
         self, texts: Sequence[str], kind: Kind, *, progress: Progress | None = None
@@ -215,6 +265,20 @@ class OnnxMiniLM(Encoder):
             out[idx] = vectors / np.maximum(norms, 1e-12)
             if progress is not None:
                 progress(len(idx))
+        return out
+
+    def encode_one(self, text: str) -> npt.NDArray[np.float32]:
+        """A search's query: tokenised alone and run unpadded with an all-ones mask (a
+        batch of one pads to a multiple of 8 and goes through the batch tokeniser): 4.1
+        against 4.7 ms of CPU a query, single-threaded (``benchmarks/frameworks.py``)."""
+        if self.graph == "shipped":
+            return super().encode_one(text)
+        ids = np.asarray([self._tokenizer.encode(text).ids], np.int64)
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+        (pooled,) = self._session.run(["sentence_embedding"], feeds)
+        vector = np.asarray(pooled, np.float32).reshape(-1)
+        norm = float(np.linalg.norm(vector))
+        out: npt.NDArray[np.float32] = vector / max(norm, 1e-12)
         return out
 
     def embed_batch(self, texts: Sequence[str], kind: Kind) -> npt.NDArray[np.float32]:

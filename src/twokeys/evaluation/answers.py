@@ -3,8 +3,8 @@
 A QA file (JSONL) gives, per question, the documents that answer it and a short *gold
 fact* from each, written verbatim as the document says it::
 
-    {"id": "qa01", "question": "What does error code ZX-4821 mean?", "kind": "identifier",
-     "split": "test", "gold": [{"doc": "errors/zx-4821.md",
+    {"id": "qa01", "question": "What does error code E-4821 mean?", "kind": "identifier",
+     "split": "test", "gold": [{"doc": "errors/e-4821.md",
                                 "fact": "below the safe operating threshold"}]}
 
 A multi-part question has one gold entry per part; a question the corpus cannot answer
@@ -20,7 +20,7 @@ whitespace ignored):
 * **context recall**: share of a question's gold facts found inside a context piece
   taken from the gold document, read as the model reads it: a twokeys block with its
   label line, whose heading path may hold the fact (``[2] release-notes/changelog.md |
-  Changelog > Lumatek Studio > 1.2.9`` answers which release added an option); a
+  Changelog > Studio > 1.2.9`` answers which release added an option); a
   baseline's piece is the chunk or paragraph text it passes on;
 * **citation precision**: share of the blocks an answer cites that hold a gold fact;
 * **fact containment**: share of gold facts quoted in the (extractive) answer itself;

@@ -104,7 +104,9 @@ def eval_answers(
                     )
                     for b in (recall_budgets or REPORT_BUDGETS)
                 ]
-                threshold = shipped().threshold if confidence_kind == "learned" else None
+                lexical = kb.backend.vectors is None
+                learned = confidence_kind == "learned"
+                threshold = shipped(lexical).threshold if learned else None
                 page = render(f"twokeys eval-answers: {qa_file.name}", result, by_budget, threshold)
                 try:
                     html_path.write_text(page, encoding="utf-8")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import statistics
 import time
 from collections.abc import Mapping, Sequence
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from twokeys.cachedir import cache_home
 from twokeys.dense.encoder import get_encoder
 from twokeys.engine import MODES, Index
 from twokeys.errors import ConfigError, IndexFormatError, QuerySyntaxError
@@ -138,12 +138,7 @@ def default_index_path(dataset_dir: Path, env: Mapping[str, str] | None = None) 
     ``<cache>`` is ``$TWOKEYS_CACHE``, else ``$XDG_CACHE_HOME/twokeys``, else
     ``~/.cache/twokeys``: collections are often read-only, so the index lives apart.
     """
-    env = os.environ if env is None else env
-    if env.get("TWOKEYS_CACHE"):
-        cache = Path(env["TWOKEYS_CACHE"]).expanduser()
-    else:
-        base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        cache = Path(base).expanduser() / "twokeys"
+    cache = cache_home(env)
     absolute = dataset_dir.expanduser().resolve()
     digest = hashlib.sha256(str(absolute).encode("utf-8")).hexdigest()[:12]
     return cache / "eval" / f"{absolute.name or 'collection'}-{digest}.twokeys"

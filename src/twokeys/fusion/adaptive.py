@@ -1,7 +1,7 @@
 """Query-adaptive fusion: read the query, shift weight between lexical and dense evidence.
 
 Plain fusion gives both sensors the same say for every query. But a query naming an
-error code, a version, a flag or a function (``ZX-4821``, ``qwen2.5:14b``,
+error code, a version, a flag or a function (``E-4821``, ``qwen2.5:14b``,
 ``--unrestricted``, ``SSL_CTX_new``) is answered by exact matching, while a paraphrase
 whose words the documents never use is answered by the dense model only. This module
 reads the query and both sensors' evidence and returns per-query fusion weights, then
@@ -282,7 +282,7 @@ def is_identifier_like(raw: str) -> bool:
 
     Counted: tokens with ``_ : / @ # = +`` or a leading ``-``/``.``/``/`` (SSL_CTX_new,
     qwen2.5:14b, --unrestricted, .NET, /etc/x); letters and digits joined by ``-`` or
-    ``.`` (ZX-4821, v3.3, gpt-4o); dotted numbers with two or more dots (1.2.10,
+    ``.`` (E-4821, v3.3, gpt-4o); dotted numbers with two or more dots (1.2.10,
     192.168.0.1); dotted names (foo.bar); camelCase with two or more humps; hyphenated
     names of three or more parts without function words (nomic-embed-text).
     Not counted: plain numbers, words, abbreviations (i.e., e.g.), short mixed tokens

@@ -11,7 +11,7 @@ its top hit matches::
 
 Query terms absent from the corpus count with the idf of an unseen term, so a query
 whose key words the corpus never uses gets low confidence. An identifier query
-("ZX-4821") whose rare token is matched gets a confidence near 1. The hybrid
+("E-4821") whose rare token is matched gets a confidence near 1. The hybrid
 retriever uses ``confidence ** 2`` as the lexical run's weight in weighted RRF.
 """
 

@@ -6,7 +6,7 @@
 * Line-end hyphens: ``retrie-`` / ``val`` is joined to ``retrieval`` when both sides are
   lower-case letters, unless the hyphenated form occurs elsewhere in the document and
   the joined one does not; a hyphen after or before a digit, a capital or another
-  hyphen belongs to a token (``ZX-4821``, ``--no-verify``, ``utf-8``) and stays, the
+  hyphen belongs to a token (``E-4821``, ``--no-verify``, ``utf-8``) and stays, the
   line break alone removed. PDFium marks a hyphen it took for a line-end one with
   U+FFFE; it gets the same rule.
 * Running headers and footers: a line among the first or last two of a page that

@@ -4,7 +4,7 @@ from haystack import Pipeline
 from twokeys.integrations.haystack import TwokeysRetriever
 pipeline = Pipeline()
 pipeline.add_component("retriever", TwokeysRetriever(index="kb.twokeys", top_k=5))
-pipeline.run({"retriever": {"query": "What does error code ZX-4821 mean?"}})
+pipeline.run({"retriever": {"query": "What does error code E-4821 mean?"}})
 
 ``run(query, top_k, filters)`` returns ``{"documents": [...]}``: Haystack
 :class:`~haystack.Document` values with the passage as ``content``, the chunk's stable id

@@ -2,7 +2,7 @@
 
 from twokeys.integrations.langchain import TwokeysRetriever
 retriever = TwokeysRetriever(index="kb.twokeys", k=5)
-docs = retriever.invoke("What does error code ZX-4821 mean?")
+docs = retriever.invoke("What does error code E-4821 mean?")
 
 Each :class:`~langchain_core.documents.Document` holds the passage as ``page_content``
 and, as metadata, its source, cite and locator, ids, score and rank, and the two sensors'

@@ -2,7 +2,7 @@
 
 from twokeys.integrations.llamaindex import TwokeysRetriever
 retriever = TwokeysRetriever(index="kb.twokeys", k=5)
-nodes = retriever.retrieve("What does error code ZX-4821 mean?")
+nodes = retriever.retrieve("What does error code E-4821 mean?")
 
 Returns :class:`~llama_index.core.schema.NodeWithScore` values: a ``TextNode`` whose id
 is the chunk's stable id, whose text is the passage and whose metadata is

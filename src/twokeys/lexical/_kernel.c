@@ -7,6 +7,7 @@
  *                       term ids kept by its characters (twokeys.lexical.coding)
  *   postings            term occurrences, chunk by chunk, to term-major postings
  *                       (twokeys.lexical.bm25.build_term_matrix_from_ids)
+ *   instances           values of a slotted class (ScoredChunk, Hit) made in one call
  *
  * BM25 top-k of one query, or of a batch, over term-major postings:
  *
@@ -18,7 +19,8 @@
  * Built with -ffp-contract=off, so "score + qtf * weight" is never fused into one
  * rounding where numpy rounds twice.
  *
- * top_k(indptr, indices, weights, terms, qtfs, k, scores, touched) -> (rows, scores)
+ * top_k(indptr, indices, weights, terms, qtfs, k, scores, touched[, maxw, cand,
+ *       prune_from]) -> (rows, scores)
  *   indptr   int64[n_terms + 1]   term t's postings are indptr[t] .. indptr[t+1]
  *   indices  int32[n_postings]    chunk rows
  *   weights  float32[n_postings]  BM25 weights
@@ -27,6 +29,11 @@
  *   k        int                  how many to return
  *   scores   float32[n_rows]      scratch, all zero; left all zero
  *   touched  int32[n_rows + 1]    scratch
+ *   maxw     float32[n_terms]     optional: each term's largest weight, < 0 (or NaN) where
+ *                                 not known yet (filled in as terms are met); with it the
+ *                                 top k is pruned (score_top_k_pruned), same results
+ *   cand     int64[n_rows + 1]    scratch, given with maxw
+ *   prune_from  int               prune from this many postings a query (PRUNE_FROM_POSTINGS)
  * The GIL is released while scoring, so each thread needs its own scratch arrays.
  *
  * top_k_many(indptr, indices, weights, terms, bounds, k, threads, n_rows, rows, scores,
@@ -46,6 +53,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +145,322 @@ static Py_ssize_t score_top_k(const int64_t *indptr, const int32_t *indices,
     return bad_row ? -1 : kept;
 }
 
+/* ---- the same top k, pruned (MaxScore, Turtle & Flood 1995) ----------------------
+ *
+ * Terms are scored in decreasing order of their largest possible contribution (the
+ * term's largest weight, kept in maxw, times its query weight). Once the k-th best
+ * partial score exceeds what all the terms still to come could add, no row untouched so
+ * far can enter the top k: the rows that still can become candidates, and each later
+ * term only looks its candidates up in its postings (a galloping search) instead of
+ * walking them all, dropping candidates that can no longer reach the k-th score. Every
+ * surviving candidate's score is then summed again in the callers' term order, exactly
+ * as score_top_k adds it, so scores and ranking are identical to score_top_k's. Bounds
+ * are compared with a margin (PRUNE_EPS) wider than float32 rounding of a sum in another
+ * order can move a score, so no row of the exact top k is ever dropped. */
+
+typedef struct {
+    double bound; /* the largest contribution the term can make */
+    Py_ssize_t term; /* its position in the callers' order */
+} Impact;
+
+static int by_bound(const void *pa, const void *pb) {
+    double a = ((const Impact *)pa)->bound, b = ((const Impact *)pb)->bound;
+    return a > b ? -1 : (a < b ? 1 : 0);
+}
+
+/* The k-th best score of n entries (k <= n), with heap as scratch (k floats). */
+static float kth_best(const Entry *values, Py_ssize_t n, Py_ssize_t k, float *heap) {
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        float v = values[i].score;
+        if (kept < k) { /* min-heap of the k best */
+            Py_ssize_t j = kept++;
+            while (j > 0 && heap[(j - 1) / 2] > v) {
+                heap[j] = heap[(j - 1) / 2];
+                j = (j - 1) / 2;
+            }
+            heap[j] = v;
+        } else if (v > heap[0]) {
+            Py_ssize_t j = 0;
+            for (;;) {
+                Py_ssize_t l = 2 * j + 1, r = l + 1, least = j;
+                float low = v;
+                if (l < k && heap[l] < low) least = l, low = heap[l];
+                if (r < k && heap[r] < low) least = r, low = heap[r];
+                if (least == j) break;
+                heap[j] = heap[least];
+                j = least;
+            }
+            heap[j] = v;
+        }
+    }
+    return heap[0];
+}
+
+/* First position in [lo, end) whose row is >= row: a galloping search forward from lo,
+ * then a branch-free binary search (conditional moves, no mispredicted jumps). */
+static inline int64_t gallop(const int32_t *indices, int64_t lo, int64_t end, int32_t row) {
+    int64_t step = 1, hi = lo;
+    while (hi < end && indices[hi] < row) {
+        lo = hi + 1;
+        hi += step;
+        step <<= 1;
+    }
+    if (hi > end) hi = end;
+    if (lo >= hi) return lo;
+    const int32_t *base = indices + lo;
+    int64_t n = hi - lo;
+    while (n > 1) {
+        int64_t half = n >> 1;
+        base = base[half] < row ? base + half : base;
+        n -= half;
+    }
+    return (base - indices) + (*base < row);
+}
+
+static int by_row(const void *pa, const void *pb) {
+    int32_t a = ((const Entry *)pa)->row, b = ((const Entry *)pb)->row;
+    return (a > b) - (a < b);
+}
+
+/* The margin of every bound: float32 sums of up to m terms added in another order differ
+ * by less than m * 2^-24 of the sum; this is over four times that. */
+#define PRUNE_EPS(m) (1e-5 + 2.5e-7 * (double)(m))
+
+/* The best partial scores so far, one entry per row: a min-heap on score (heap[0] the
+ * k-th best once full). A row already in it has its score raised in place. */
+static void best_sift_down(Entry *heap, Py_ssize_t n, Py_ssize_t i) {
+    for (;;) {
+        Py_ssize_t least = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && heap[l].score < heap[least].score) least = l;
+        if (r < n && heap[r].score < heap[least].score) least = r;
+        if (least == i) return;
+        Entry tmp = heap[i];
+        heap[i] = heap[least];
+        heap[least] = tmp;
+        i = least;
+    }
+}
+
+static void best_offer(Entry *heap, Py_ssize_t *n, Py_ssize_t k, int32_t row, float score) {
+    for (Py_ssize_t i = 0; i < *n; i++)
+        if (heap[i].row == row) {
+            heap[i].score = score;
+            best_sift_down(heap, *n, i);
+            return;
+        }
+    if (*n < k) {
+        Py_ssize_t i = (*n)++;
+        while (i > 0 && heap[(i - 1) / 2].score > score) {
+            heap[i] = heap[(i - 1) / 2];
+            i = (i - 1) / 2;
+        }
+        heap[i].row = row;
+        heap[i].score = score;
+        return;
+    }
+    heap[0].row = row;
+    heap[0].score = score;
+    best_sift_down(heap, *n, 0);
+}
+
+/* From this k up the running best (a linear search per raised row) costs more than it
+ * saves: score_top_k instead. */
+#define PRUNE_MAX_K 64
+/* Below this many postings a query's plain scoring is quicker (SciFact's queries, about
+ * 5,000 postings, took a quarter longer pruned: most rows stay candidates); at a million
+ * chunks (about 430,000 postings a query) pruned scoring took 1,170 us against 1,490 */
+#define PRUNE_FROM_POSTINGS 50000
+
+/* score_top_k's result, pruned (above). maxw[t] < 0 is unknown: filled here. cand is
+ * scratch of n_rows + 1 entries. Returns kept, -1 for a row out of range, -2 out of
+ * memory. */
+static Py_ssize_t score_top_k_pruned(const int64_t *indptr, const int32_t *indices,
+                                     const float *weights, Py_ssize_t n_rows,
+                                     const int64_t *term_ids, const float *term_qtfs,
+                                     Py_ssize_t n_query, Py_ssize_t k, float *scores,
+                                     int32_t *touched, Entry *heap, float *maxw, Entry *cand) {
+    Py_ssize_t m = n_query, n_touched = 0, kept = 0, n_cand = 0, n_best = 0, j = 0;
+    double eps = PRUNE_EPS(m);
+    Impact *order = malloc(sizeof(Impact) * (m ? m : 1));
+    double *rest = malloc(sizeof(double) * (m + 1));
+    float *kbuf = malloc(sizeof(float) * (k ? k : 1));
+    int64_t *cursor = malloc(sizeof(int64_t) * (m ? m : 1));
+    Entry *best = malloc(sizeof(Entry) * (k ? k : 1));
+    if (!order || !rest || !kbuf || !cursor || !best) {
+        kept = -2;
+        goto out;
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        int64_t t = term_ids[i];
+        float top = maxw[t];
+        if (!(top >= 0.0f)) {
+            top = 0.0f;
+            for (int64_t p = indptr[t]; p < indptr[t + 1]; p++)
+                if (weights[p] > top) top = weights[p];
+            maxw[t] = top;
+        }
+        order[i].bound = (double)top * (term_qtfs[i] == 0.0f ? 1.0 : (double)term_qtfs[i]);
+        order[i].term = i;
+    }
+    qsort(order, m, sizeof(Impact), by_bound);
+    rest[m] = 0.0;
+    for (Py_ssize_t i = m - 1; i >= 0; i--) rest[i] = rest[i + 1] + order[i].bound;
+
+    /* phase 1: every posting of the terms of largest bounds, keeping the k best partial
+     * scores, until what the other terms could add no longer reaches the k-th of them */
+    float theta = -1.0f; /* the k-th best partial score (-1 until k rows have one) */
+    double floor_ = -1.0; /* the k-th best score is at least this */
+    int pruning = 0;
+    for (; j < m; j++) {
+        int64_t t = term_ids[order[j].term], end = indptr[t + 1];
+        float q = term_qtfs[order[j].term];
+        for (int64_t p = indptr[t]; p < end; p++) {
+            int32_t row = indices[p];
+            if (row < 0 || row >= n_rows) {
+                for (Py_ssize_t i = 0; i < n_touched; i++) scores[touched[i]] = 0.0f;
+                kept = -1;
+                goto out;
+            }
+            float s = scores[row];
+            touched[n_touched] = row;
+            n_touched += s == 0.0f && n_touched < n_rows;
+            s = q == 0.0f ? s + weights[p] : s + q * weights[p];
+            scores[row] = s;
+            if (s > theta) {
+                best_offer(best, &n_best, k, row, s);
+                if (n_best == k) theta = best[0].score;
+            }
+        }
+        if (n_best < k || j + 1 == m) continue;
+        if ((double)theta * (1.0 - eps) > floor_) floor_ = (double)theta * (1.0 - eps);
+        pruning = rest[j + 1] * (1.0 + eps) < floor_;
+        /* the k best rows' whole scores (the other terms looked up) bound the k-th best
+         * score from below far more closely than their partial scores: looked up when
+         * about to prune (fewer candidates), or while the other terms' postings
+         * outnumber the lookups many times (pruning sooner) */
+        if (!pruning) {
+            int64_t left = 0, lookups = 0;
+            for (Py_ssize_t l = j + 1; l < m; l++) {
+                int64_t t = term_ids[order[l].term], len = indptr[t + 1] - indptr[t];
+                left += len;
+                for (lookups += k; len > 1; len >>= 1) lookups += k;
+            }
+            if (left < 64 * lookups) continue;
+        }
+        double whole_min = -1.0;
+        for (Py_ssize_t i = 0; i < n_best; i++) {
+            double whole = best[i].score;
+            for (Py_ssize_t l = j + 1; l < m; l++) {
+                int64_t t = term_ids[order[l].term], end = indptr[t + 1];
+                int64_t pos = gallop(indices, indptr[t], end, best[i].row);
+                if (pos < end && indices[pos] == best[i].row) {
+                    float q = term_qtfs[order[l].term];
+                    whole += q == 0.0f ? (double)weights[pos] : (double)q * weights[pos];
+                }
+            }
+            if (whole_min < 0.0 || whole < whole_min) whole_min = whole;
+        }
+        if (whole_min * (1.0 - eps) > floor_) floor_ = whole_min * (1.0 - eps);
+        pruning = rest[j + 1] * (1.0 + eps) < floor_;
+        if (pruning) break;
+    }
+    if (pruning) j++; /* the term that made it prune is scored */
+    /* candidates (in touched): the rows that may still reach the k-th best score;
+     * every other row's score back to zero */
+    if ((double)theta * (1.0 - eps) > floor_) floor_ = (double)theta * (1.0 - eps);
+    for (Py_ssize_t i = 0; i < n_touched; i++) {
+        int32_t row = touched[i];
+        if (((double)scores[row] + rest[j]) * (1.0 + eps) >= floor_)
+            touched[n_cand++] = row;
+        else
+            scores[row] = 0.0f;
+    }
+    /* phase 2: the other terms add to the candidates only, each term by looking the
+     * candidates up in its postings or by walking them, whichever reads fewer */
+    for (; j < m && n_cand > 0; j++) {
+        int64_t t = term_ids[order[j].term], start = indptr[t], end = indptr[t + 1];
+        float q = term_qtfs[order[j].term];
+        int64_t steps = 1;
+        for (int64_t len = end - start; len > 1; len >>= 1) steps++;
+        if ((int64_t)n_cand * steps * 4 < end - start) {
+            for (Py_ssize_t i = 0; i < n_cand; i++) {
+                int32_t row = touched[i];
+                int64_t pos = gallop(indices, start, end, row);
+                if (pos < end && indices[pos] == row)
+                    scores[row] = q == 0.0f ? scores[row] + weights[pos]
+                                            : scores[row] + q * weights[pos];
+            }
+        } else {
+            for (int64_t p = start; p < end; p++) {
+                int32_t row = indices[p];
+                if (row < 0 || row >= n_rows) {
+                    for (Py_ssize_t i = 0; i < n_cand; i++) scores[touched[i]] = 0.0f;
+                    kept = -1;
+                    goto out;
+                }
+                if (scores[row] != 0.0f)
+                    scores[row] = q == 0.0f ? scores[row] + weights[p] : scores[row] + q * weights[p];
+            }
+        }
+        Py_ssize_t n = 0;
+        for (Py_ssize_t i = 0; i < n_cand; i++) {
+            int32_t row = touched[i];
+            if (((double)scores[row] + rest[j + 1]) * (1.0 + eps) >= floor_)
+                touched[n++] = row;
+            else
+                scores[row] = 0.0f;
+        }
+        n_cand = n;
+    }
+    /* the candidates left, scores back to zero; the ones near the k-th best kept */
+    for (Py_ssize_t i = 0; i < n_cand; i++) {
+        cand[i].row = touched[i];
+        cand[i].score = scores[touched[i]];
+        scores[touched[i]] = 0.0f;
+    }
+    if (k == 0) goto out;
+    if (n_cand > k) {
+        floor_ = (double)kth_best(cand, n_cand, k, kbuf) * (1.0 - eps);
+        Py_ssize_t n = 0;
+        for (Py_ssize_t i = 0; i < n_cand; i++)
+            if ((double)cand[i].score * (1.0 + eps) >= floor_) cand[n++] = cand[i];
+        n_cand = n;
+    }
+    qsort(cand, n_cand, sizeof(Entry), by_row);
+    /* their exact scores, summed in the callers' order as score_top_k does */
+    for (Py_ssize_t i = 0; i < m; i++) cursor[i] = indptr[term_ids[i]];
+    for (Py_ssize_t c = 0; c < n_cand; c++) {
+        int32_t row = cand[c].row;
+        float s = 0.0f;
+        for (Py_ssize_t i = 0; i < m; i++) {
+            int64_t end = indptr[term_ids[i] + 1];
+            int64_t pos = cursor[i] = gallop(indices, cursor[i], end, row);
+            if (pos < end && indices[pos] == row) {
+                float q = term_qtfs[i];
+                s = q == 0.0f ? s + weights[pos] : s + q * weights[pos];
+            }
+        }
+        Entry e = {s, row};
+        if (!(e.score > 0.0f)) continue;
+        if (kept < k) {
+            heap[kept] = e;
+            sift_up(heap, kept++);
+        } else if (before(e, heap[0])) {
+            heap[0] = e;
+            sift_down(heap, kept, 0);
+        }
+    }
+    qsort(heap, kept, sizeof(Entry), compare);
+out:
+    free(order);
+    free(rest);
+    free(kbuf);
+    free(cursor);
+    free(best);
+    return kept;
+}
+
 static int get_buffer(PyObject *obj, Py_buffer *view, const char *name, Py_ssize_t itemsize,
                       const char *kinds, int writable) {
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
@@ -154,11 +478,16 @@ static int get_buffer(PyObject *obj, Py_buffer *view, const char *name, Py_ssize
 
 static PyObject *top_k(PyObject *self, PyObject *args) {
     PyObject *o_indptr, *o_indices, *o_weights, *o_terms, *o_qtfs, *o_scores, *o_touched;
-    Py_ssize_t k;
-    if (!PyArg_ParseTuple(args, "OOOOOnOO", &o_indptr, &o_indices, &o_weights, &o_terms, &o_qtfs,
-                          &k, &o_scores, &o_touched))
+    PyObject *o_maxw = NULL, *o_cand = NULL;
+    Py_ssize_t k, prune_from = PRUNE_FROM_POSTINGS;
+    if (!PyArg_ParseTuple(args, "OOOOOnOO|OOn", &o_indptr, &o_indices, &o_weights, &o_terms,
+                          &o_qtfs, &k, &o_scores, &o_touched, &o_maxw, &o_cand, &prune_from))
         return NULL;
-    Py_buffer b_indptr, b_indices, b_weights, b_scores, b_touched;
+    if ((o_maxw == NULL) != (o_cand == NULL)) {
+        PyErr_SetString(PyExc_TypeError, "top_k: maxw and cand go together");
+        return NULL;
+    }
+    Py_buffer b_indptr, b_indices, b_weights, b_scores, b_touched, b_maxw, b_cand;
     int got = 0;
     PyObject *result = NULL, *terms = NULL, *qtfs = NULL;
     int64_t *term_ids = NULL;
@@ -175,6 +504,12 @@ static PyObject *top_k(PyObject *self, PyObject *args) {
     got = 4;
     if (get_buffer(o_touched, &b_touched, "touched", 4, "iI", 1) < 0) goto done;
     got = 5;
+    if (o_maxw != NULL) {
+        if (get_buffer(o_maxw, &b_maxw, "maxw", 4, "f", 1) < 0) goto done;
+        got = 6;
+        if (get_buffer(o_cand, &b_cand, "cand", 8, "qlLQ", 1) < 0) goto done;
+        got = 7;
+    }
 
     const int64_t *indptr = (const int64_t *)b_indptr.buf;
     const int32_t *indices = (const int32_t *)b_indices.buf;
@@ -186,6 +521,10 @@ static PyObject *top_k(PyObject *self, PyObject *args) {
     Py_ssize_t n_rows = b_scores.len / 4;
     if (b_weights.len / 4 != n_postings || b_touched.len / 4 != n_rows + 1 || n_terms < 0) {
         PyErr_SetString(PyExc_ValueError, "top_k: array lengths disagree");
+        goto done;
+    }
+    if (got == 7 && (b_maxw.len / 4 != n_terms || b_cand.len / 8 != n_rows + 1)) {
+        PyErr_SetString(PyExc_ValueError, "top_k: maxw or cand lengths disagree");
         goto done;
     }
     if (k < 0) k = 0;
@@ -230,9 +569,22 @@ static PyObject *top_k(PyObject *self, PyObject *args) {
         goto done;
     }
     Py_BEGIN_ALLOW_THREADS
-    kept = score_top_k(indptr, indices, weights, n_rows, term_ids, term_qtfs, n_query, k, scores,
-                       touched, heap);
+    int64_t n_postings_read = 0;
+    for (Py_ssize_t i = 0; i < n_query; i++)
+        n_postings_read += indptr[term_ids[i] + 1] - indptr[term_ids[i]];
+    if (got == 7 && n_query > 1 && k > 0 && k <= PRUNE_MAX_K &&
+        n_postings_read >= prune_from)
+        kept = score_top_k_pruned(indptr, indices, weights, n_rows, term_ids, term_qtfs, n_query,
+                                  k, scores, touched, heap, (float *)b_maxw.buf,
+                                  (Entry *)b_cand.buf);
+    else
+        kept = score_top_k(indptr, indices, weights, n_rows, term_ids, term_qtfs, n_query, k,
+                           scores, touched, heap);
     Py_END_ALLOW_THREADS
+    if (kept == -2) {
+        PyErr_NoMemory();
+        goto done;
+    }
     int bad_row = kept < 0;
     if (bad_row) {
         PyErr_SetString(PyExc_ValueError, "top_k: a posting names a row out of range");
@@ -259,6 +611,8 @@ done:
     PyMem_Free(term_qtfs);
     Py_XDECREF(terms);
     Py_XDECREF(qtfs);
+    if (got >= 7) PyBuffer_Release(&b_cand);
+    if (got >= 6) PyBuffer_Release(&b_maxw);
     if (got >= 5) PyBuffer_Release(&b_touched);
     if (got >= 4) PyBuffer_Release(&b_scores);
     if (got >= 3) PyBuffer_Release(&b_weights);
@@ -440,6 +794,77 @@ static PyObject *top_k_many(PyObject *self, PyObject *args) {
 done:
     for (int i = 0; i < got; i++) PyBuffer_Release(&views[i]);
     return result;
+}
+
+/* ---- values of a slotted class, made without running its __init__ ---------------------
+ *
+ * instances(cls, names, columns) -> list
+ *   cls      a class with __slots__ (a frozen dataclass with slots=True)
+ *   names    tuple of str: slots to set, each a plain object slot of cls
+ *   columns  tuple, one per name: a list (one value per instance) or any other object (the
+ *            same value for every instance); the lists all of one length, the count
+ * What a frozen dataclass's __init__ does with object.__setattr__, for a run of values at
+ * once (a search's ten ScoredChunk or Hit values cost more to build in Python than to
+ * score). Slots not named are left unset, as __new__ leaves them. */
+static PyObject *instances(PyObject *self, PyObject *args) {
+    PyTypeObject *cls;
+    PyObject *names, *columns;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyType_Type, &cls, &PyTuple_Type, &names,
+                          &PyTuple_Type, &columns))
+        return NULL;
+    Py_ssize_t n_fields = PyTuple_GET_SIZE(names), count = -1;
+    if (PyTuple_GET_SIZE(columns) != n_fields || n_fields > 16) {
+        PyErr_SetString(PyExc_ValueError, "instances: one column per name, 16 at most");
+        return NULL;
+    }
+    if (cls->tp_new != PyBaseObject_Type.tp_new || cls->tp_alloc == NULL) {
+        PyErr_SetString(PyExc_TypeError, "instances: cls must be created by object.__new__");
+        return NULL;
+    }
+    Py_ssize_t offsets[16];
+    for (Py_ssize_t f = 0; f < n_fields; f++) {
+        PyObject *descr = PyObject_GetAttr((PyObject *)cls, PyTuple_GET_ITEM(names, f));
+        if (!descr) PyErr_Clear();
+        int ok = descr && Py_IS_TYPE(descr, &PyMemberDescr_Type) &&
+                 ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX &&
+                 !(((PyMemberDescrObject *)descr)->d_member->flags & READONLY);
+        if (ok) offsets[f] = ((PyMemberDescrObject *)descr)->d_member->offset;
+        Py_XDECREF(descr);
+        if (!ok) {
+            PyErr_Format(PyExc_TypeError, "instances: %R is not a slot of %s",
+                         PyTuple_GET_ITEM(names, f), cls->tp_name);
+            return NULL;
+        }
+        PyObject *column = PyTuple_GET_ITEM(columns, f);
+        if (PyList_Check(column)) {
+            if (count >= 0 && PyList_GET_SIZE(column) != count) {
+                PyErr_SetString(PyExc_ValueError, "instances: columns differ in length");
+                return NULL;
+            }
+            count = PyList_GET_SIZE(column);
+        }
+    }
+    if (count < 0) {
+        PyErr_SetString(PyExc_ValueError, "instances: no list among the columns");
+        return NULL;
+    }
+    PyObject *out = PyList_New(count);
+    if (!out) return NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *obj = cls->tp_alloc(cls, 0);
+        if (!obj) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        for (Py_ssize_t f = 0; f < n_fields; f++) {
+            PyObject *column = PyTuple_GET_ITEM(columns, f);
+            PyObject *value = PyList_Check(column) ? PyList_GET_ITEM(column, i) : column;
+            PyObject **slot = (PyObject **)((char *)obj + offsets[f]);
+            Py_XSETREF(*slot, Py_NewRef(value));
+        }
+        PyList_SET_ITEM(out, i, obj);
+    }
+    return out;
 }
 
 /* ---- raw tokens: twokeys.analysis' _RAW_TOKEN.findall, as distinct-token ids ---------- */
@@ -979,7 +1404,10 @@ done:
 
 static PyMethodDef methods[] = {
     {"top_k", top_k, METH_VARARGS,
-     "top_k(indptr, indices, weights, terms, qtfs, k, scores, touched) -> (rows, scores)"},
+     "top_k(indptr, indices, weights, terms, qtfs, k, scores, touched[, maxw, cand, prune_from]) -> "
+     "(rows, scores)"},
+    {"instances", instances, METH_VARARGS,
+     "instances(cls, names, columns) -> list: values of a slotted class, slots set directly"},
     {"top_k_many", top_k_many, METH_VARARGS,
      "top_k_many(indptr, indices, weights, terms, bounds, k, threads, n_rows, rows, scores, "
      "counts) -> None"},

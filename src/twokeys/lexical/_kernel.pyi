@@ -1,5 +1,6 @@
 # Types of the compiled BM25 top-k, one query and a batch (_kernel.c).
 from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -13,6 +14,9 @@ def top_k(
     k: int,
     scores: npt.NDArray[np.float32],
     touched: npt.NDArray[np.int32],
+    maxw: npt.NDArray[np.float32] = ...,
+    cand: npt.NDArray[np.int64] = ...,
+    prune_from: int = ...,
 ) -> tuple[list[int], list[float]]: ...
 def top_k_many(
     indptr: npt.NDArray[np.int64],
@@ -47,3 +51,7 @@ def postings(
     indices: npt.NDArray[np.int32],
     tf: npt.NDArray[np.float32],
 ) -> None: ...
+
+_T = TypeVar("_T")
+
+def instances(cls: type[_T], names: tuple[str, ...], columns: tuple[Any, ...]) -> list[_T]: ...

@@ -11,7 +11,7 @@ The query syntax, after Lucene's classic query parser::
 so NOT binds tighter than AND, and AND tighter than OR. Operators are upper case
 (``and``/``or``/``not`` are plain words, stopwords under the default analyzer). ``-``
 negates when it starts a word (``-firmware``); a flag such as ``-v`` or ``--force`` must
-be quoted (``"-v"``); inner hyphens never negate (``ZX-4821``).
+be quoted (``"-v"``); inner hyphens never negate (``E-4821``).
 
 :func:`parse` turns the text into a syntax tree of raw words; :func:`analyse` runs
 each word through the index's analyzer (a word with several terms, such as

@@ -3,13 +3,14 @@ llama.cpp in this process. ``from_spec("ollama:qwen2.5:7b")`` makes one."""
 
 from __future__ import annotations
 
-from twokeys.llm.base import LLM, Message, Prompt, from_spec, parse_spec
+from twokeys.llm.base import LLM, Message, Prompt
 from twokeys.llm.http import (
     ServiceError,
     ServiceResponseError,
     ServiceTimeoutError,
     ServiceUnavailableError,
 )
+from twokeys.llm.spec import from_spec, parse_spec
 
 __all__ = [
     "LLM",

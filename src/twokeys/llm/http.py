@@ -12,6 +12,12 @@ Every remote call (chat, completion, embeddings) goes through :class:`JSONServic
 
 A stream is retried only until its first chunk arrives; a failure after that is raised,
 since replaying it would repeat text the caller has already shown.
+
+``first_byte`` (seconds) is a deadline of its own for a stream's first byte: a server that
+takes the request and sends nothing back (no status line, no headers) for that long is
+reported at once, and not retried (it is hung or swamped, and the same request would hang
+again). Once the answer has begun, each read gets the whole ``timeout``: a model that is
+slow to produce tokens but streaming is never cut short by it.
 """
 
 from __future__ import annotations
@@ -63,6 +69,7 @@ class JSONService:
         headers: Mapping[str, str] | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         retries: int = 2,
+        first_byte: float | None = None,
         backoff: float = 0.5,
         max_backoff: float = 8.0,
         transport: httpx.BaseTransport | None = None,
@@ -72,10 +79,13 @@ class JSONService:
             raise ConfigError(f"timeout: must be > 0 seconds, got {timeout}")
         if retries < 0:
             raise ConfigError(f"retries: must be >= 0, got {retries}")
+        if first_byte is not None and first_byte <= 0:
+            raise ConfigError(f"first_byte_timeout: must be > 0 seconds, got {first_byte}")
         self.name = name
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.retries = retries
+        self.first_byte = first_byte
         self.backoff = backoff
         self.max_backoff = max_backoff
         self._sleep = sleep
@@ -106,11 +116,19 @@ class JSONService:
         """POST ``body`` and yield each JSON event of an NDJSON (or, with ``sse``, an
         ``text/event-stream``) answer. A server-sent ``[DONE]`` ends the stream."""
         url = self.url(path)
+        first = (
+            None if self.first_byte is None else httpx.Timeout(self.timeout, read=self.first_byte)
+        )
         for attempt in self._attempts():
             with (
-                self._failures(url, attempt) as retry,
-                self._client.stream("POST", url, json=body) as response,
+                self._failures(url, attempt, first_byte=first is not None) as retry,
+                self._client.stream(
+                    "POST", url, json=body, timeout=first or httpx.USE_CLIENT_DEFAULT
+                ) as response,
             ):
+                retry.answered = True
+                if first is not None:  # the answer has begun: its reads get the whole timeout
+                    response.request.extensions["timeout"] = httpx.Timeout(self.timeout).as_dict()
                 if response.status_code >= 400:
                     response.read()
                 self._check(url, response, attempt, retry)
@@ -144,13 +162,22 @@ class JSONService:
         yield from range(self.retries + 1)
 
     @contextmanager
-    def _failures(self, url: str, attempt: int) -> Iterator[_Retry]:
-        """Map transport failures to errors, or to a retry while attempts remain."""
+    def _failures(self, url: str, attempt: int, *, first_byte: bool = False) -> Iterator[_Retry]:
+        """Map transport failures to errors, or to a retry while attempts remain
+        (``first_byte``: a read timeout before the answer began is the first-byte
+        deadline's, and final)."""
         retry = _Retry()
         last = attempt >= self.retries
         try:
             yield retry
-        except httpx.TimeoutException:
+        except httpx.TimeoutException as exc:
+            if first_byte and not retry.answered and isinstance(exc, httpx.ReadTimeout):
+                raise ServiceTimeoutError(
+                    f"{self.name} at {url}: took the request but sent nothing within "
+                    f"{self.first_byte:g}s (timed out waiting for the first token); the "
+                    "server is hung or overloaded, or the model still loading: raise "
+                    "first_byte_timeout if it is only slow to start"
+                ) from None
             if last or retry.started:
                 raise ServiceTimeoutError(
                     f"{self.name} at {url}: no answer within {self.timeout:g}s "
@@ -219,6 +246,24 @@ class JSONService:
             return self._json(url, response.text)
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def check_alive(self, path: str, seconds: float) -> str | None:
+        """Whether the server answers a GET of ``path`` within ``seconds`` (once, no
+        retries): None when it answers anything at all (an error status included: the
+        server is up), else why not."""
+        url = self.url(path)
+        try:
+            self._client.get(url, timeout=seconds).close()
+        except httpx.TimeoutException as exc:
+            if isinstance(exc, httpx.ConnectTimeout):
+                return f"cannot connect (no answer within {seconds:g} s)"
+            return f"took the connection but sent no answer to GET {url} within {seconds:g} s"
+        except httpx.ConnectError as exc:
+            why = str(exc).split("] ", 1)[-1] or "connection failed"  # "[Errno 111] ..."
+            return f"cannot connect ({why.lower()})"
+        except httpx.TransportError as exc:
+            return f"cannot connect ({_reason(exc)})"
+        return None
+
     def _delay(self, attempt: int, retry_after: str | None) -> float:
         if retry_after is not None:
             try:
@@ -230,10 +275,12 @@ class JSONService:
 
 class _Retry:
     """One attempt's state: seconds to wait before the next one (set by a status check),
-    and whether a stream has yielded (after which a failure is not retried)."""
+    whether the answer has begun, and whether a stream has yielded (after which a
+    failure is not retried)."""
 
     wait: float | None = None
     started: bool = False
+    answered: bool = False  # the server's status line and headers have arrived
 
 
 def _attempts_text(attempt: int) -> str:

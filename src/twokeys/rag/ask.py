@@ -6,7 +6,7 @@ from twokeys.llm import from_spec
 from twokeys.rag import ask
 
 with twokeys.open_index("kb.twokeys") as kb:
-    answer = ask(kb, "What does error code ZX-4821 mean?")            # extractive
+    answer = ask(kb, "What does error code E-4821 mean?")             # extractive
     answer = ask(kb, "...", llm=from_spec("ollama:qwen2.5:7b"))        # generated
     print(answer.text)
     for source in answer.sources:
@@ -30,14 +30,24 @@ the answer is "the sources do not answer this" with the closest sources (kind
 are packed only in the room the answered parts leave
 (:func:`~twokeys.rag.packing.pack`'s ``deferred``); no quote is taken for it, and a
 model is told so in the list of parts (:func:`~twokeys.rag.prompt.question_text`).
-After generation each sentence is checked against the blocks it cites; ``strict``
-drops unsupported and uncited ones. A model told the sources do not answer says so
-(:data:`~twokeys.rag.prompt.DECLINE`); an answer that only says that is
-:attr:`Answer.declined`, and, as an abstention, lists its closest sources
-(:mod:`twokeys.rag.declines`): where the sensors see a question's topic covered but
+After generation each sentence is checked against the blocks it cites
+(:mod:`twokeys.rag.support`); ``strict`` drops unsupported and uncited ones. A model
+told the sources do not answer says so (:data:`~twokeys.rag.prompt.DECLINE`); an
+answer that only says that is :attr:`Answer.declined`, and, as an abstention, lists its
+closest sources (:mod:`twokeys.rag.declines`): where the sensors see a question's topic covered but
 not the asked fact, a model reading the passages can still tell. When the model cannot
 be reached, or answers with an error (a wrong model name: HTTP 404), the extractive
 answer is given instead, with ``model_error`` naming the model and saying why.
+
+With a model, ``AskOptions.llm_stages`` turns on its optional stages
+(:mod:`twokeys.rag.judge`): ``rerank`` the fused hits, ``verdict`` on them for the
+learned confidence, ``rewrite`` (a follow-up, given with its ``conversation``, made one
+standalone query by :func:`twokeys.rag.followup.standalone_query`, the chat route's own
+rewrite, and the question split into parts by the model,
+:func:`~twokeys.rag.decompose.decompose_with_llm`), and ``support`` (the model's yes/no
+verdict on each cited sentence, within ``AskOptions.support``: so many sentences, prompt
+tokens and seconds; its "no" marks the sentence unsupported, and ``strict`` drops it).
+A model that fails a stage leaves what the rules did.
 
 Tokens are counted with the model's tokenizer when the backend exposes it, else with
 :func:`~twokeys.chunking.approx_token_counter`.
@@ -54,24 +64,26 @@ from twokeys.engine import MODES, Index
 from twokeys.errors import ConfigError
 from twokeys.filters import parse_filters
 from twokeys.llm.base import LLM, Prompt
-from twokeys.llm.http import ServiceError, ServiceTimeoutError, ServiceUnavailableError
+from twokeys.llm.http import ServiceError
 from twokeys.rag.confidence import shipped as shipped_model
 from twokeys.rag.conversation import Conversation
 from twokeys.rag.decompose import DEFAULT_MAX_PARTS, decompose, decompose_with_llm
 from twokeys.rag.evidence import gather, idf_held, sentence_cosines
 from twokeys.rag.extractive import EXTRACTIVE_NOTE, Similarity, extract
-from twokeys.rag.grounding import (
-    Confidence,
-    SentenceCheck,
-    carry_unseen_things,
-    check_sentences,
-    retrieval_confidence,
-    sentence_citations,
-    strict_text,
-)
-from twokeys.rag.judge import NOT_ASKED, STAGES, rerank, verdict
+from twokeys.rag.followup import Followup, standalone_query
+from twokeys.rag.grounding import Confidence, retrieval_confidence
+from twokeys.rag.judge import NOT_ASKED, STAGES, SupportBudget, rerank, support_verdicts, verdict
 from twokeys.rag.packing import Budget, Focus, PackedContext, SubQueryHits, pack
 from twokeys.rag.prompt import DECLINE, Template, question_text, render_prompt
+from twokeys.rag.support import (
+    SentenceCheck,
+    check_sentences,
+    judged,
+    sentence_citations,
+    strict_text,
+    to_judge,
+    with_added_citations,
+)
 from twokeys.rag.windows import pack_context
 from twokeys.text.tokens import TokenCounter, approx_token_counter
 
@@ -111,7 +123,10 @@ class AskOptions:
     filters: tuple[str, ...] = ()  # a search's filters (all hold): only these documents
     context: str = "chunks"  # "windows": sentence windows (twokeys.rag.windows); "chunks": pack
     confidence: str = "rules"  # "learned": twokeys.rag.confidence; "rules": grounding's rules
-    llm_stages: tuple[str, ...] = ()  # with a model: "rerank", "verdict" (twokeys.rag.judge)
+    # with a model (twokeys.rag.judge): "rerank", "verdict", "rewrite" (the follow-up made
+    # standalone and the question split by the model), "support" (each sentence judged)
+    llm_stages: tuple[str, ...] = ()
+    support: SupportBudget = field(default_factory=SupportBudget)  # the support stage's
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "filters", tuple(str(f) for f in self.filters))
@@ -179,6 +194,7 @@ class Plan:
     prompt: Prompt
     counter: str  # how tokens were counted
     confidence: tuple[Confidence, ...] = ()
+    followup: Followup | None = None  # a follow-up's search query and how it was made
 
     @property
     def answerable(self) -> bool:
@@ -248,6 +264,7 @@ class Answer:
             "sentences": [c.to_dict() for c in self.checks],
             "sources": [s.to_dict() for s in self.sources],
             "budget": _usage(plan),
+            "followup": plan.followup.to_dict() if plan.followup is not None else None,
         }
         if with_prompt:
             data["context"] = plan.context.text
@@ -313,22 +330,49 @@ def ask_events(
     follow-up made standalone, :mod:`twokeys.rag.followup`). ``conversation``: the
     chat so far, already fitted to its share of the model's context
     (:func:`twokeys.rag.conversation.fit`; ``options.budget`` is what is left), shown to
-    a chat model before the question."""
+    a chat model before the question. Given a conversation with earlier questions and no
+    ``search``, the question is searched as a follow-up made standalone
+    (:func:`~twokeys.rag.followup.standalone_query`: by the model with the ``rewrite``
+    stage, else by the rule), recorded in :attr:`Plan.followup`."""
     options = options or AskOptions()
-    query = search if search is not None and search.strip() else question
+    down = llm.unreachable() if llm is not None else None
+    followup = None
+    if search is not None and search.strip():
+        query = search
+    elif conversation is not None and conversation.earlier_questions:
+        rewrites = llm if "rewrite" in options.llm_stages and down is None else None
+        followup = standalone_query(index, conversation, llm=rewrites)
+        if down is not None and "rewrite" in options.llm_stages:
+            followup = replace(followup, model_error=down)  # the rule's query, and why
+        query = followup.query
+    else:
+        query = question
+    if down is not None:  # a server that is down or hung, said at once: no call waits on it
+        yield ModelFailed(down)
+        ruled = replace(options, decompose="rules", llm_stages=())
+        parts, runs, confidence = _retrieve(index, query, None, ruled)
+        yield Retrieved(parts, runs, confidence)
+        plan = _plan(index, question, parts, runs, confidence, None, options, conversation)
+        yield Packed(replace(plan, followup=followup))
+        yield from _generate_events(
+            replace(plan, followup=followup), None, options, _sentence_tools(index), down
+        )
+        return
     try:
         parts, runs, confidence = _retrieve(index, query, llm, options)
-    except (ServiceUnavailableError, ServiceTimeoutError) as exc:  # --decompose-with-llm
+    except ServiceError as exc:  # the model splitting the question failed
         yield ModelFailed(str(exc))
-        rules = replace(options, decompose="rules")
+        rules = replace(options, decompose="rules", llm_stages=())
         parts, runs, confidence = _retrieve(index, query, None, rules)
         yield Retrieved(parts, runs, confidence)
         plan = _plan(index, question, parts, runs, confidence, None, options)
+        plan = replace(plan, followup=followup)
         yield Packed(plan)
         yield from _generate_events(plan, None, options, _sentence_tools(index), str(exc))
         return
     yield Retrieved(parts, runs, confidence)
     plan = _plan(index, question, parts, runs, confidence, llm, options, conversation)
+    plan = replace(plan, followup=followup)
     yield Packed(plan)
     yield from _generate_events(plan, llm, options, _sentence_tools(index))
 
@@ -409,7 +453,8 @@ def _retrieve(
     question = question.strip()
     if not question:
         raise ConfigError("question: is empty")
-    if options.decompose == "llm":
+    rewrite = llm is not None and "rewrite" in options.llm_stages and options.decompose == "rules"
+    if options.decompose == "llm" or rewrite:
         if llm is None:
             raise ConfigError("decompose: 'llm' needs a language model (--llm)")
         parts = decompose_with_llm(question, llm, max_parts=options.max_parts)
@@ -431,11 +476,9 @@ def _retrieve(
         asks = llm if llm is not None and "verdict" in options.llm_stages else None
         confidence = tuple(learned_confidence(index, run, asks) for run in runs)
     else:
-        confidence = carry_unseen_things(
-            [
-                retrieval_confidence(index, run.query, [hit.text for hit in run.hits[: options.k]])
-                for run in runs
-            ]
+        confidence = tuple(
+            retrieval_confidence(index, run.query, [hit.text for hit in run.hits[: options.k]])
+            for run in runs
         )
     return tuple(parts), runs, confidence
 
@@ -444,7 +487,7 @@ def learned_confidence(index: Index, run: SubQueryHits, llm: LLM | None = None) 
     """The learned confidence (:mod:`twokeys.rag.confidence`) that ``run``'s hits answer
     its query, as a :class:`~twokeys.rag.grounding.Confidence` that decides by it; with
     ``llm``, the model's verdict on the first hits is one of its features."""
-    model = shipped_model()
+    model = shipped_model(lexical=index.backend.vectors is None)
     said = verdict(llm, run.query, [h.text for h in run.hits]) if llm is not None else NOT_ASKED
     evidence = gather(index, run.query, run.hits, verdict=said)
     return Confidence(
@@ -583,10 +626,27 @@ def _generate_events(
         )
         return
     checks = check_sentences(text, blocks, tools.text_terms)
-    if options.strict:
-        text = strict_text(checks)
+    if "support" in options.llm_stages:
+        checks = _judge_support(plan, llm, checks, options.support)
+    text = strict_text(checks) if options.strict else with_added_citations(text, checks)
     answer = _answer(plan, text, "generated", llm, citations(text, len(blocks)))
     yield Done(replace(answer, checks=checks))
+
+
+def _judge_support(
+    plan: Plan, llm: LLM, checks: tuple[SentenceCheck, ...], budget: SupportBudget
+) -> tuple[SentenceCheck, ...]:
+    """``checks`` with the model's verdict on each cited sentence, within ``budget``
+    (:func:`twokeys.rag.judge.support_verdicts`)."""
+    blocks = {b.number: b.text for b in plan.context.blocks}
+    asked = to_judge(checks)
+    said = support_verdicts(
+        llm,
+        [(checks[i].text, [blocks[n] for n in checks[i].citations]) for i in asked],
+        budget,
+        counter=llm.token_counter(),
+    )
+    return judged(checks, dict(zip(asked, said, strict=True)))
 
 
 def _extractive_events(

@@ -29,7 +29,8 @@ from twokeys.rag.ask import (
     TextDelta,
     ask_events,
 )
-from twokeys.rag.judge import STAGES
+from twokeys.rag.conversation import Conversation, Turn
+from twokeys.rag.judge import STAGES, SupportBudget
 from twokeys.rag.packing import MIN_TOTAL, Budget
 from twokeys.rag.prompt import render_prompt
 
@@ -115,7 +116,37 @@ def evidence_options(command: _Command) -> _Command:
     "llm_stages",
     type=click.Choice(STAGES),
     multiple=True,
-    help="With --llm: re-rank the fused hits, and/or ask its verdict (repeatable).",
+    help="With --llm (repeatable): rerank the fused hits; ask its verdict on them; rewrite "
+    "a follow-up (see --earlier) and split the question; judge each answer sentence's support.",
+)
+@click.option(
+    "--earlier",
+    "earlier",
+    multiple=True,
+    metavar="QUESTION",
+    help="An earlier question of the conversation, oldest first (repeatable): QUESTION is "
+    "then a follow-up, searched as one standalone query.",
+)
+@click.option(
+    "--support-sentences",
+    type=click.IntRange(min=1),
+    default=_ASK.support.sentences,
+    show_default=True,
+    help="--llm-stage support: judge at most this many sentences.",
+)
+@click.option(
+    "--support-tokens",
+    type=click.IntRange(min=1),
+    default=_ASK.support.tokens,
+    show_default=True,
+    help="--llm-stage support: prompt tokens for all its questions together.",
+)
+@click.option(
+    "--support-seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    default=_ASK.support.seconds,
+    show_default=True,
+    help="--llm-stage support: no new question after this many seconds.",
 )
 def ask(
     question: str,
@@ -136,6 +167,10 @@ def ask(
     context_kind: str,
     confidence_kind: str,
     llm_stages: tuple[str, ...],
+    earlier: tuple[str, ...],
+    support_sentences: int,
+    support_tokens: int,
+    support_seconds: float,
 ) -> None:
     """Answer QUESTION from the index, citing its sources.
 
@@ -154,6 +189,12 @@ def ask(
         context=context_kind,
         confidence=confidence_kind,
         llm_stages=tuple(dict.fromkeys(llm_stages)),
+        support=SupportBudget(support_sentences, support_tokens, support_seconds),
+    )
+    conversation = (
+        Conversation(question, tuple(Turn("user", q) for q in earlier if q.strip()))
+        if earlier
+        else None
     )
     with open_index(index_path) as kb:
         llm = make_llm(llm_spec, base_url, timeout, context_tokens=budget)
@@ -161,7 +202,8 @@ def ask(
         streaming = not as_json and llm is not None and not strict
         header = False
         try:
-            for event in ask_events(kb, question, llm=llm, options=options):
+            events = ask_events(kb, question, llm=llm, options=options, conversation=conversation)
+            for event in events:
                 if isinstance(event, Packed) and show_context and not as_json:
                     _print_context(event.plan, llm.name if llm else None)
                 elif isinstance(event, ModelFailed) and not as_json:
@@ -188,6 +230,12 @@ def ask(
                 safe_echo(f"Answer ({llm.name}):")
             safe_echo(answer.text, nl=False)
         safe_echo("\n")
+        followup = answer.plan.followup
+        if followup is not None and followup.query != question.strip():
+            by = {"llm": f"rewritten by {llm_spec}", "rule": "with earlier questions' words"}
+            safe_echo(f"Searched for: {followup.query} ({by.get(followup.how, followup.how)})")
+            if followup.model_error:
+                safe_echo(f"warning: the rewrite failed: {followup.model_error}", err=True)
         _print_checks(answer, strict)
         _print_sources(answer)
     if answer.model_error is not None:
@@ -200,7 +248,14 @@ def _print_checks(answer: Answer, strict: bool) -> None:
         return
     safe_echo("Dropped (--strict): " if strict else "Not backed by the cited sources:")
     for check in flagged:
-        why = "cites no source" if check.status == "uncited" else "not in its cited sources"
+        if check.status == "uncited":
+            why = "cites no source"
+        elif not check.citations:
+            why = "cites no source, and no source backs it"
+        else:
+            why = "not in its cited sources"
+        if check.model is False:
+            why = f"{answer.llm} judged it not stated in its cited sources"
         safe_echo(f"  ! {check.text}  ({why})")
     safe_echo("")
 

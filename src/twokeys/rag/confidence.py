@@ -8,9 +8,12 @@ two sensors agree, how much of the question's weight the collection never uses, 
 model's own verdict when one was asked. :class:`Model` turns them into a probability
 with a logistic regression fitted here (:func:`fit`, plain numpy: standardised inputs,
 L2 penalty, Newton steps), whose weights ship in ``confidence_weights.json`` beside this
-module. ``python -m benchmarks.train_confidence OUT`` refits them on the train splits
-of the blind answer sets and picks the operating point (the probability under which an
-answer abstains) on their dev splits; it writes the file this module reads.
+module, and a second one without the dense features for indexes built without a dense
+model (``confidence_weights_lexical.json``). ``python -m benchmarks.train_confidence OUT``
+refits them on the train splits of the blind answer sets and of the example support KB
+(two kinds of collection, weighted equally) and picks the operating point (the
+probability under which an answer abstains) on their dev splits; it writes the files
+this module reads (``--lexical`` for the second).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import numpy.typing as npt
 from twokeys.errors import ConfigError
 
 WEIGHTS = Path(__file__).with_name("confidence_weights.json")
+LEXICAL_WEIGHTS = Path(__file__).with_name("confidence_weights_lexical.json")
 
 
 @dataclass(frozen=True)
@@ -102,9 +106,11 @@ def load(path: str | Path = WEIGHTS) -> Model:
 
 
 @cache
-def shipped() -> Model:
-    """The shipped model (read once)."""
-    return load(WEIGHTS)
+def shipped(lexical: bool = False) -> Model:
+    """The shipped model (read once): the hybrid one, or with ``lexical`` the one fitted
+    on BM25-only indexes (whose dense features read 0, far outside what the hybrid model
+    was fitted on)."""
+    return load(LEXICAL_WEIGHTS if lexical else WEIGHTS)
 
 
 def fit(
@@ -114,15 +120,22 @@ def fit(
     *,
     l2: float = 1.0,
     steps: int = 50,
+    weights: Sequence[float] | None = None,
 ) -> Model:
     """Fit a logistic regression of ``labels`` on the ``names`` features of ``rows``
-    (inputs standardised; ``l2`` penalises the weights, not the bias; Newton steps)."""
+    (inputs standardised; ``l2`` penalises the weights, not the bias; Newton steps);
+    ``weights`` weigh the rows (default: all 1), in the fit and in the standardisation."""
     if len(rows) != len(labels) or not rows:
         raise ConfigError("confidence: need as many labels as rows, and at least one")
+    if weights is not None and (len(weights) != len(rows) or min(weights) < 0):
+        raise ConfigError("confidence: need one non-negative weight per row")
     x = np.array([[float(r[n]) for n in names] for r in rows], dtype=np.float64)
     y = np.array([1.0 if v else 0.0 for v in labels])
-    means = x.mean(axis=0)
-    scales = x.std(axis=0)
+    w = np.ones(len(rows)) if weights is None else np.asarray(weights, dtype=np.float64)
+    if not w.sum() > 0:
+        raise ConfigError("confidence: the weights sum to 0")
+    means = np.average(x, axis=0, weights=w)
+    scales = np.sqrt(np.average((x - means) ** 2, axis=0, weights=w))
     scales[scales == 0] = 1.0
     z = np.hstack([np.ones((len(x), 1)), (x - means) / scales])
     beta = np.zeros(z.shape[1])
@@ -130,8 +143,8 @@ def fit(
     penalty[0] = 0.0
     for _ in range(steps):
         p = _sigmoid(z @ beta)
-        gradient = z.T @ (p - y) + penalty * beta
-        hessian = (z.T * (p * (1 - p))) @ z + np.diag(penalty) + 1e-9 * np.eye(z.shape[1])
+        gradient = z.T @ (w * (p - y)) + penalty * beta
+        hessian = (z.T * (w * p * (1 - p))) @ z + np.diag(penalty) + 1e-9 * np.eye(z.shape[1])
         step = np.linalg.solve(hessian, gradient)
         beta -= step
         if float(np.abs(step).max()) < 1e-8:

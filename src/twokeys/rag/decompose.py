@@ -1,7 +1,7 @@
 """Query decomposition: a prompt that asks several things becomes several sub-queries.
 
 ``"Why was nomic-embed-text chosen, what does the --unrestricted flag do, and when did
-the Hub start sending Retry-After headers?"`` asks three questions whose answers live in
+the server start sending Retry-After headers?"`` asks three questions whose answers live in
 three documents; one retrieval for the whole prompt tends to fill the context with the
 best-matching one. Each sub-query is retrieved on its own and the packer shares the
 budget fairly between them.
@@ -21,7 +21,7 @@ budget fairly between them.
    condition that a question follows (``, and if it arrived broken, can I get``). A
    condition (``if``, ``when``, ``after``...) stays with the question clause after it
    (``If I write to the helpdesk, how soon do I hear back?`` is one question);
-3. split a coordinated list of identifiers (``"ZX-4821, ZX-3307 and E-102"``) into one
+3. split a coordinated list of identifiers (``"E-4821, E-3307 and W-102"``) into one
    sub-query per identifier, the rest of the clause repeated;
 4. a part that refers back (``it``, ``this``, ``they``...) and names no identifier of its
    own gets the previous part's identifiers and numbered items (``code 4``; or, without
@@ -43,6 +43,15 @@ from twokeys.errors import ConfigError
 from twokeys.llm.base import LLM, Message
 
 DEFAULT_MAX_PARTS = 4
+_CARRIED = re.compile(r"\s*\([^()]*\)\s*$")  # step 4's words carried from the part before
+
+
+def own_words(part: str) -> str:
+    """``part`` without a closing parenthesis: a sub-query carries there the words of the
+    part before it (step 4: "what does its light do (height device placed)"), which asked
+    their own question."""
+    return _CARRIED.sub("", part)
+
 
 _WH = r"(?:what|why|when|where|which|who|whom|whose|how)"
 _AUX = (

@@ -4,23 +4,34 @@
 in an earlier turn. :func:`standalone_query` gives the query to search for the newest
 user message of a :class:`~twokeys.rag.conversation.Conversation`:
 
-* **as asked** when there is no earlier user turn, or when the message stands on its
-  own: it points back at nothing (no "it", "that", "they", ...) and retrieval can place
-  it alone (the confidence rule that makes ``ask`` abstain finds it answerable);
+* **as asked** when there is no earlier user turn, or when the message starts a new
+  topic (below);
 * **by the model** (``llm``), asked to rewrite the message as one standalone search
   query from the conversation's recent turns; an answer that is empty, over
   :data:`MAX_QUERY_CHARS`, that keeps none of the message's own search terms
   (:func:`keeps_question`), or a failure of the model falls back to the rule;
-* **by the rule** otherwise: the message plus the words of earlier user turns that
-  weigh most, each word weighted by its idf in the index, halved for each user turn
-  further back, so the turn just before counts most and a topic set long ago still
-  counts; words already in the message, and words no chunk holds, are not added
-  (nothing is fitted to a collection: the weights are the index's own statistics).
+* **by the rule** otherwise: the user turns of the current topic, whole and oldest
+  first (their question marks dropped: the query asks one question), then the message.
+
+The current topic is read from retrieval evidence, turn by turn over the last
+:data:`TOPIC_TURNS` user turns (:func:`topic_turns`): a turn goes on with the topic
+before it when its own search finds that topic's best document among its first
+:data:`TOPIC_DOCS` (what it asks about is what the conversation was about), or when it
+points back ("it", "that", "and ...") with fewer than :data:`FEW_TERMS` search terms of
+its own (too little to search alone); any other turn starts a new topic, and the turns
+before it are no longer searched. So a self-contained question on something else is
+searched as asked, even one with an "it" in it, and its follow-ups are searched with it
+and not with the old topic.
+
+The two constants were chosen on the train half of the follow-up conversations in
+``benchmarks/followups/`` (a fixed split by a hash of each conversation's id,
+``benchmarks/followups.py``) and are reported on the test half.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -28,7 +39,6 @@ from twokeys.engine import Index
 from twokeys.llm.base import LLM, Message
 from twokeys.llm.http import ServiceError
 from twokeys.rag.conversation import Conversation
-from twokeys.rag.grounding import retrieval_confidence
 
 How = Literal["as asked", "rule", "llm"]
 
@@ -39,12 +49,12 @@ BACK_REFERENCE = re.compile(
     r"|^\W*(?:and|but|or|so|what about|how about)\b",  # opens by going on from before
     re.I,
 )
-CARRIED_WORDS = 8  # words the rule adds, at most
-DECAY = 0.5  # a user turn's weight relative to the one after it
+TOPIC_DOCS = 1  # a turn's own best documents that must hold its topic's best one
+FEW_TERMS = 4  # a turn pointing back with fewer search terms than this cannot stand alone
+TOPIC_TURNS = 6  # user turns read back for the current topic
 MAX_QUERY_CHARS = 400  # a model's rewrite longer than this is not a query
 LLM_TURNS = 6  # turns a model is shown to rewrite a follow-up
 LLM_TURN_CHARS = 600  # characters of each turn it is shown
-_WORD = re.compile(r"\w[\w.:/+-]*\w|\w")
 
 REWRITE_SYSTEM = (
     "You turn the user's last message in a conversation into one standalone search "
@@ -66,13 +76,6 @@ class Followup:
         return {"query": self.query, "how": self.how, "model_error": self.model_error}
 
 
-def needs_context(index: Index, question: str) -> bool:
-    """Whether ``question`` points back at earlier turns or cannot be placed alone."""
-    return bool(BACK_REFERENCE.search(question)) or not (
-        retrieval_confidence(index, question).answerable
-    )
-
-
 def standalone_query(
     index: Index, conversation: Conversation, *, llm: LLM | None = None
 ) -> Followup:
@@ -88,9 +91,8 @@ def standalone_query(
             return Followup(rule_query(index, question, earlier), "rule", str(exc))
         if rewritten and keeps_question(index, question, rewritten):
             return Followup(rewritten, "llm")
-    if not needs_context(index, question):
-        return Followup(question, "as asked")
-    return Followup(rule_query(index, question, earlier), "rule")
+    query = rule_query(index, question, earlier)
+    return Followup(query, "as asked" if query == question else "rule")
 
 
 def keeps_question(index: Index, question: str, query: str) -> bool:
@@ -101,29 +103,45 @@ def keeps_question(index: Index, question: str, query: str) -> bool:
     return not own or bool(own & set(index.analyzer.query_terms(query)))
 
 
-def rule_query(index: Index, question: str, earlier: tuple[str, ...]) -> str:
-    """``question`` plus the weightiest words of the ``earlier`` user turns (oldest
-    first), as the module docstring says."""
-    analyzer = index.analyzer
-    lexical = index.backend.lexical
-    own = set(analyzer.query_terms(question))
-    weights: dict[str, float] = {}
-    first_seen: dict[str, tuple[int, int]] = {}
-    for back, text in enumerate(reversed(earlier)):
-        scale = DECAY**back
-        for position, word in enumerate(_WORD.findall(text)):
-            terms = [t for t in analyzer.query_terms(word) if t not in own]
-            known = [t for t in terms if lexical.has_term(t)]
-            if not known:
-                continue
-            weight = scale * max(lexical.idf(known))
-            key = word.lower()
-            if weight > weights.get(key, 0.0):
-                weights[key] = weight
-                first_seen.setdefault(key, (-back, position))
-    chosen = sorted(weights, key=lambda w: (-weights[w], first_seen[w]))[:CARRIED_WORDS]
-    chosen.sort(key=lambda w: first_seen[w])  # in the order they were written
-    return f"{question} {' '.join(chosen)}".strip() if chosen else question
+def rule_query(index: Index, question: str, earlier: Sequence[str]) -> str:
+    """``question`` searched with the user turns of its topic (module docstring)."""
+    topic = topic_turns(index, question, earlier)
+    return " ".join((*(_clause(t) for t in topic), question)) if topic else question
+
+
+def _clause(turn: str) -> str:
+    """An earlier turn as words of the query, not a question of its own (a "?" would
+    make the query two questions, each answered apart: :mod:`twokeys.rag.decompose`)."""
+    return " ".join(re.sub(r"[?;]", " ", turn).split())
+
+
+def topic_turns(index: Index, question: str, earlier: Sequence[str]) -> tuple[str, ...]:
+    """The ``earlier`` user turns (oldest first) of the topic ``question`` goes on with;
+    () when it starts a new one."""
+    turns = [t.strip() for t in earlier[-TOPIC_TURNS:] if t.strip()]
+    if not turns:
+        return ()
+    segment = [turns[0]]
+    for turn in [*turns[1:], question]:
+        segment = [*segment, turn] if goes_on(index, " ".join(segment), turn) else [turn]
+    return tuple(segment[:-1])
+
+
+def goes_on(index: Index, topic: str, turn: str) -> bool:
+    """Whether ``turn`` goes on with ``topic`` (module docstring)."""
+    if BACK_REFERENCE.search(turn) and len(set(index.analyzer.query_terms(turn))) < FEW_TERMS:
+        return True
+    best = _documents(index, topic, 1)
+    return bool(best) and best[0] in _documents(index, turn, TOPIC_DOCS)
+
+
+def _documents(index: Index, query: str, n: int) -> list[str]:
+    """The first ``n`` distinct documents ``query`` finds."""
+    found: list[str] = []
+    for hit in index.search(query, k=max(10, 4 * n)):
+        if hit.doc_id not in found:
+            found.append(hit.doc_id)
+    return found[:n]
 
 
 def rewrite_with_llm(conversation: Conversation, llm: LLM) -> str:

@@ -1,16 +1,26 @@
-"""The model as a judge, where one is configured: re-rank the fused hits, and say whether
-the passages answer the question.
+"""The model as a judge, where one is configured: re-rank the fused hits, say whether
+the passages answer the question, and say whether each sentence of an answer is
+supported by the passages it cites.
 
-Both stages are optional (``ask --llm-stage rerank --llm-stage verdict``) and budgeted:
-each sends one short prompt of at most ``n`` passages cut to ``chars`` characters and
-asks for a few tokens back. A model that cannot be reached, or answers in a form not
-asked for, leaves the retrieval order and the verdict as they were (0.5, "not asked"):
-a stage can only add evidence, never remove the answer.
+Every stage is optional (``ask --llm-stage rerank --llm-stage verdict --llm-stage
+support``) and budgeted: each sends short prompts of at most ``n`` passages cut to
+``chars`` characters and asks for a few tokens back. A model that cannot be reached, or
+answers in a form not asked for, leaves the retrieval order and the verdict as they were
+(0.5, "not asked"), and a sentence unjudged: a stage can only add evidence, never
+remove the answer.
 
 * :func:`rerank`: listwise: the model lists the numbers of the passages that help,
   most useful first; those come first in that order, the others after in fused order.
 * :func:`verdict`: 1.0 when the model says the passages state the answer, 0.0 when it
   says they do not; the learned confidence reads it as the ``verdict`` feature.
+* :func:`support_verdicts`: one yes/no question per sentence, "is every claim of this
+  sentence stated in these passages?", within a :class:`SupportBudget` (at most so many
+  sentences, so many prompt tokens in all, so many seconds); the sentences past the
+  budget stay unjudged (None). :func:`twokeys.rag.support.judged` applies the verdicts.
+
+The ``rewrite`` stage has no prompt of its own here: it is the follow-up rewrite of
+:mod:`twokeys.rag.followup` and the model's split of a multi-part question
+(:func:`twokeys.rag.decompose.decompose_with_llm`), which ``ask`` runs when it is on.
 
 The small local model here reads passages weakly (it often lists every number, and says
 "yes" to on-topic passages); the stages are for a capable model.
@@ -19,13 +29,17 @@ The small local model here reads passages weakly (it often lists every number, a
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from twokeys.llm.base import LLM, Message
-from twokeys.llm.http import ServiceTimeoutError, ServiceUnavailableError
+from twokeys.errors import ConfigError
+from twokeys.llm.base import LLM, Message, Prompt
+from twokeys.llm.http import ServiceError, ServiceTimeoutError, ServiceUnavailableError
+from twokeys.text.tokens import TokenCounter, approx_token_counter
 from twokeys.types import Hit
 
-STAGES = ("rerank", "verdict")
+STAGES = ("rerank", "verdict", "rewrite", "support")
 RERANK_N = 10
 CHARS = 500
 NOT_ASKED = 0.5
@@ -92,3 +106,75 @@ def verdict(
     if reply.startswith("no"):
         return 0.0
     return NOT_ASKED
+
+
+@dataclass(frozen=True, slots=True)
+class SupportBudget:
+    """What the sentence check may spend: at most ``sentences`` model calls (one per
+    sentence, in the answer's order), ``tokens`` prompt tokens in all (counted with the
+    model's tokenizer when it has one), and ``seconds`` of wall time, read before each
+    call (each call also has the model's own timeout). ``chars``: of each cited passage
+    shown."""
+
+    sentences: int = 8
+    tokens: int = 6000
+    seconds: float = 60.0
+    chars: int = 1200
+
+    def __post_init__(self) -> None:
+        for name in ("sentences", "tokens", "chars"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"support.{name}: expected an integer >= 1, got {value!r}")
+        if not self.seconds > 0:
+            raise ConfigError(f"support.seconds: expected a number > 0, got {self.seconds!r}")
+
+
+SUPPORT_SYSTEM = "You check whether a sentence is supported by passages. Reply yes or no."
+
+
+def support_prompt(sentence: str, passages: Sequence[str], chars: int) -> list[Message]:
+    """The question asked about one sentence and the passages it cites."""
+    return [
+        Message("system", SUPPORT_SYSTEM),
+        Message(
+            "user",
+            f"Passages:\n{_passages(passages, chars)}\n\nSentence: {' '.join(sentence.split())}"
+            "\n\nIs every claim of the sentence stated in the passages? Reply yes or no.",
+        ),
+    ]
+
+
+def support_verdicts(
+    llm: LLM,
+    sentences: Sequence[tuple[str, Sequence[str]]],
+    budget: SupportBudget | None = None,
+    *,
+    counter: TokenCounter | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> list[bool | None]:
+    """For each ``(sentence, cited passage texts)``: True when the model says the passages
+    state every claim of the sentence, False when it says they do not, None when it was
+    not asked (past the budget, or after the model failed) or answered otherwise."""
+    budget = budget or SupportBudget()
+    count = counter or approx_token_counter
+    started = clock()
+    spent = 0
+    out: list[bool | None] = []
+    for asked, (sentence, passages) in enumerate(sentences):
+        if asked >= budget.sentences or clock() - started >= budget.seconds:
+            break
+        messages = support_prompt(sentence, passages, budget.chars)
+        prompt: Prompt = messages
+        if not llm.chat:  # a base model continues text: the same question, then "Answer:"
+            prompt = "\n\n".join(m.content for m in messages) + "\nAnswer:"
+        cost = sum(count([m.content for m in messages])) + 4
+        if spent + cost > budget.tokens:
+            break
+        spent += cost
+        try:
+            reply = llm.complete(prompt, max_tokens=4, temperature=0.0).strip().lower()
+        except ServiceError:
+            break  # down, too slow, or an error answer: the rest stay unjudged
+        out.append(True if reply.startswith("yes") else False if reply.startswith("no") else None)
+    return out + [None] * (len(sentences) - len(out))

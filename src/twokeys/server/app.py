@@ -237,6 +237,9 @@ class _SerialLLM(LLM):
     def token_counter(self) -> Any:
         return self.inner.token_counter()
 
+    def unreachable(self) -> str | None:
+        return self.inner.unreachable()
+
     def close(self) -> None:
         self.inner.close()
 
@@ -647,7 +650,8 @@ async def _uploaded(request: Request, limits: Limits) -> list[Document]:
         if not doc_id:
             raise RequestError(422, f"file {i + 1}: has no file name; give an id")
         raw = await upload.read()
-        docs.append(read_document(raw, check_id(doc_id), Path(name).suffix or ".txt"))
+        suffix = Path(name).suffix or ".txt"  # a PDF or DOCX is parsed off the event loop
+        docs.append(await run_in_threadpool(read_document, raw, check_id(doc_id), suffix))
     return docs
 
 

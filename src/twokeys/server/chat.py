@@ -18,11 +18,8 @@ as it streams: the text is cut before the first stop sequence, or at the token l
 
 from __future__ import annotations
 
-import socket
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from urllib.parse import urlsplit
 
 from twokeys.engine import Index
 from twokeys.errors import ConfigError
@@ -35,46 +32,20 @@ from twokeys.rag.packing import MIN_TOTAL, Budget
 from twokeys.server.config import Limits, RequestError
 from twokeys.text.tokens import TokenCounter, approx_token_counter
 
-PROBE_SECONDS = 1.0  # how long the model's server may take to accept a connection
-PROBE_MEMORY = 5.0  # seconds a probe's finding is reused
-
 
 class ModelProbe:
-    """Whether an HTTP model's server accepts a connection, asked in at most
-    :data:`PROBE_SECONDS` before a chat turn (and remembered for :data:`PROBE_MEMORY`):
-    a server that is down or unroutable is reported at once, naming the model and its
-    URL, instead of after the client's retries and timeouts. In-process models (and
-    models without a known address) are not probed."""
+    """Whether the model's server answers, asked before a chat turn waits on it
+    (:meth:`~twokeys.llm.base.LLM.unreachable`: about a second at most, remembered for a
+    few): a server that is down, unroutable or hung is reported at once, naming the
+    model and its URL, instead of after the client's retries and timeouts. In-process
+    models are not probed."""
 
     def __init__(self, llm: LLM | None) -> None:
-        inner = llm
-        while inner is not None and not hasattr(inner, "service") and hasattr(inner, "inner"):
-            inner = inner.inner  # the server's wrappers (one generation at a time, metrics)
-        service = getattr(inner, "service", None) if inner is not None else None
-        self.url: str | None = getattr(service, "base_url", None)
-        self.name = llm.name if llm is not None else ""
-        self._last: tuple[float, str | None] | None = None
+        self.llm = llm
 
     def unreachable(self) -> str | None:
-        """Why the model cannot be reached, or None when it accepts connections."""
-        if self.url is None:
-            return None
-        now = time.monotonic()
-        if self._last is not None and now - self._last[0] < PROBE_MEMORY:
-            return self._last[1]
-        parts = urlsplit(self.url)
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        try:
-            with socket.create_connection((parts.hostname or "", port), PROBE_SECONDS):
-                found = None
-        except OSError as exc:
-            reason = "no answer" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
-            found = (
-                f"{self.name} at {self.url}: cannot connect ({reason}, within "
-                f"{PROBE_SECONDS:g} s); is the server running at {self.url}?"
-            )
-        self._last = (now, found)
-        return found
+        """Why the model cannot be reached, or None when it answers."""
+        return None if self.llm is None else self.llm.unreachable()
 
 
 @dataclass(frozen=True)

@@ -59,12 +59,19 @@ def marked_text(answer: Answer) -> str:
 
 
 def unsupported_text(answer: Answer) -> str:
-    """For a streamed answer (its text already sent): the unsupported sentences, listed."""
-    flagged = [c.text for c in answer.checks if c.status == "unsupported"]
-    if answer.kind != "generated" or not flagged:
+    """For a streamed answer (its text already sent): the unsupported sentences, listed,
+    and the sentences that cited nothing with the citation the check found for them."""
+    if answer.kind != "generated":
         return ""
-    lines = ["", "", "Not supported by the cited sources:"]
-    lines += [f"- {text}" for text in flagged]
+    flagged = [c.text for c in answer.checks if c.status == "unsupported"]
+    added = [c.shown for c in answer.checks if c.added]
+    lines = []
+    if flagged:
+        lines += ["", "", "Not supported by the cited sources:"]
+        lines += [f"- {text}" for text in flagged]
+    if added:
+        lines += ["", "", "Cited by the check (the model cited no source):"]
+        lines += [f"- {text}" for text in added]
     return "\n".join(lines)
 
 

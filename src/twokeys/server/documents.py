@@ -23,13 +23,14 @@ from twokeys.engine import Index
 from twokeys.errors import ConfigError
 from twokeys.filters import parse_filters
 from twokeys.ingest import SUPPORTED_SUFFIXES, SkippedFile, load_documents
-from twokeys.types import Document
+from twokeys.ingest.readers import spec_for
+from twokeys.types import Document, cite
 
 #: suffix of each ``kind`` a JSON document may name
 KIND_SUFFIX = {"markdown": ".md", "text": ".txt", "html": ".html", "rst": ".rst"}
-UPLOAD_SUFFIXES = tuple(
-    s for s in SUPPORTED_SUFFIXES if s in (".md", ".markdown", ".txt", ".rst", ".html", ".htm")
-)
+#: what an upload may be: every format ``twokeys index`` reads but JSONL (a corpus of many
+#: records, not one document: add those as JSON documents)
+UPLOAD_SUFFIXES = tuple(s for s in SUPPORTED_SUFFIXES if s != ".jsonl")
 MAX_ID_CHARS = 512
 
 
@@ -68,13 +69,21 @@ def read_document(
     title: str | None = None,
     metadata: Mapping[str, str] | None = None,
 ) -> Document:
-    """The document ``raw`` holds, read as a file with ``suffix`` (``.md``, ``.html``, ...)."""
+    """The document ``raw`` holds, read as a file with ``suffix`` (``.md``, ``.pdf``,
+    ``.docx``, ``.py``, ...) by the reader ``twokeys index`` uses, so its locators (pages,
+    slides, cells, symbols and lines) come with it."""
     check_id(doc_id)
     suffix = suffix.lower()
     if suffix not in UPLOAD_SUFFIXES:
         raise ConfigError(
             f"{doc_id}: unsupported file type {suffix or '(none)'!r}; "
             f"use one of {', '.join(UPLOAD_SUFFIXES)}"
+        )
+    spec = spec_for(f"upload{suffix}")
+    if spec is not None and not spec.available():
+        raise ConfigError(
+            f"{doc_id}: reading {spec.kind} files needs the '{spec.extra}' extra on the "
+            f"server: pip install 'twokeys[{spec.extra}]'"
         )
     stem = re.sub(r"[^\w.-]+", "_", Path(doc_id.split("#")[0]).stem)[:100] or "document"
     skipped: list[SkippedFile] = []
@@ -119,6 +128,8 @@ def document_record(index: Index, doc_id: str) -> dict[str, Any] | None:
                 "heading": c.heading,
                 "start": c.start,
                 "end": c.end,
+                "locator": c.locator.to_dict() if c.locator else {},
+                "cite": cite(found.path, c.locator, found.id, found.title),
                 "text": c.text,
             }
             for c in chunks

@@ -122,5 +122,8 @@ class _CountedLLM(LLM):
     def token_counter(self) -> Any:
         return self.inner.token_counter()
 
+    def unreachable(self) -> str | None:
+        return self.inner.unreachable()
+
     def close(self) -> None:
         self.inner.close()

@@ -1,17 +1,16 @@
 """The routes for the people who run a server: ``/readyz`` and ``/metrics``.
 
 ``GET /readyz`` (no key): 200 when every index opens and answers and, with a language
-model configured, the model's server answers (any HTTP status: it is up); 503 with the
-reason otherwise. ``GET /metrics`` (the key of any role, when keys are configured): the
-Prometheus text format (:mod:`twokeys.server.metrics`). ``/healthz`` (alive) is the
-app's own.
+model configured, the model's server answers within a second (any HTTP status: it is
+up); 503 with the reason otherwise. ``GET /metrics`` (the key of any role, when keys
+are configured): the Prometheus text format (:mod:`twokeys.server.metrics`).
+``/healthz`` (alive) is the app's own.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import httpx
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
@@ -20,24 +19,12 @@ from twokeys.llm.base import LLM
 from twokeys.server.metrics import CONTENT_TYPE, Metrics
 from twokeys.server.service import IndexService
 
-MODEL_PROBE_SECONDS = 3.0
-
 
 def model_unreachable(llm: LLM | None) -> str | None:
-    """Why the model's server cannot be reached, or None (no model, an in-process one,
+    """Why the model's server does not answer (:meth:`~twokeys.llm.base.LLM.unreachable`:
+    the same one-second check a chat turn makes), or None (no model, an in-process one,
     or a server that answered)."""
-    inner = llm
-    while inner is not None and hasattr(inner, "inner"):
-        inner = inner.inner
-    service = getattr(inner, "service", None)
-    base_url = getattr(service, "base_url", None)
-    if not isinstance(base_url, str):
-        return None
-    try:
-        httpx.get(base_url.rstrip("/") + "/models", timeout=MODEL_PROBE_SECONDS)
-    except httpx.HTTPError as exc:
-        return f"the language model's server does not answer ({type(exc).__name__})"
-    return None
+    return None if llm is None else llm.unreachable()
 
 
 def probes_router(service: IndexService, llm: LLM | None, metrics: Metrics, key: Any) -> APIRouter:

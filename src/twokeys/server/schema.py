@@ -216,6 +216,7 @@ class AnswerData(TypedDict):
     sentences: list[dict[str, Any]]
     sources: list[SourceData]
     budget: dict[str, Any]
+    followup: dict[str, Any] | None  # a follow-up's standalone query (ask --earlier)
     context: NotRequired[str]
     prompt: NotRequired[str]
 
@@ -226,6 +227,8 @@ class ChunkData(TypedDict):
     heading: str
     start: int
     end: int
+    locator: dict[str, Any]  # the set fields of the chunk's Locator (page, slide, ...)
+    cite: str  # "manual.pdf p. 12", or the path
     text: str
 
 

@@ -24,7 +24,7 @@ from twokeys.dense.selection import VectorIndexOptions
 from twokeys.errors import ConfigError, IndexFormatError
 from twokeys.lexical.base import LexicalIndex as LexicalIndex
 from twokeys.lexical.bm25 import BM25Params
-from twokeys.types import Chunk, Locator
+from twokeys.types import Chunk, HitSource, Locator
 from twokeys.types import DocumentInfo as DocumentInfo
 from twokeys.types import RowMask as RowMask
 
@@ -270,6 +270,12 @@ class IndexBackend(ABC):
     @abstractmethod
     def documents(self, ids: Sequence[str]) -> dict[str, DocumentInfo]:
         """Document records by id (missing ids are absent from the result)."""
+
+    def hit_source(self) -> HitSource | None:
+        """Where a hit may read its chunk, title and path lazily, on first use (a
+        :class:`~twokeys.types.HitSource` that never changes while open: a local index's
+        mapped hit files); None where hits are read whole (:meth:`chunks_with_source`)."""
+        return None
 
     def chunks_with_source(self, rows: Sequence[int]) -> list[tuple[Chunk, str, str]]:
         """Chunks by row, in the order asked, each with its document's title and path.

@@ -203,26 +203,31 @@ class HitTable:
         if min(rows) < 0 or max(rows) >= self._n:
             bad = [int(r) for r in rows if not 0 <= r < self._n]
             raise IndexFormatError(f"{self.folder}: chunk rows {bad[:5]} missing from hit table")
-        strings, offset_at, meta_at = self._strings, self._offset_at, self._meta_at
-        located = self._located is not None
-        out = []
-        for row in rows:
-            at = 5 * row
-            doc = meta_at[at]
-            doc_id, title, path = self._docs.get(doc) or self._doc(doc)
-            heading = meta_at[at + 4]
-            chunk = Chunk(
-                doc_id,
-                meta_at[at + 1],
-                strings[offset_at[row] : offset_at[row + 1]].decode("utf-8"),
-                meta_at[at + 2],
-                meta_at[at + 3],
-                self._heading(heading) if heading >= 0 else (),
-                self.locator_of(row) if located else None,
-            )
-            out.append((chunk, title, path))
-        return out
+        return [self._chunk_with_source(row) for row in rows]
+
+    def chunk_with_source(self, row: int) -> tuple[Chunk, str, str]:
+        """One row's chunk, document title and path (what a lazy hit reads on first use:
+        this table is a :class:`~twokeys.types.HitSource`)."""
+        if not 0 <= row < self._n:
+            raise IndexFormatError(f"{self.folder}: chunk rows [{row}] missing from hit table")
+        return self._chunk_with_source(row)
+
+    def _chunk_with_source(self, row: int) -> tuple[Chunk, str, str]:
+        meta_at, at = self._meta_at, 5 * row
+        doc = meta_at[at]
+        doc_id, title, path = self._docs.get(doc) or self._doc(doc)
+        heading = meta_at[at + 4]
+        chunk = Chunk(
+            doc_id,
+            meta_at[at + 1],
+            self._strings[self._offset_at[row] : self._offset_at[row + 1]].decode("utf-8"),
+            meta_at[at + 2],
+            meta_at[at + 3],
+            self._heading(heading) if heading >= 0 else (),
+            self.locator_of(row) if self._located is not None else None,
+        )
+        return chunk, title, path
 
     def close(self) -> None:
-        if isinstance(self._strings, mmap.mmap):
-            self._strings.close()
+        """Nothing to do: the mapped files are unmapped when the last reference goes,
+        which may be a lazy hit made before the index was closed (it still reads its text)."""

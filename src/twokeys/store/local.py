@@ -54,7 +54,6 @@ from twokeys.errors import IndexFormatError, TwokeysError
 from twokeys.lexical.bm25 import TermMatrix
 from twokeys.lexical.index import ArrayLexicalIndex
 from twokeys.store import hittable
-from twokeys.store import vectors as vector_store
 from twokeys.store.base import (
     DocumentInfo,
     LexicalIndex,
@@ -335,6 +334,8 @@ class LocalIndex(IndexReader):
             return self._vectors
         with self._lock:
             if not self._vectors_loaded:
+                from twokeys.store import vectors as vector_store  # not for a bm25 search
+
                 self._vectors = vector_store.open_vector_index(self)
                 self._vectors_loaded = True
         return self._vectors
@@ -343,6 +344,8 @@ class LocalIndex(IndexReader):
         data = super().info()
         data["path"] = str(self.path)
         data["size_bytes"] = sum(self.manifest.files.values())
+        from twokeys.store import vectors as vector_store
+
         data["vector_search"] = vector_store.describe(self.manifest)
         return data
 
@@ -388,6 +391,10 @@ class LocalIndex(IndexReader):
         if missing:
             raise IndexFormatError(f"{self.path}: chunk rows {missing[:5]} missing from database")
         return [found[int(r)] for r in rows]
+
+    def hit_source(self) -> hittable.HitTable | None:
+        """The hit files, which a lazy hit reads on first use (none before they existed)."""
+        return self._hits()
 
     def chunks_with_source(self, rows: Sequence[int]) -> list[tuple[Chunk, str, str]]:
         """Chunks with their document's title and path: from the hit files, or from SQLite

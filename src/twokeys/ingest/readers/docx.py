@@ -4,7 +4,7 @@ Paragraphs and tables are read in body order. Heading styles (``Title``, ``Headi
 ..) start sections: each section is a segment whose locator's ``section`` is its heading
 path (``report.docx § Results > Costs``), which heads its chunks. List paragraphs keep
 their items (``- item``, indented by level); a table becomes readable rows, each cell
-with its column's header (``Model: ZX-4821; Voltage: 12 V``). A legacy ``.doc`` is a
+with its column's header (``Model: E-4821; Voltage: 12 V``). A legacy ``.doc`` is a
 named skip (see :data:`~twokeys.ingest.readers.NOT_READ`); a damaged file or a
 decompression bomb is refused before python-docx opens it.
 """

@@ -18,18 +18,24 @@ without text in a file with some are named in one warning. At most
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pypdfium2 as pdfium  # the pdf extra: imported only when a PDF is met
+import pypdfium2.raw as pdfium_c
 
 from twokeys.ingest.base import OnSkip, SkippedFile, SourceFile, os_reason
+from twokeys.ingest.pdfheadings import StyledLine, detect_headings
 from twokeys.ingest.pdftext import Outline, clean_pages, page_sections
 from twokeys.types import Document, Locator, Segment
 
 MAX_PAGES = 20_000  # pages read of one file; the rest are named in a warning
 _COLUMN_SHARE = 0.35  # of a page's text lines on each side of the middle: two columns
+_BOLD_NAME = re.compile(r"bold|black|heavy|demi|cmbx|-bd\b|bd$", re.IGNORECASE)
+_FORCE_BOLD = 1 << 18  # the font descriptor's ForceBold flag
 
 
 def read(source: SourceFile, report: OnSkip) -> Iterator[Document]:
@@ -72,10 +78,12 @@ def _read_open(
         report(SkippedFile(rel, "damaged PDF (no pages); not read", keep_indexed=True))
         return
     read_pages = min(n_pages, MAX_PAGES)
+    outline = _outline(pdf, read_pages)
+    styled: list[StyledLine] | None = None if outline else []  # headings when no bookmarks
     raw_pages: list[str] = []
     try:
         for index in range(read_pages):
-            raw_pages.append(_page_text(pdf, index))
+            raw_pages.append(_page_text(pdf, index, styled))
     except pdfium.PdfiumError as exc:
         report(
             SkippedFile(rel, f"damaged PDF (page {len(raw_pages) + 1}: {exc}); not read",
@@ -104,7 +112,8 @@ def _read_open(
                 kept=True,
             )
         )
-    outline = _outline(pdf, read_pages)
+    if styled:
+        outline = detect_headings(styled, read_pages)
     text, segments = _layout(pages, outline)
     yield Document(
         id=rel,
@@ -119,24 +128,55 @@ def _read_open(
     )
 
 
-def _page_text(pdf: pdfium.PdfDocument, index: int) -> str:
-    """A page's text in reading order: column by column when it has two."""
+def _page_text(pdf: pdfium.PdfDocument, index: int, styled: list[StyledLine] | None) -> str:
+    """A page's text in reading order: column by column when it has two. Its lines with
+    their font size and weight are added to ``styled`` unless it is None."""
     page = pdf[index]
     try:
         textpage = page.get_textpage()
         try:
             width = page.get_width()
+            whole = None
+            if styled is not None:
+                whole = str(textpage.get_text_range())
+                styled.extend(_styled_lines(textpage, whole, index))
             if _two_columns(textpage, width):
                 height = page.get_height()
                 middle = width / 2
                 first = textpage.get_text_bounded(0, 0, middle, height)
                 second = textpage.get_text_bounded(middle, 0, width, height)
                 return f"{first}\n{second}"
-            return str(textpage.get_text_range())
+            return whole if whole is not None else str(textpage.get_text_range())
         finally:
             textpage.close()
     finally:
         page.close()
+
+
+def _styled_lines(textpage: pdfium.PdfTextPage, text: str, page: int) -> list[StyledLine]:
+    """Each non-blank line of a page's text with its font size (the smallest of its
+    first, middle and last character's) and whether its middle character is bold.
+    PDFium's text has one character per character index, line breaks included."""
+    if len(text) != textpage.count_chars():
+        return []  # characters outside the BMP: indexes would not match
+    raw = textpage.raw
+    name = ctypes.create_string_buffer(128)
+    flags = ctypes.c_int()
+    out: list[StyledLine] = []
+    at = 0
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if stripped:
+            first = at + len(line) - len(line.lstrip())
+            last = at + len(line.rstrip()) - 1
+            middle = (first + last) // 2
+            size = min(pdfium_c.FPDFText_GetFontSize(raw, i) for i in (first, middle, last))
+            n = pdfium_c.FPDFText_GetFontInfo(raw, middle, name, len(name), ctypes.byref(flags))
+            font = name.value.decode("latin-1", "replace") if 0 < n <= len(name) else ""
+            bold = bool(_BOLD_NAME.search(font)) or bool(flags.value & _FORCE_BOLD)
+            out.append(StyledLine(page, stripped, float(size), bold))
+        at += len(line) + 1
+    return out
 
 
 def _two_columns(textpage: pdfium.PdfTextPage, width: float) -> bool:
