@@ -1,16 +1,20 @@
 """LangChain's OpenAI integration against ``twokeys serve``: ``ChatOpenAI`` with its
-defaults (a conversation, invoked and streamed) and ``OpenAIEmbeddings``.
+defaults (a conversation, invoked and streamed) and ``OpenAIEmbeddings``, with its
+defaults too.
 
-``OpenAIEmbeddings``' default (``check_embedding_ctx_length=True``) counts tokens with
-tiktoken, which downloads its ``cl100k_base`` table at first use: offline it fails in
-the client before any request. Online it sends token ids, which the server refuses with
-a 400 naming ``check_embedding_ctx_length=False`` (``test_api_contract.py``); with that
-option it sends text, tested here.
+``OpenAIEmbeddings``' default (``check_embedding_ctx_length=True``) counts with tiktoken's
+``cl100k_base`` and sends token ids, which the server reads back as text (the
+``token-ids`` extra). tiktoken downloads its table at first use; offline, the test writes
+that table into tiktoken's cache from ``bpe-openai``'s copy, and tiktoken checks it
+against the SHA-256 it pins, so the two vocabularies are shown byte-identical.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -66,3 +70,37 @@ def test_openai_embeddings_send_text_and_get_the_index_encoder_s_vectors(url: st
     for got, want in zip(vectors, expected, strict=True):
         assert got == pytest.approx([float(x) for x in want], abs=1e-6)
     assert embeddings.embed_query("ZX-4821") == pytest.approx(vectors[0], abs=1e-6)
+
+
+CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+
+
+@pytest.fixture()
+def tiktoken_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tiktoken's cache holding cl100k_base, written from bpe-openai's vocabulary."""
+    cl100k = pytest.importorskip("bpe_openai", reason="the token-ids extra").get_encoding(
+        "cl100k_base"
+    )
+    lines = (
+        f"{base64.b64encode(cl100k.decode_single_token_bytes(rank)).decode()} {rank}\n"
+        for rank in range(100_256)  # the mergeable ranks; special tokens come after
+    )
+    name = hashlib.sha1(CL100K_URL.encode()).hexdigest()
+    (tmp_path / name).write_text("".join(lines), encoding="ascii")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+
+
+@pytest.mark.usefixtures("tiktoken_offline")
+def test_openai_embeddings_with_their_defaults_send_token_ids_read_back_as_text(
+    url: str,
+) -> None:
+    import tiktoken
+
+    # tiktoken accepts the table only if it hashes to the SHA-256 it pins
+    assert tiktoken.get_encoding("cl100k_base").encode("ZX-4821")
+    embeddings = langchain_openai.OpenAIEmbeddings(model="twokeys", base_url=url, api_key="x")
+    assert embeddings.check_embedding_ctx_length  # the default: token ids on the wire
+    vectors = embeddings.embed_documents(["ZX-4821", "refund"])
+    expected = HashEncoder().encode(["ZX-4821", "refund"], "document")
+    for got, want in zip(vectors, expected, strict=True):
+        assert got == pytest.approx([float(x) for x in want], abs=1e-6)

@@ -50,6 +50,7 @@ from twokeys.server.events import closing
 from twokeys.server.service import IndexService
 from twokeys.server.tasks import answer as answer_task
 from twokeys.server.tasks import detect
+from twokeys.server.token_ids import decode_inputs
 from twokeys.text.tokens import approx_token_counter
 
 
@@ -97,16 +98,6 @@ class ChatCompletionBody(BaseModel):
 
     def token_limit(self) -> int | None:
         return self.max_completion_tokens or self.max_tokens
-
-
-#: why token-id input is refused: the ids are of the client's tokenizer (LangChain's
-#: OpenAIEmbeddings counts with tiktoken's cl100k_base), not of the index's encoder, and
-#: read with another vocabulary they would embed other words
-TOKEN_IDS = (
-    "input: token ids are not accepted: they are the client's tokenizer's, not this "
-    "index's encoder's; send text (LangChain: OpenAIEmbeddings(..., "
-    "check_embedding_ctx_length=False))"
-)
 
 
 class EmbeddingsBody(BaseModel):
@@ -237,10 +228,13 @@ def openai_router(
 
     @router.post("/embeddings")
     def embeddings(body: EmbeddingsBody) -> dict[str, Any]:
-        """Vectors from the index's encoder (the one its chunks were embedded with)."""
+        """Vectors from the index's encoder (the one its chunks were embedded with). Token-id
+        input is read as tiktoken's ``cl100k_base`` ids (:mod:`twokeys.server.token_ids`)."""
         if isinstance(body.input, list) and any(not isinstance(x, str) for x in body.input):
-            raise RequestError(400, TOKEN_IDS)
-        texts = [body.input] if isinstance(body.input, str) else [str(x) for x in body.input]
+            # token ids (LangChain's default): the client's cl100k_base, read back as text
+            texts = decode_inputs(body.input)  # type: ignore[arg-type]
+        else:
+            texts = [body.input] if isinstance(body.input, str) else [str(x) for x in body.input]
         if not texts:
             raise ConfigError("input: is empty")
         if len(texts) > limits.max_embedding_inputs:
