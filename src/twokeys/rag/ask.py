@@ -353,10 +353,9 @@ def ask_events(
         parts, runs, confidence = _retrieve(index, query, None, ruled)
         yield Retrieved(parts, runs, confidence)
         plan = _plan(index, question, parts, runs, confidence, None, options, conversation)
-        yield Packed(replace(plan, followup=followup))
-        yield from _generate_events(
-            replace(plan, followup=followup), None, options, _sentence_tools(index), down
-        )
+        plan = replace(plan, followup=followup)
+        yield Packed(plan)
+        yield from _generate_events(plan, None, options, _sentence_tools(index), down)
         return
     try:
         parts, runs, confidence = _retrieve(index, query, llm, options)
