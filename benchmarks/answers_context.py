@@ -58,6 +58,7 @@ from twokeys import IndexOptions, build_index, open_index
 from twokeys.chunking import ChunkerConfig
 from twokeys.engine import Index
 from twokeys.evaluation.answers import Piece, QAItem, context_recall, holds, load_qa
+from twokeys.rag.evidence import idf_held
 from twokeys.rag.packing import SEPARATOR, Budget, SubQueryHits, pack
 from twokeys.rag.windows import WindowOptions, pack_windows
 from twokeys.text.sentences import split_sentences
@@ -103,16 +104,7 @@ class Scorers:
     cache: dict[str, np.ndarray]
 
     def held(self, query: str) -> Callable[[str], float]:
-        analyzer, lexical = self.index.analyzer, self.index.backend.lexical
-        terms = [t for t in dict.fromkeys(analyzer.query_terms(query)) if lexical.has_term(t)]
-        weights = dict(zip(terms, lexical.idf(terms), strict=True))
-        total = sum(weights.values()) or 1.0
-
-        def held(text: str) -> float:
-            words = set(analyzer.index_terms(text))
-            return sum(w for t, w in weights.items() if t in words) / total
-
-        return held
+        return idf_held(self.index, query)
 
     def cosines(self, query: str) -> Callable[[Sequence[str]], Sequence[float]] | None:
         if self.index.manifest.encoder is None:

@@ -17,18 +17,14 @@ Saves ``benchmarks/results/chat_latency.json`` and prints a table.
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
 
 from benchmarks.common import WORK, log, save_result
-from benchmarks.serve_load import KB, REPO, free_port, percentile
+from benchmarks.serve_load import KB, free_port, percentile, serve
 
 CONVERSATION = [
     {"role": "system", "content": "You are the support assistant of Lumatek. " * 20},
@@ -44,25 +40,6 @@ QUERIES = [
     "How long is the warranty?",
     "push notifications not arriving on Android",
 ]
-
-
-def start(index: Path, port: int, *extra: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])}
-    command = [sys.executable, "-m", "twokeys.cli", "serve", "--index", str(index)]
-    proc = subprocess.Popen(
-        [*command, "--port", str(port), *extra], env=env, stderr=subprocess.DEVNULL
-    )
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                return proc
-        except httpx.TransportError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise SystemExit("twokeys serve did not start")
-        time.sleep(0.3)
 
 
 def chat_latency(url: str, n: int) -> dict[str, float]:
@@ -131,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         build_index(KB / "docs", index, IndexOptions())
     results: dict[str, Any] = {"chat": {}, "search": []}
     port = free_port()
-    proc = start(index, port)
+    proc = serve(index, port, timeout=180)
     url = f"http://127.0.0.1:{port}"
     try:
         results["chat"]["without a model"] = chat_latency(url, args.chats)
@@ -142,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         proc.wait(30)
     if not args.no_model:
         port = free_port()
-        proc = start(index, port, "--llm", "local")
+        proc = serve(index, port, "--llm", "local", timeout=180)
         try:
             results["chat"]["local model (Gemma 3 270M)"] = chat_latency(
                 f"http://127.0.0.1:{port}", args.model_chats

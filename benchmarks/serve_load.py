@@ -68,14 +68,16 @@ def peak_rss_mb(pid: int) -> float | None:
     return None
 
 
-def start_server(index: Path, port: int, keys: Path, log: Path) -> subprocess.Popen[bytes]:
+def serve(
+    index: Path, port: int, *args: str, stderr: Any = subprocess.DEVNULL, timeout: float = 120.0
+) -> subprocess.Popen[bytes]:
+    """``twokeys serve --index INDEX --port PORT ARGS`` in a child process (this tree's
+    source, no key from the environment), returned once its ``/healthz`` answers."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])}
     env.pop("TWOKEYS_API_KEYS", None)
     command = [sys.executable, "-m", "twokeys.cli", "serve", "--index", str(index)]
-    command += ["--port", str(port), "--keys-file", str(keys), "--access-log", "json"]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(command, env=env, stderr=out)
-    deadline = time.monotonic() + 120
+    proc = subprocess.Popen([*command, "--port", str(port), *args], env=env, stderr=stderr)
+    deadline = time.monotonic() + timeout
     while True:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
@@ -86,6 +88,11 @@ def start_server(index: Path, port: int, keys: Path, log: Path) -> subprocess.Po
             proc.kill()
             raise SystemExit("twokeys serve did not start")
         time.sleep(0.2)
+
+
+def start_server(index: Path, port: int, keys: Path, log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return serve(index, port, "--keys-file", str(keys), "--access-log", "json", stderr=out)
 
 
 def run(duration: float, clients: int, mode: str, writer_docs: int) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import pytest
 from pg_fixtures import pg_server, pg_url  # noqa: F401 - one PostgreSQL per test session
 from twokeys.dense.encoder import Encoder, Kind, register_encoder
 from twokeys.llm.base import LLM, Prompt
+from twokeys.llm.http import ServiceUnavailableError
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -81,6 +82,23 @@ class ScriptedLLM(LLM):
         self.calls.append((prompt, tuple(stop), max_tokens))
         half = len(self.answer) if self.whole else len(self.answer) // 2
         yield from (piece for piece in (self.answer[:half], self.answer[half:]) if piece)
+
+
+class DownLLM(LLM):
+    """A model whose server refuses the connection: every call raises at once."""
+
+    name = "down"
+
+    def stream(
+        self,
+        prompt: Prompt,
+        *,
+        stop: Sequence[str] = (),
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> Iterator[str]:
+        raise ServiceUnavailableError("stub at http://127.0.0.1:9: connection refused")
+        yield ""  # pragma: no cover - makes this a generator
 
 
 try:  # property tests: a few dozen derandomised cases in the suite, 10,000 in `make fuzz`

@@ -7,19 +7,16 @@ A lexical-only index of the support KB (fast); stub models stand in for real one
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from conftest import SUPPORT_KB, ScriptedLLM
+from conftest import SUPPORT_KB, DownLLM, ScriptedLLM
 from twokeys import open_index
 from twokeys.cli import main
 from twokeys.evaluation.answers import load_qa
-from twokeys.llm.base import LLM, Prompt
-from twokeys.llm.http import ServiceUnavailableError
 from twokeys.rag import Answer, AskOptions, ask
 from twokeys.rag.ask import ABSTAINED, Done, Packed, Retrieved, TextDelta, ask_events
 from twokeys.rag.grounding import (
@@ -49,23 +46,6 @@ def kb_path(support_kb_bm25: Path) -> Path:
 def stub_llm(answer: str) -> ScriptedLLM:
     """A model named "stub" that answers ``answer`` in one piece, whatever the sources say."""
     return ScriptedLLM(answer, name="stub", whole=True)
-
-
-class DownLLM(LLM):
-    """A model whose server refuses the connection."""
-
-    name = "down"
-
-    def stream(
-        self,
-        prompt: Prompt,
-        *,
-        stop: Sequence[str] = (),
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-    ) -> Iterator[str]:
-        raise ServiceUnavailableError("stub at http://127.0.0.1:9: connection refused")
-        yield ""  # pragma: no cover - makes this a generator
 
 
 def test_a_model_that_ignores_the_sources_is_flagged_unsupported(kb_path: Path) -> None:

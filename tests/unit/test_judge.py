@@ -3,14 +3,10 @@ hits and the verdict, and what a broken or unreachable model leaves."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-
 import pytest
 
-from conftest import ScriptedLLM
+from conftest import DownLLM, ScriptedLLM
 from twokeys.errors import ConfigError
-from twokeys.llm.base import LLM, Prompt
-from twokeys.llm.http import ServiceUnavailableError
 from twokeys.rag.judge import NOT_ASKED, SupportBudget, rerank, support_verdicts, verdict
 from twokeys.types import Chunk, Hit
 
@@ -20,21 +16,6 @@ def hits(n: int) -> list[Hit]:
         Hit(i, 1.0 / i, Chunk(f"d{i}.md", 0, f"passage {i}", 0, 9), f"d{i}", f"d{i}.md")
         for i in range(1, n + 1)
     ]
-
-
-class Down(LLM):
-    name = "down"
-
-    def stream(
-        self,
-        prompt: Prompt,
-        *,
-        stop: Sequence[str] = (),
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-    ) -> Iterator[str]:
-        raise ServiceUnavailableError("no server at 127.0.0.1:9")
-        yield ""  # pragma: no cover
 
 
 def test_rerank_puts_the_listed_passages_first_in_the_models_order() -> None:
@@ -47,14 +28,14 @@ def test_rerank_puts_the_listed_passages_first_in_the_models_order() -> None:
 
 def test_a_reply_without_numbers_or_a_model_down_keeps_the_fused_order() -> None:
     assert [h.rank for h in rerank(ScriptedLLM("I cannot tell."), "q", hits(4))] == [1, 2, 3, 4]
-    assert [h.rank for h in rerank(Down(), "q", hits(4))] == [1, 2, 3, 4]
+    assert [h.rank for h in rerank(DownLLM(), "q", hits(4))] == [1, 2, 3, 4]
 
 
 def test_the_verdict_reads_yes_no_and_anything_else_as_not_asked() -> None:
     assert verdict(ScriptedLLM("Yes."), "q", ["a"]) == 1.0
     assert verdict(ScriptedLLM("no"), "q", ["a"]) == 0.0
     assert verdict(ScriptedLLM("Maybe"), "q", ["a"]) == NOT_ASKED
-    assert verdict(Down(), "q", ["a"]) == NOT_ASKED
+    assert verdict(DownLLM(), "q", ["a"]) == NOT_ASKED
     assert verdict(ScriptedLLM("yes"), "q", []) == 0.0
 
 
@@ -67,7 +48,7 @@ def test_support_verdicts_read_yes_no_and_stop_at_the_time_budget() -> None:
     assert len(llm.prompts) == 2
     assert support_verdicts(ScriptedLLM("Yes, it is."), sentences[:1]) == [True]
     assert support_verdicts(ScriptedLLM("Perhaps"), sentences[:1]) == [None]
-    assert support_verdicts(Down(), sentences) == [None] * 4
+    assert support_verdicts(DownLLM(), sentences) == [None] * 4
 
 
 def test_a_base_model_is_asked_in_text_and_a_bad_budget_is_named() -> None:

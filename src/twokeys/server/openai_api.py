@@ -33,7 +33,7 @@ import twokeys.server.citations as citations
 from twokeys.engine import Index
 from twokeys.errors import ConfigError, TwokeysError
 from twokeys.llm.base import LLM
-from twokeys.rag.ask import Answer, Done, TextDelta, ask_events
+from twokeys.rag.ask import Answer, Done, Event, TextDelta, ask_events
 from twokeys.rag.conversation import Conversation, conversation_of
 from twokeys.server.chat import (
     ModelProbe,
@@ -339,15 +339,20 @@ class _Reply:
         yield "data: [DONE]\n\n"
 
 
-def _answer(index: Index, plan: TurnPlan) -> Answer:
-    for event in ask_events(
+def _turn_events(index: Index, plan: TurnPlan) -> Iterator[Event]:
+    """The events of answering a planned chat turn (its follow-up searched as planned)."""
+    return ask_events(
         index,
         plan.question,
         llm=plan.llm,
         options=plan.options,
         search=plan.followup.query,
         conversation=plan.conversation,
-    ):
+    )
+
+
+def _answer(index: Index, plan: TurnPlan) -> Answer:
+    for event in _turn_events(index, plan):
         if isinstance(event, Done):
             return event.answer
     raise AssertionError("ask_events ended without an answer")  # pragma: no cover
@@ -414,14 +419,7 @@ def _stream(
     with service.reader() as index:
         try:
             plan = _plan(index, conversation, llm, body, config, probe)
-            for event in ask_events(
-                index,
-                plan.question,
-                llm=plan.llm,
-                options=plan.options,
-                search=plan.followup.query,
-                conversation=plan.conversation,
-            ):
+            for event in _turn_events(index, plan):
                 if isinstance(event, TextDelta):
                     piece = shaper.feed(fix_note(event.text, plan))
                     if piece:
