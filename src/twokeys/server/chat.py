@@ -33,21 +33,6 @@ from twokeys.server.config import Limits, RequestError
 from twokeys.text.tokens import TokenCounter, approx_token_counter
 
 
-class ModelProbe:
-    """Whether the model's server answers, asked before a chat turn waits on it
-    (:meth:`~twokeys.llm.base.LLM.unreachable`: about a second at most, remembered for a
-    few): a server that is down, unroutable or hung is reported at once, naming the
-    model and its URL, instead of after the client's retries and timeouts. In-process
-    models are not probed."""
-
-    def __init__(self, llm: LLM | None) -> None:
-        self.llm = llm
-
-    def unreachable(self) -> str | None:
-        """Why the model cannot be reached, or None when it answers."""
-        return None if self.llm is None else self.llm.unreachable()
-
-
 @dataclass(frozen=True)
 class TurnPlan:
     """What to ask for one chat turn."""
@@ -79,10 +64,12 @@ def plan_turn(
     chat_context: int,
     temperature: float | None = None,
     max_tokens: int | None = None,
-    probe: ModelProbe | None = None,
 ) -> TurnPlan:
-    """Rewrite the follow-up and fit the conversation (module docstring)."""
-    down = probe.unreachable() if probe is not None and llm is not None else None
+    """Rewrite the follow-up and fit the conversation (module docstring). A model
+    server that is down, unroutable or hung is found first
+    (:meth:`~twokeys.llm.base.LLM.unreachable`: about a second at most, remembered for a
+    few) and the turn is answered from the sources at once, naming it."""
+    down = llm.unreachable() if llm is not None else None
     if down is not None:  # answered from the sources at once, saying why
         llm = None
     followup = standalone_query(index, conversation, llm=llm)

@@ -36,7 +36,6 @@ from twokeys.llm.base import LLM
 from twokeys.rag.ask import Answer, Done, Event, TextDelta, ask_events
 from twokeys.rag.conversation import Conversation, conversation_of
 from twokeys.server.chat import (
-    ModelProbe,
     Shaper,
     TurnPlan,
     answer_model_error,
@@ -125,7 +124,6 @@ def openai_router(
     model_name: str = config.model_name
     limits = config.limits
     services = {model_name: service, **(collections or {})}
-    probe = ModelProbe(llm)
     default_service = service
 
     def check_model(name: str, *also: str) -> None:
@@ -202,11 +200,10 @@ def openai_router(
                     scrub,
                     config,
                     home,
-                    probe,
                 )
             )
         with service.reader() as index:
-            plan = _plan(index, conversation, llm, body, config, probe)
+            plan = _plan(index, conversation, llm, body, config)
             answer = _answer(index, plan)
             labels = citations.cites(index, answer)
         whole = (
@@ -387,7 +384,6 @@ def _plan(
     llm: LLM | None,
     body: ChatCompletionBody,
     config: ServerConfig,
-    probe: ModelProbe,
 ) -> TurnPlan:
     """One chat turn's plan (the searched query, the fitted conversation, the options),
     from the request's sampling fields and the server's chat context."""
@@ -398,7 +394,6 @@ def _plan(
         chat_context=config.chat_context,
         temperature=body.temperature,
         max_tokens=body.token_limit(),
-        probe=probe,
     )
 
 
@@ -412,13 +407,12 @@ def _stream(
     scrub: Callable[[str], str],
     config: ServerConfig,
     base_url: str,
-    probe: ModelProbe,
 ) -> Iterator[str]:
     usage: dict[str, int] | None = None
     yield reply.chunk({"role": "assistant", "content": ""})
     with service.reader() as index:
         try:
-            plan = _plan(index, conversation, llm, body, config, probe)
+            plan = _plan(index, conversation, llm, body, config)
             for event in _turn_events(index, plan):
                 if isinstance(event, TextDelta):
                     piece = shaper.feed(fix_note(event.text, plan))
