@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from twokeys.server.config import RequestError
 
@@ -38,22 +38,19 @@ def _encoding() -> Any:
 
 
 def decode_inputs(given: Sequence[int] | Sequence[Sequence[int]]) -> list[str]:
-    """The texts of token-id input: a list of ids is one text, a list of lists many."""
+    """The texts of token-id input: a list of ids is one text, a list of lists many
+    (the request model has checked that every id is an int)."""
     encoding = _encoding()
     if encoding is None:
         raise RequestError(400, REFUSED)
-    many: list[Sequence[int]] = (
-        [ids for ids in given if not isinstance(ids, int)]
-        if given and not isinstance(given[0], int)
-        else [[t for t in given if isinstance(t, int)]]
-    )
+    one = bool(given) and isinstance(given[0], int)
+    many = cast("list[Sequence[int]]", [given] if one else list(given))
     texts = []
-    limit = int(encoding.n_vocab)
     for i, ids in enumerate(many):
         if not ids:
             raise RequestError(400, f"input[{i}]: holds no token ids")
-        bad = next((t for t in ids if not isinstance(t, int) or not 0 <= t < limit), None)
+        bad = next((t for t in ids if not 0 <= t < encoding.n_vocab), None)
         if bad is not None:
-            raise RequestError(400, f"input[{i}]: {bad!r} is not a {ENCODING} token id")
+            raise RequestError(400, f"input[{i}]: {bad} is not a {ENCODING} token id")
         texts.append(str(encoding.decode(ids)))
     return texts
