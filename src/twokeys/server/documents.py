@@ -23,7 +23,7 @@ from twokeys.engine import Index
 from twokeys.errors import ConfigError
 from twokeys.filters import parse_filters
 from twokeys.ingest import SUPPORTED_SUFFIXES, SkippedFile, load_documents
-from twokeys.ingest.readers import spec_for
+from twokeys.ingest.readers import READERS
 from twokeys.types import Document, cite
 
 #: suffix of each ``kind`` a JSON document may name
@@ -79,7 +79,7 @@ def read_document(
             f"{doc_id}: unsupported file type {suffix or '(none)'!r}; "
             f"use one of {', '.join(UPLOAD_SUFFIXES)}"
         )
-    spec = spec_for(f"upload{suffix}")
+    spec = READERS.get(suffix)
     if spec is not None and not spec.available():
         raise ConfigError(
             f"{doc_id}: reading {spec.kind} files needs the '{spec.extra}' extra on the "
