@@ -47,6 +47,33 @@ def test_kernel_and_numpy_give_identical_runs(seed: int, n_docs: int, vocab: int
         assert not compiled._buffers()[0].any()
 
 
+@pytest.mark.skipif(lexical_index._kernel is None, reason="kernel not built (see above)")
+def test_dense_scan_and_row_listing_give_the_numpy_runs() -> None:
+    """The kernel reads every row back when a query's postings are many for the rows (at
+    least one per DENSE_MAX_ROWS_PER_POSTING = 16 rows) and lists the rows it touches
+    otherwise: both give the numpy path's runs, ties and repeated terms included."""
+    compiled = _index(7, 3000, 400, ties=True)
+    plain = _index(7, 3000, 400, ties=True)
+    plain.compiled = False
+    vocabulary, indptr = compiled._vocabulary, compiled._indptr
+    rng = random.Random(8)
+    words = [f"w{i}" for i in range(400)]
+    paths = set()
+    for size in (1, 2, 3, 5, 8, 12, 20, 40):
+        for _ in range(25):
+            terms = rng.choices(words, k=size)
+            postings = sum(
+                int(indptr[vocabulary[t] + 1] - indptr[vocabulary[t]])
+                for t in terms
+                if t in vocabulary
+            )
+            paths.add(compiled._n_docs <= 16 * postings)
+            for k in (1, 10, 3100):
+                assert compiled.search(terms, k) == plain.search(terms, k)
+            assert not compiled._buffers()[0].any()
+    assert paths == {True, False}  # both ways were taken
+
+
 def _zipf_index(seed: int, n_docs: int, vocab: int) -> ArrayLexicalIndex:
     """Documents of Zipf-distributed words (a few common, many rare), as text is: the
     common words' postings are what pruning skips."""
@@ -100,6 +127,7 @@ def test_kernel_refuses_inconsistent_arrays() -> None:
     scores, touched = np.zeros(3, np.float32), np.empty(4, np.int32)
     with pytest.raises(ValueError, match="row out of range"):
         kernel.top_k(indptr, indices, weights, [0], [1.0], 2, scores, touched)
+    assert not scores.any()  # left zeroed for the next query
     with pytest.raises(ValueError, match="term id 7"):
         kernel.top_k(indptr, indices, weights, [7], [1.0], 2, scores, touched)
     with pytest.raises(TypeError, match="weights"):

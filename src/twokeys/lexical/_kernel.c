@@ -57,6 +57,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #ifndef _WIN32
 #include <pthread.h>
 #define HAVE_PTHREADS 1
@@ -102,10 +105,9 @@ static int compare(const void *pa, const void *pb) {
     return before(a, b) ? -1 : (before(b, a) ? 1 : 0);
 }
 
-/* Scores of one query's terms into `scores` (zero on entry and on return), its top k
- * (by `before`) sorted into heap[0..kept). Returns kept, or -1 if a posting names a row
- * out of range. Needs no Python: it runs with the GIL released. */
-static Py_ssize_t score_top_k(const int64_t *indptr, const int32_t *indices,
+/* score_top_k (below) for a query whose postings are few for the rows: each row it
+ * touches is listed once, on its first touch, and only the listed rows are read back. */
+static Py_ssize_t score_top_k_touched(const int64_t *indptr, const int32_t *indices,
                               const float *weights, Py_ssize_t n_rows, const int64_t *term_ids,
                               const float *term_qtfs, Py_ssize_t n_query, Py_ssize_t k,
                               float *scores, int32_t *touched, Entry *heap) {
@@ -143,6 +145,111 @@ static Py_ssize_t score_top_k(const int64_t *indptr, const int32_t *indices,
     }
     qsort(heap, kept, sizeof(Entry), compare);
     return bad_row ? -1 : kept;
+}
+
+/* Offers the entry for `row` to the heap of the k best; returns the new threshold (the
+ * worst kept score once k are kept, else 0). Rows come in increasing order, so a score
+ * equal to the threshold never ranks before the worst kept (its row is lower). */
+static inline float offer_row(Entry *heap, Py_ssize_t *kept, Py_ssize_t k, float score,
+                              Py_ssize_t row) {
+    Entry e = {score, (int32_t)row};
+    if (*kept < k) {
+        heap[*kept] = e;
+        sift_up(heap, (*kept)++);
+        return *kept == k ? heap[0].score : 0.0f;
+    }
+    if (before(e, heap[0])) {
+        heap[0] = e;
+        sift_down(heap, *kept, 0);
+    }
+    return heap[0].score;
+}
+
+/* score_top_k (below) for a query whose postings are many for the rows: the weights are
+ * added with no bookkeeping (a scatter whose iterations don't wait on each other), then
+ * every row's score is read in order, sixteen at a time, and only rows above the k-th
+ * best so far are offered to the heap (about 70 of SciFact's 10,737 rows a query); the
+ * scores are zeroed again in one pass. On SciFact (5,265 postings a query on average)
+ * 6 against 16 us for the listing path, whose "first touch?" count chains every
+ * posting's iteration to the one before. */
+static Py_ssize_t score_top_k_dense(const int64_t *indptr, const int32_t *indices,
+                                    const float *weights, Py_ssize_t n_rows,
+                                    const int64_t *term_ids, const float *term_qtfs,
+                                    Py_ssize_t n_query, Py_ssize_t k, float *restrict scores,
+                                    Entry *heap) {
+    int bad_row = 0;
+    for (Py_ssize_t i = 0; i < n_query && !bad_row; i++) {
+        int64_t t = term_ids[i], end = indptr[t + 1];
+        float q = term_qtfs[i];
+        if (q == 0.0f) {
+            for (int64_t p = indptr[t]; p < end; p++) {
+                uint32_t row = (uint32_t)indices[p];
+                if (row >= (uint64_t)n_rows) {
+                    bad_row = 1;
+                    break;
+                }
+                scores[row] = scores[row] + weights[p];
+            }
+        } else {
+            for (int64_t p = indptr[t]; p < end; p++) {
+                uint32_t row = (uint32_t)indices[p];
+                if (row >= (uint64_t)n_rows) {
+                    bad_row = 1;
+                    break;
+                }
+                scores[row] = scores[row] + q * weights[p];
+            }
+        }
+    }
+    Py_ssize_t kept = 0, row = 0;
+    float floor = 0.0f; /* offered: scores above it (> 0, so never NaN) */
+    if (!bad_row && k > 0) {
+#ifdef __SSE2__
+        __m128 vfloor = _mm_setzero_ps();
+        for (; row + 16 <= n_rows; row += 16) {
+            const float *s = scores + row;
+            unsigned above =
+                (unsigned)_mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(s), vfloor)) |
+                (unsigned)_mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(s + 4), vfloor)) << 4 |
+                (unsigned)_mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(s + 8), vfloor)) << 8 |
+                (unsigned)_mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(s + 12), vfloor)) << 12;
+            while (above) {
+                int j = __builtin_ctz(above);
+                above &= above - 1;
+                if (s[j] > floor) {
+                    floor = offer_row(heap, &kept, k, s[j], row + j);
+                    vfloor = _mm_set1_ps(floor);
+                }
+            }
+        }
+#endif
+        for (; row < n_rows; row++)
+            if (scores[row] > floor) floor = offer_row(heap, &kept, k, scores[row], row);
+    }
+    memset(scores, 0, sizeof(float) * (size_t)n_rows);
+    qsort(heap, kept, sizeof(Entry), compare);
+    return bad_row ? -1 : kept;
+}
+
+/* From this many rows per posting a query reads, score_top_k lists the rows it touches
+ * rather than reading every row back (a million-row index and a rare term). */
+#define DENSE_MAX_ROWS_PER_POSTING 16
+
+/* Scores of one query's terms into `scores` (zero on entry and on return), its top k
+ * (by `before`) sorted into heap[0..kept). Returns kept, or -1 if a posting names a row
+ * out of range. Needs no Python: it runs with the GIL released. */
+static Py_ssize_t score_top_k(const int64_t *indptr, const int32_t *indices,
+                              const float *weights, Py_ssize_t n_rows, const int64_t *term_ids,
+                              const float *term_qtfs, Py_ssize_t n_query, Py_ssize_t k,
+                              float *scores, int32_t *touched, Entry *heap) {
+    int64_t postings = 0;
+    for (Py_ssize_t i = 0; i < n_query; i++)
+        postings += indptr[term_ids[i] + 1] - indptr[term_ids[i]];
+    if ((int64_t)n_rows <= DENSE_MAX_ROWS_PER_POSTING * postings)
+        return score_top_k_dense(indptr, indices, weights, n_rows, term_ids, term_qtfs, n_query,
+                                 k, scores, heap);
+    return score_top_k_touched(indptr, indices, weights, n_rows, term_ids, term_qtfs, n_query, k,
+                               scores, touched, heap);
 }
 
 /* ---- the same top k, pruned (MaxScore, Turtle & Flood 1995) ----------------------
