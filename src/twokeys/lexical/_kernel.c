@@ -1,7 +1,8 @@
 /* The compiled parts of twokeys.lexical (twokeys.lexical._kernel), each with a Python
  * path that gives identical results (tests compare them):
  *
- *   top_k, top_k_many   BM25 top-k of one query, or of a batch (below)
+ *   top_k, top_k_ids,   BM25 top-k of one query (its term ids as a list, or as
+ *   top_k_many          RawTable.encode writes them), or of a batch (below)
  *   RawTable            a build's raw tokens: the analyzer's raw-token pattern
  *                       (twokeys.analysis._RAW_TOKEN) as a scan, each distinct token's
  *                       term ids kept by its characters (twokeys.lexical.coding)
@@ -35,6 +36,15 @@
  *   cand     int64[n_rows + 1]    scratch, given with maxw
  *   prune_from  int               prune from this many postings a query (PRUNE_FROM_POSTINGS)
  * The GIL is released while scoring, so each thread needs its own scratch arrays.
+ *
+ * top_k_ids(indptr, indices, weights, ids, k, scores, touched[, maxw, cand, prune_from])
+ *   top_k of a query given as int32 term ids in query order (a bytes object as
+ *   RawTable.encode returns, or an int32 array; repeats allowed, negative ids skipped):
+ *   sorted and repeats counted here, as top_k_many does (same numbering rule below).
+ *
+ * Scoring (score_top_k): when a query's postings are many for the rows, the weights are
+ * added with no bookkeeping and every row is read back (score_top_k_dense); otherwise
+ * the rows are listed on first touch (score_top_k_touched); same results.
  *
  * top_k_many(indptr, indices, weights, terms, bounds, k, threads, n_rows, rows, scores,
  *            counts)
