@@ -237,8 +237,12 @@ class ArrayLexicalIndex(LexicalIndex):
         """Whether term ids are numbered in term order (checked once): then sorting a
         query's ids sorts its terms, the order :meth:`search` adds their weights in."""
         if self._ids_in_text_order is None:
-            pairs = sorted(self._vocabulary.items(), key=lambda item: item[1])
-            self._ids_in_text_order = all(a[0] < b[0] for a, b in pairwise(pairs))
+            terms = list(self._vocabulary)
+            if list(self._vocabulary.values()) == list(range(len(terms))):  # as stored:
+                self._ids_in_text_order = terms == sorted(terms)  # comparisons in C
+            else:
+                pairs = sorted(self._vocabulary.items(), key=lambda item: item[1])
+                self._ids_in_text_order = all(a[0] < b[0] for a, b in pairwise(pairs))
         return self._ids_in_text_order
 
     def _search_batch(
