@@ -14,7 +14,7 @@ run in this (twokeys') environment as second rows (``peer_calls.Bm25s``).
 twokeys runs here: ``Index.search(mode="bm25", k=10)`` over a ``build_index`` of the
 same corpus (no encoder): a query's text to materialised hits with their text, title
 and path; bm25s returns rows only, as does the row "twokeys lexical arrays" (the same
-index's analyzer and lexical index, ``index.backend.lexical.search``: no hits built).
+index's analyzer and lexical index, ``index.backend.lexical.search_query``: no hits built).
 
 Timing: one thread each (``SINGLE_THREAD_ENV``; the child inherits it), every system
 answers all queries once per round, rounds interleaved across systems and processes
@@ -177,7 +177,7 @@ def measure(
     local: dict[str, Callable[[str], object]] = {
         "twokeys Index.search": twokeys_search,
         # like for like with bm25s: the query's text to top-10 rows, no hits materialised
-        "twokeys lexical arrays (rows only)": lambda q: lexical.search(analyzer.query_terms(q), K),
+        "twokeys lexical arrays (rows only)": lambda q: lexical.search_query(analyzer, q, K),
     }
     for label, peer in here.items():
         row = "bm25s" if label.startswith("numpy") else "bm25s numba"

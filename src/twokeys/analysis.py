@@ -238,6 +238,13 @@ class Analyzer:
         """Terms for a query: digit-bearing identifiers whole only (see module doc)."""
         return self._analyze(text, self._query_cache)
 
+    def query_terms_of_raws(self, raws: Iterable[str]) -> list[tuple[str, ...]]:
+        """The query terms of each raw token (as found by :func:`raw_tokens_of` in the
+        :meth:`scan_form` of a query): :meth:`query_terms` of a text is those of its raw
+        tokens, one after another."""
+        cache = self._query_cache
+        return [cache[raw] for raw in raws]
+
     def tokens(self, text: str) -> list[Token]:
         """The raw tokens of ``text``, classified, before normalisation."""
         out: list[Token] = []

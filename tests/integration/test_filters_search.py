@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,19 @@ def test_cli_and_eval_take_filters(index_path: Path, tmp_path: Path) -> None:
     result = runner.invoke(main, [*base, "--index", str(tmp_path / "f.twokeys"), "--filter", "x"])
     assert result.exit_code == 1 and "filter 'x'" in result.stderr
     assert not (tmp_path / "f.twokeys").exists()  # refused before indexing
+
+
+def test_the_plain_bm25_search_ranks_as_the_retriever_does(kb: Index) -> None:
+    """``Index.search`` answers a plain BM25 search (no filter, reranker or explain) from
+    the lexical index's ``search_query`` directly; the retriever stack (taken with
+    ``explain`` or a filter that allows every chunk) gives the same ranks and scores."""
+    queries = ["power fuse", "fuse fuse POWER", "policies guide", "nothing-matches-this", "the"]
+    for query in queries:
+        for k in (1, 3, 50):
+            plain = kb.search(query, mode="bm25", k=k)
+            explained = kb.search(query, mode="bm25", k=k, explain=True)
+            everything = kb.search(query, mode="bm25", k=k, filters=["path:*"])
+            want = [(h.chunk_id, h.rank, h.score) for h in explained]
+            assert [(h.chunk_id, h.rank, h.score) for h in plain] == want
+            assert [(h.chunk_id, h.rank, h.score) for h in everything] == want
+            assert plain == [replace(h, evidence=()) for h in explained]

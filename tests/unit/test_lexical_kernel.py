@@ -47,6 +47,33 @@ def test_kernel_and_numpy_give_identical_runs(seed: int, n_docs: int, vocab: int
         assert not compiled._buffers()[0].any()
 
 
+@pytest.mark.skipif(lexical_index._kernel is None, reason="kernel not built (see above)")
+def test_dense_scan_and_row_listing_give_the_numpy_runs() -> None:
+    """The kernel reads every row back when a query's postings are many for the rows (at
+    least one per DENSE_MAX_ROWS_PER_POSTING = 16 rows) and lists the rows it touches
+    otherwise: both give the numpy path's runs, ties and repeated terms included."""
+    compiled = _index(7, 3000, 400, ties=True)
+    plain = _index(7, 3000, 400, ties=True)
+    plain.compiled = False
+    vocabulary, indptr = compiled._vocabulary, compiled._indptr
+    rng = random.Random(8)
+    words = [f"w{i}" for i in range(400)]
+    paths = set()
+    for size in (1, 2, 3, 5, 8, 12, 20, 40):
+        for _ in range(25):
+            terms = rng.choices(words, k=size)
+            postings = sum(
+                int(indptr[vocabulary[t] + 1] - indptr[vocabulary[t]])
+                for t in terms
+                if t in vocabulary
+            )
+            paths.add(compiled._n_docs <= 16 * postings)
+            for k in (1, 10, 3100):
+                assert compiled.search(terms, k) == plain.search(terms, k)
+            assert not compiled._buffers()[0].any()
+    assert paths == {True, False}  # both ways were taken
+
+
 def _zipf_index(seed: int, n_docs: int, vocab: int) -> ArrayLexicalIndex:
     """Documents of Zipf-distributed words (a few common, many rare), as text is: the
     common words' postings are what pruning skips."""
@@ -100,6 +127,7 @@ def test_kernel_refuses_inconsistent_arrays() -> None:
     scores, touched = np.zeros(3, np.float32), np.empty(4, np.int32)
     with pytest.raises(ValueError, match="row out of range"):
         kernel.top_k(indptr, indices, weights, [0], [1.0], 2, scores, touched)
+    assert not scores.any()  # left zeroed for the next query
     with pytest.raises(ValueError, match="term id 7"):
         kernel.top_k(indptr, indices, weights, [7], [1.0], 2, scores, touched)
     with pytest.raises(TypeError, match="weights"):
@@ -163,6 +191,62 @@ def test_batch_kernel_needs_ids_in_term_order() -> None:
     expected = [index.search(q, 5) for q in queries]
     assert other.search_many(queries, 5, threads=2) == expected
     assert other._ids_in_text_order is False
+
+
+@pytest.mark.skipif(lexical_index._kernel is None, reason="kernel not built (see above)")
+def test_search_query_gives_the_run_of_the_query_terms() -> None:
+    """``search_query`` (text to term ids in C, ids sorted and counted by ``top_k_ids``)
+    ranks as ``search`` of the analyzer's query terms, on the numpy path too and for a
+    vocabulary not numbered in term order (which takes ``search``)."""
+    from twokeys.analysis import Analyzer
+
+    analyzer = Analyzer()
+    rng = random.Random(9)
+    words = ["cell", "cells", "protein", "IL-6", "il6", "the", "of", "DNA", "x2", "zz"]
+    docs = [" ".join(rng.choices(words, k=rng.randint(0, 12))) for _ in range(400)]
+    docs += [docs[1]] * 4  # ties
+    m = build_term_matrix([analyzer.index_terms(d) for d in docs])
+    weights = bm25_weights(m, BM25Params())
+    vocabulary = {t: i for i, t in enumerate(m.vocabulary)}
+    index = ArrayLexicalIndex(vocabulary, m.indptr, m.indices, weights, m.n_docs)
+    plain = ArrayLexicalIndex(vocabulary, m.indptr, m.indices, weights, m.n_docs)
+    plain.compiled = False
+    queries = [" ".join(rng.choices([*words, "unknown"], k=rng.randint(0, 8))) for _ in range(200)]
+    queries += ["", "the of", "cells cells CELL", "IL-6 il-6 il6"]
+    for query in queries:
+        for k in (1, 10, 500):
+            expected = index.search(analyzer.query_terms(query), k)
+            assert index.search_query(analyzer, query, k) == expected
+            assert plain.search_query(analyzer, query, k) == expected
+    assert not index._buffers()[0].any()
+    assert index._ids_in_text_order is True and index._coder is not None
+    reversed_ids = {t: len(vocabulary) - 1 - i for t, i in vocabulary.items()}
+    other = ArrayLexicalIndex(reversed_ids, m.indptr, m.indices, weights, m.n_docs)
+    other.search_query(analyzer, "cells", 5)  # another order: no coder made
+    assert other._ids_in_text_order is False and other._coder is None
+
+
+@pytest.mark.skipif(lexical_index._kernel is None, reason="kernel not built (see above)")
+def test_top_k_ids_refuses_what_top_k_refuses() -> None:
+    kernel = lexical_index._kernel
+    assert kernel is not None
+    indptr = np.array([0, 2, 3], np.int64)
+    indices = np.array([0, 5, 1], np.int32)  # row 5 of 3
+    weights = np.ones(3, np.float32)
+    scores, touched = np.zeros(3, np.float32), np.empty(4, np.int32)
+    ids = np.array([0], np.int32)
+    with pytest.raises(ValueError, match="row out of range"):
+        kernel.top_k_ids(indptr, indices, weights, ids, 2, scores, touched)
+    assert not scores.any()
+    with pytest.raises(ValueError, match="term id 7"):
+        kernel.top_k_ids(indptr, indices, weights, np.array([7], np.int32), 2, scores, touched)
+    with pytest.raises(ValueError, match="int32"):
+        kernel.top_k_ids(indptr, indices, weights, b"abc", 2, scores, touched)
+    # unknown (-1) skipped, repeats counted: term 1 twice is weight 2
+    got = kernel.top_k_ids(
+        indptr, indices, weights, np.array([1, -1, 1], np.int32), 2, scores, touched
+    )
+    assert got == ([1], [2.0])
 
 
 @pytest.mark.skipif(lexical_index._kernel is None, reason="kernel not built (see above)")

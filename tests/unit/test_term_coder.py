@@ -15,7 +15,7 @@ from conftest import SHARED_DATA
 from twokeys.analysis import _RAW_TOKEN, Analyzer, AnalyzerSpec, raw_tokens_of
 from twokeys.lexical import coding
 from twokeys.lexical.bm25 import build_term_matrix, build_term_matrix_from_ids
-from twokeys.lexical.coding import TermCoder
+from twokeys.lexical.coding import QueryCoder, TermCoder
 
 COLLECTIONS = ("scifact", "cranfield", "cisi", "medline", "adi", "cacm")
 SPECS = (
@@ -190,6 +190,52 @@ def test_a_coder_that_forgot_its_raw_tokens_gives_the_same_ids() -> None:
     again = coder.encode(HARD)
     assert coder.terms == terms
     assert np.array_equal(first[0], again[0]) and np.array_equal(first[1], again[1])
+
+
+def _query_vocabulary(analyzer: Analyzer, texts: list[str]) -> dict[str, int]:
+    """Term ids in term order for the index and query terms of ``texts``, less every
+    third term (queries then hold terms the vocabulary lacks)."""
+    terms = {t for text in texts for t in analyzer.index_terms(text) + analyzer.query_terms(text)}
+    return {t: i for i, t in enumerate(sorted(terms)) if i % 3}
+
+
+def _expected_ids(analyzer: Analyzer, vocabulary: dict[str, int], text: str) -> list[int]:
+    return [vocabulary[t] for t in analyzer.query_terms(text) if t in vocabulary]
+
+
+@pytest.mark.skipif(not QueryCoder.available, reason="kernel not built")
+@pytest.mark.parametrize("keep", [3, 200_000])
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: f"{s.stemmer}-{s.stopwords}")
+def test_query_coder_gives_the_query_terms_ids(spec: AnalyzerSpec, keep: int) -> None:
+    """A query's ids are its query terms' in order (repeats kept, unknown terms left
+    out), every raw token known or new, also for a coder that forgets its tokens every
+    few (``keep``)."""
+    analyzer = Analyzer(spec)
+    texts = [*HARD, *_texts("scifact", 200)]
+    vocabulary = _query_vocabulary(analyzer, texts)
+    coder = QueryCoder(Analyzer(spec), vocabulary, keep=keep)
+    queries = [*HARD, *(t[:200] for t in texts[len(HARD) :]), "il-6 IL-6 il-6", "the the"]
+    for text in queries * 2:  # the second time every raw token is known
+        ids = np.frombuffer(coder.ids(text), np.int32).tolist()
+        assert ids == _expected_ids(analyzer, vocabulary, text), text
+
+
+@pytest.mark.skipif(not QueryCoder.available, reason="kernel not built")
+def test_a_query_coder_shared_by_threads_gives_each_query_its_ids() -> None:
+    analyzer = Analyzer()
+    texts = _texts("scifact", 400)
+    vocabulary = _query_vocabulary(analyzer, texts[:100])
+    coder = QueryCoder(analyzer, vocabulary, keep=500)  # forgets now and then, mid-run
+    expected = [_expected_ids(analyzer, vocabulary, t) for t in texts]
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run(share: list[int]) -> list[list[int]]:
+        return [np.frombuffer(coder.ids(texts[i]), np.int32).tolist() for i in share]
+
+    shares = [list(range(i, len(texts), 4)) for i in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        for share, got in zip(shares, pool.map(run, shares), strict=True):
+            assert got == [expected[i] for i in share]
 
 
 @given(

@@ -1,7 +1,8 @@
 /* The compiled parts of twokeys.lexical (twokeys.lexical._kernel), each with a Python
  * path that gives identical results (tests compare them):
  *
- *   top_k, top_k_many   BM25 top-k of one query, or of a batch (below)
+ *   top_k, top_k_ids,   BM25 top-k of one query (its term ids as a list, or as
+ *   top_k_many          RawTable.encode writes them), or of a batch (below)
  *   RawTable            a build's raw tokens: the analyzer's raw-token pattern
  *                       (twokeys.analysis._RAW_TOKEN) as a scan, each distinct token's
  *                       term ids kept by its characters (twokeys.lexical.coding)
@@ -36,6 +37,15 @@
  *   prune_from  int               prune from this many postings a query (PRUNE_FROM_POSTINGS)
  * The GIL is released while scoring, so each thread needs its own scratch arrays.
  *
+ * top_k_ids(indptr, indices, weights, ids, k, scores, touched[, maxw, cand, prune_from])
+ *   top_k of a query given as int32 term ids in query order (a bytes object as
+ *   RawTable.encode returns, or an int32 array; repeats allowed, negative ids skipped):
+ *   sorted and repeats counted here, as top_k_many does (same numbering rule below).
+ *
+ * Scoring (score_top_k): when a query's postings are many for the rows, the weights are
+ * added with no bookkeeping and every row is read back (score_top_k_dense); otherwise
+ * the rows are listed on first touch (score_top_k_touched); same results.
+ *
  * top_k_many(indptr, indices, weights, terms, bounds, k, threads, n_rows, rows, scores,
  *            counts)
  *   The same for a batch of queries, in one call, on `threads` threads of its own (the
@@ -57,6 +67,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #ifndef _WIN32
 #include <pthread.h>
 #define HAVE_PTHREADS 1
@@ -102,10 +115,9 @@ static int compare(const void *pa, const void *pb) {
     return before(a, b) ? -1 : (before(b, a) ? 1 : 0);
 }
 
-/* Scores of one query's terms into `scores` (zero on entry and on return), its top k
- * (by `before`) sorted into heap[0..kept). Returns kept, or -1 if a posting names a row
- * out of range. Needs no Python: it runs with the GIL released. */
-static Py_ssize_t score_top_k(const int64_t *indptr, const int32_t *indices,
+/* score_top_k (below) for a query whose postings are few for the rows: each row it
+ * touches is listed once, on its first touch, and only the listed rows are read back. */
+static Py_ssize_t score_top_k_touched(const int64_t *indptr, const int32_t *indices,
                               const float *weights, Py_ssize_t n_rows, const int64_t *term_ids,
                               const float *term_qtfs, Py_ssize_t n_query, Py_ssize_t k,
                               float *scores, int32_t *touched, Entry *heap) {
@@ -143,6 +155,111 @@ static Py_ssize_t score_top_k(const int64_t *indptr, const int32_t *indices,
     }
     qsort(heap, kept, sizeof(Entry), compare);
     return bad_row ? -1 : kept;
+}
+
+/* Offers the entry for `row` to the heap of the k best; returns the new threshold (the
+ * worst kept score once k are kept, else 0). Rows come in increasing order, so a score
+ * equal to the threshold never ranks before the worst kept (its row is lower). */
+static inline float offer_row(Entry *heap, Py_ssize_t *kept, Py_ssize_t k, float score,
+                              Py_ssize_t row) {
+    Entry e = {score, (int32_t)row};
+    if (*kept < k) {
+        heap[*kept] = e;
+        sift_up(heap, (*kept)++);
+        return *kept == k ? heap[0].score : 0.0f;
+    }
+    if (before(e, heap[0])) {
+        heap[0] = e;
+        sift_down(heap, *kept, 0);
+    }
+    return heap[0].score;
+}
+
+/* score_top_k (below) for a query whose postings are many for the rows: the weights are
+ * added with no bookkeeping (a scatter whose iterations don't wait on each other), then
+ * every row's score is read in order, sixteen at a time, and only rows above the k-th
+ * best so far are offered to the heap (about 70 of SciFact's 10,737 rows a query); the
+ * scores are zeroed again in one pass. On SciFact (5,265 postings a query on average)
+ * 6 against 16 us for the listing path, whose "first touch?" count chains every
+ * posting's iteration to the one before. */
+static Py_ssize_t score_top_k_dense(const int64_t *indptr, const int32_t *indices,
+                                    const float *weights, Py_ssize_t n_rows,
+                                    const int64_t *term_ids, const float *term_qtfs,
+                                    Py_ssize_t n_query, Py_ssize_t k, float *restrict scores,
+                                    Entry *heap) {
+    int bad_row = 0;
+    for (Py_ssize_t i = 0; i < n_query && !bad_row; i++) {
+        int64_t t = term_ids[i], end = indptr[t + 1];
+        float q = term_qtfs[i];
+        if (q == 0.0f) {
+            for (int64_t p = indptr[t]; p < end; p++) {
+                uint32_t row = (uint32_t)indices[p];
+                if (row >= (uint64_t)n_rows) {
+                    bad_row = 1;
+                    break;
+                }
+                scores[row] = scores[row] + weights[p];
+            }
+        } else {
+            for (int64_t p = indptr[t]; p < end; p++) {
+                uint32_t row = (uint32_t)indices[p];
+                if (row >= (uint64_t)n_rows) {
+                    bad_row = 1;
+                    break;
+                }
+                scores[row] = scores[row] + q * weights[p];
+            }
+        }
+    }
+    Py_ssize_t kept = 0, row = 0;
+    float floor = 0.0f; /* offered: scores above it (> 0, so never NaN) */
+    if (!bad_row && k > 0) {
+#ifdef __SSE2__
+        __m128 vfloor = _mm_setzero_ps();
+        for (; row + 16 <= n_rows; row += 16) {
+            const float *s = scores + row;
+            unsigned above =
+                (unsigned)_mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(s), vfloor)) |
+                (unsigned)_mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(s + 4), vfloor)) << 4 |
+                (unsigned)_mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(s + 8), vfloor)) << 8 |
+                (unsigned)_mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(s + 12), vfloor)) << 12;
+            while (above) {
+                int j = __builtin_ctz(above);
+                above &= above - 1;
+                if (s[j] > floor) {
+                    floor = offer_row(heap, &kept, k, s[j], row + j);
+                    vfloor = _mm_set1_ps(floor);
+                }
+            }
+        }
+#endif
+        for (; row < n_rows; row++)
+            if (scores[row] > floor) floor = offer_row(heap, &kept, k, scores[row], row);
+    }
+    memset(scores, 0, sizeof(float) * (size_t)n_rows);
+    qsort(heap, kept, sizeof(Entry), compare);
+    return bad_row ? -1 : kept;
+}
+
+/* From this many rows per posting a query reads, score_top_k lists the rows it touches
+ * rather than reading every row back (a million-row index and a rare term). */
+#define DENSE_MAX_ROWS_PER_POSTING 16
+
+/* Scores of one query's terms into `scores` (zero on entry and on return), its top k
+ * (by `before`) sorted into heap[0..kept). Returns kept, or -1 if a posting names a row
+ * out of range. Needs no Python: it runs with the GIL released. */
+static Py_ssize_t score_top_k(const int64_t *indptr, const int32_t *indices,
+                              const float *weights, Py_ssize_t n_rows, const int64_t *term_ids,
+                              const float *term_qtfs, Py_ssize_t n_query, Py_ssize_t k,
+                              float *scores, int32_t *touched, Entry *heap) {
+    int64_t postings = 0;
+    for (Py_ssize_t i = 0; i < n_query; i++)
+        postings += indptr[term_ids[i] + 1] - indptr[term_ids[i]];
+    if ((int64_t)n_rows <= DENSE_MAX_ROWS_PER_POSTING * postings)
+        return score_top_k_dense(indptr, indices, weights, n_rows, term_ids, term_qtfs, n_query,
+                                 k, scores, heap);
+    return score_top_k_touched(indptr, indices, weights, n_rows, term_ids, term_qtfs, n_query, k,
+                               scores, touched, heap);
 }
 
 /* ---- the same top k, pruned (MaxScore, Turtle & Flood 1995) ----------------------
@@ -476,22 +593,48 @@ static int get_buffer(PyObject *obj, Py_buffer *view, const char *name, Py_ssize
     return 0;
 }
 
-static PyObject *top_k(PyObject *self, PyObject *args) {
-    PyObject *o_indptr, *o_indices, *o_weights, *o_terms, *o_qtfs, *o_scores, *o_touched;
-    PyObject *o_maxw = NULL, *o_cand = NULL;
-    Py_ssize_t k, prune_from = PRUNE_FROM_POSTINGS;
-    if (!PyArg_ParseTuple(args, "OOOOOnOO|OOn", &o_indptr, &o_indices, &o_weights, &o_terms,
-                          &o_qtfs, &k, &o_scores, &o_touched, &o_maxw, &o_cand, &prune_from))
-        return NULL;
+/* A query's known term ids (t < 0: unknown, skipped), sorted in place into ids[0..m),
+ * repeats made counts: qtfs[i] is term i's count, 0 for a count of 1 (its weight added
+ * as it is). Returns m. Insertion sort: queries are short. */
+static Py_ssize_t sorted_counts(const int64_t *terms, Py_ssize_t n_terms, int64_t *ids,
+                                float *qtfs) {
+    Py_ssize_t n = 0;
+    for (Py_ssize_t p = 0; p < n_terms; p++) {
+        int64_t t = terms[p];
+        if (t < 0) continue;
+        Py_ssize_t j = n++;
+        while (j > 0 && ids[j - 1] > t) {
+            ids[j] = ids[j - 1];
+            j--;
+        }
+        ids[j] = t;
+    }
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (m && ids[m - 1] == ids[i]) {
+            qtfs[m - 1] = (qtfs[m - 1] == 0.0f ? 1.0f : qtfs[m - 1]) + 1.0f;
+            continue;
+        }
+        ids[m] = ids[i];
+        qtfs[m++] = 0.0f;
+    }
+    return m;
+}
+
+/* The arrays of top_k and top_k_ids, and their call: `term_ids` (checked here against
+ * indptr) and `term_qtfs` (0: a count of 1) are the query, in the order weights are
+ * added. Returns (rows, scores), or NULL with an exception set. */
+static PyObject *run_top_k(PyObject *o_indptr, PyObject *o_indices, PyObject *o_weights,
+                           int64_t *term_ids, float *term_qtfs, Py_ssize_t n_query,
+                           Py_ssize_t k, PyObject *o_scores, PyObject *o_touched,
+                           PyObject *o_maxw, PyObject *o_cand, Py_ssize_t prune_from) {
     if ((o_maxw == NULL) != (o_cand == NULL)) {
         PyErr_SetString(PyExc_TypeError, "top_k: maxw and cand go together");
         return NULL;
     }
     Py_buffer b_indptr, b_indices, b_weights, b_scores, b_touched, b_maxw, b_cand;
     int got = 0;
-    PyObject *result = NULL, *terms = NULL, *qtfs = NULL;
-    int64_t *term_ids = NULL;
-    float *term_qtfs = NULL;
+    PyObject *result = NULL;
     Entry *heap = NULL;
 
     if (get_buffer(o_indptr, &b_indptr, "indptr", 8, "qlLQ", 0) < 0) goto done;
@@ -529,37 +672,18 @@ static PyObject *top_k(PyObject *self, PyObject *args) {
     }
     if (k < 0) k = 0;
     if (k > n_rows) k = n_rows;
-
-    terms = PySequence_Fast(o_terms, "top_k: terms must be a sequence");
-    if (!terms) goto done;
-    qtfs = PySequence_Fast(o_qtfs, "top_k: qtfs must be a sequence");
-    if (!qtfs) goto done;
-    Py_ssize_t n_query = PySequence_Fast_GET_SIZE(terms);
-    if (PySequence_Fast_GET_SIZE(qtfs) != n_query) {
-        PyErr_SetString(PyExc_ValueError, "top_k: terms and qtfs differ in length");
-        goto done;
-    }
-    term_ids = PyMem_Malloc(sizeof(int64_t) * (n_query ? n_query : 1));
-    term_qtfs = PyMem_Malloc(sizeof(float) * (n_query ? n_query : 1));
-    if (!term_ids || !term_qtfs) {
-        PyErr_NoMemory();
-        goto done;
-    }
     for (Py_ssize_t i = 0; i < n_query; i++) {
-        long long t = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(terms, i));
-        double q = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(qtfs, i));
-        if (PyErr_Occurred()) goto done;
+        int64_t t = term_ids[i];
         if (t < 0 || t >= n_terms) {
-            PyErr_Format(PyExc_ValueError, "top_k: term id %lld out of range", t);
+            PyErr_Format(PyExc_ValueError, "top_k: term id %lld out of range", (long long)t);
             goto done;
         }
         int64_t start = indptr[t], end = indptr[t + 1];
         if (start < 0 || end < start || end > n_postings) {
-            PyErr_Format(PyExc_ValueError, "top_k: postings of term %lld out of range", t);
+            PyErr_Format(PyExc_ValueError, "top_k: postings of term %lld out of range",
+                         (long long)t);
             goto done;
         }
-        term_ids[i] = t;
-        term_qtfs[i] = q == 1.0 ? 0.0f : (float)q; /* 0: add the weight as it is */
     }
 
     Py_ssize_t kept;
@@ -585,8 +709,7 @@ static PyObject *top_k(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    int bad_row = kept < 0;
-    if (bad_row) {
+    if (kept < 0) {
         PyErr_SetString(PyExc_ValueError, "top_k: a posting names a row out of range");
         goto done;
     }
@@ -607,10 +730,6 @@ static PyObject *top_k(PyObject *self, PyObject *args) {
 
 done:
     PyMem_Free(heap);
-    PyMem_Free(term_ids);
-    PyMem_Free(term_qtfs);
-    Py_XDECREF(terms);
-    Py_XDECREF(qtfs);
     if (got >= 7) PyBuffer_Release(&b_cand);
     if (got >= 6) PyBuffer_Release(&b_maxw);
     if (got >= 5) PyBuffer_Release(&b_touched);
@@ -618,6 +737,96 @@ done:
     if (got >= 3) PyBuffer_Release(&b_weights);
     if (got >= 2) PyBuffer_Release(&b_indices);
     if (got >= 1) PyBuffer_Release(&b_indptr);
+    return result;
+}
+
+static PyObject *top_k(PyObject *self, PyObject *args) {
+    PyObject *o_indptr, *o_indices, *o_weights, *o_terms, *o_qtfs, *o_scores, *o_touched;
+    PyObject *o_maxw = NULL, *o_cand = NULL;
+    Py_ssize_t k, prune_from = PRUNE_FROM_POSTINGS;
+    if (!PyArg_ParseTuple(args, "OOOOOnOO|OOn", &o_indptr, &o_indices, &o_weights, &o_terms,
+                          &o_qtfs, &k, &o_scores, &o_touched, &o_maxw, &o_cand, &prune_from))
+        return NULL;
+    PyObject *result = NULL, *terms = NULL, *qtfs = NULL;
+    int64_t *term_ids = NULL;
+    float *term_qtfs = NULL;
+    terms = PySequence_Fast(o_terms, "top_k: terms must be a sequence");
+    if (!terms) goto done;
+    qtfs = PySequence_Fast(o_qtfs, "top_k: qtfs must be a sequence");
+    if (!qtfs) goto done;
+    Py_ssize_t n_query = PySequence_Fast_GET_SIZE(terms);
+    if (PySequence_Fast_GET_SIZE(qtfs) != n_query) {
+        PyErr_SetString(PyExc_ValueError, "top_k: terms and qtfs differ in length");
+        goto done;
+    }
+    term_ids = PyMem_Malloc(sizeof(int64_t) * (n_query ? n_query : 1));
+    term_qtfs = PyMem_Malloc(sizeof(float) * (n_query ? n_query : 1));
+    if (!term_ids || !term_qtfs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n_query; i++) {
+        long long t = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(terms, i));
+        double q = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(qtfs, i));
+        if (PyErr_Occurred()) goto done;
+        if (t < 0) {
+            PyErr_Format(PyExc_ValueError, "top_k: term id %lld out of range", t);
+            goto done;
+        }
+        term_ids[i] = t;
+        term_qtfs[i] = q == 1.0 ? 0.0f : (float)q; /* 0: add the weight as it is */
+    }
+    result = run_top_k(o_indptr, o_indices, o_weights, term_ids, term_qtfs, n_query, k,
+                       o_scores, o_touched, o_maxw, o_cand, prune_from);
+done:
+    PyMem_Free(term_ids);
+    PyMem_Free(term_qtfs);
+    Py_XDECREF(terms);
+    Py_XDECREF(qtfs);
+    return result;
+}
+
+/* top_k of a query given as its term ids in query order (int32, -1 or any negative for
+ * a term not in the vocabulary; repeats allowed), as RawTable.encode writes them: the ids
+ * are sorted and repeats counted here, as top_k_many does, which needs ids numbered in
+ * the order top_k's callers add terms (term text order). */
+static PyObject *top_k_ids(PyObject *self, PyObject *args) {
+    PyObject *o_indptr, *o_indices, *o_weights, *o_ids, *o_scores, *o_touched;
+    PyObject *o_maxw = NULL, *o_cand = NULL;
+    Py_ssize_t k, prune_from = PRUNE_FROM_POSTINGS;
+    if (!PyArg_ParseTuple(args, "OOOOnOO|OOn", &o_indptr, &o_indices, &o_weights, &o_ids, &k,
+                          &o_scores, &o_touched, &o_maxw, &o_cand, &prune_from))
+        return NULL;
+    Py_buffer b_ids; /* int32 values in any buffer: RawTable.encode's bytes, an array */
+    if (PyObject_GetBuffer(o_ids, &b_ids, PyBUF_SIMPLE) < 0) return NULL;
+    if (b_ids.len % 4) {
+        PyErr_SetString(PyExc_ValueError, "top_k_ids: ids must be int32 values");
+        PyBuffer_Release(&b_ids);
+        return NULL;
+    }
+    const int32_t *raw = (const int32_t *)b_ids.buf;
+    Py_ssize_t n = b_ids.len / 4;
+    PyObject *result = NULL;
+    int64_t small_ids[64];
+    float small_qtfs[64];
+    int64_t *ids = small_ids;
+    float *qtfs = small_qtfs;
+    if (n > 64) {
+        ids = PyMem_Malloc(sizeof(int64_t) * (size_t)n);
+        qtfs = PyMem_Malloc(sizeof(float) * (size_t)n);
+        if (!ids || !qtfs) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) ids[i] = raw[i];
+    Py_ssize_t m = sorted_counts(ids, n, ids, qtfs);
+    result = run_top_k(o_indptr, o_indices, o_weights, ids, qtfs, m, k, o_scores, o_touched,
+                       o_maxw, o_cand, prune_from);
+done:
+    if (ids != small_ids) PyMem_Free(ids);
+    if (qtfs != small_qtfs) PyMem_Free(qtfs);
+    PyBuffer_Release(&b_ids);
     return result;
 }
 
@@ -657,28 +866,8 @@ static void *batch_worker(void *arg) {
         goto out;
     }
     for (Py_ssize_t q = take(b); q < b->n_queries && !b->failed; q = take(b)) {
-        /* the query's known ids, sorted (insertion sort: queries are short) */
-        Py_ssize_t n = 0;
-        for (int64_t p = b->bounds[q]; p < b->bounds[q + 1]; p++) {
-            int64_t t = b->terms[p];
-            if (t < 0) continue;
-            Py_ssize_t j = n++;
-            while (j > 0 && ids[j - 1] > t) {
-                ids[j] = ids[j - 1];
-                j--;
-            }
-            ids[j] = t;
-        }
-        /* repeats become counts: qtf 0 marks a count of 1 (the weight added as it is) */
-        Py_ssize_t m = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (m && ids[m - 1] == ids[i]) {
-                qtfs[m - 1] = (qtfs[m - 1] == 0.0f ? 1.0f : qtfs[m - 1]) + 1.0f;
-                continue;
-            }
-            ids[m] = ids[i];
-            qtfs[m++] = 0.0f;
-        }
+        Py_ssize_t m = sorted_counts(b->terms + b->bounds[q], b->bounds[q + 1] - b->bounds[q],
+                                     ids, qtfs);
         Py_ssize_t kept = score_top_k(b->indptr, b->indices, b->weights, b->n_rows, ids, qtfs, m,
                                       b->k, scores, touched, heap);
         if (kept < 0) {
@@ -1405,6 +1594,9 @@ done:
 static PyMethodDef methods[] = {
     {"top_k", top_k, METH_VARARGS,
      "top_k(indptr, indices, weights, terms, qtfs, k, scores, touched[, maxw, cand, prune_from]) -> "
+     "(rows, scores)"},
+    {"top_k_ids", top_k_ids, METH_VARARGS,
+     "top_k_ids(indptr, indices, weights, ids, k, scores, touched[, maxw, cand, prune_from]) -> "
      "(rows, scores)"},
     {"instances", instances, METH_VARARGS,
      "instances(cls, names, columns) -> list: values of a slotted class, slots set directly"},

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from twokeys.types import RowMask, ScoredChunk
+
+if TYPE_CHECKING:
+    from twokeys.analysis import Analyzer
 
 
 class LexicalIndex(ABC):
@@ -21,6 +25,12 @@ class LexicalIndex(ABC):
     ) -> list[ScoredChunk]:
         """The top ``k`` chunks with a positive score, ordered by (-score, row); with
         ``allowed`` (a mask over rows, see :mod:`twokeys.filters`), among those only."""
+
+    def search_query(self, analyzer: Analyzer, query: str, k: int) -> list[ScoredChunk]:
+        """:meth:`search` of ``analyzer``'s query terms of ``query``: the same run. An index
+        may find the terms its own quicker way (the embedded one: from the text straight to
+        term ids, each distinct raw token analysed once)."""
+        return self.search(analyzer.query_terms(query), k)
 
     def search_many(
         self, queries: Sequence[Sequence[str]], k: int, *, threads: int | None = None

@@ -16,7 +16,8 @@ and numpy expands them to term ids: the same ids, more slowly.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Mapping, Sequence
 from itertools import chain
 from types import ModuleType
 from typing import Any
@@ -73,6 +74,60 @@ class TermCoder:
         term_ids.update(zip(unseen, range(len(term_ids), len(term_ids) + len(unseen)), strict=True))
         self.terms += unseen
         return np.fromiter(map(term_ids.__getitem__, flat), np.int32, len(flat)), counts
+
+
+# A query coder forgets its raw tokens when it holds this many (a server's queries never
+# stop bringing new ones); it then learns the next queries' tokens again.
+QUERY_RAW_TOKENS_KEPT = 200_000
+
+
+class QueryCoder:
+    """A query's text to the term ids of one vocabulary (:meth:`ids`), each distinct raw
+    token analysed once: the compiled ``RawTable`` scans the text, looks its raw tokens
+    up by their characters and copies their ids out; a token met for the first time gets
+    :meth:`Analyzer.query_terms_of_raws`' terms, those in the vocabulary. The ids are
+    those of :meth:`Analyzer.query_terms` of the text, in order, less the terms the
+    vocabulary lacks (tests compare the two). Needs the compiled kernel
+    (:data:`available`); safe to share between threads (one scan at a time: a scan that
+    learns calls back into Python)."""
+
+    available = _kernel is not None
+
+    def __init__(
+        self,
+        analyzer: Analyzer,
+        vocabulary: Mapping[str, int],
+        *,
+        keep: int = QUERY_RAW_TOKENS_KEPT,
+    ) -> None:
+        if _kernel is None:
+            raise RuntimeError("QueryCoder needs the compiled twokeys.lexical._kernel")
+        self.analyzer = analyzer
+        self._vocabulary = vocabulary
+        self._keep = keep
+        self._table: Any = _kernel.RawTable()
+        self._lock = threading.Lock()
+
+    def ids(self, text: str) -> bytes:
+        """The term ids of ``text``'s known query terms, in query order, as int32 values."""
+        item = self.analyzer.scan_form(text)
+        with self._lock:
+            if self._table.size() >= self._keep:
+                self._table = _kernel.RawTable()  # type: ignore[union-attr]
+            ids: bytes = self._table.encode([item], self._learn)[0]
+        return ids
+
+    def _learn(self, raws: list[str]) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+        """The known term ids of raw tokens met for the first time, one after another, and
+        how many each has."""
+        vocabulary = self._vocabulary
+        known = [
+            [vocabulary[t] for t in terms if t in vocabulary]
+            for terms in self.analyzer.query_terms_of_raws(raws)
+        ]
+        counts = np.fromiter(map(len, known), np.int32, len(known))
+        flat = np.fromiter(chain.from_iterable(known), np.int32, int(counts.sum()))
+        return flat, counts
 
 
 class _PlainTable:

@@ -16,11 +16,14 @@ import numpy.typing as npt
 
 from twokeys.lexical import bm25
 from twokeys.lexical.base import LexicalIndex
+from twokeys.lexical.coding import QueryCoder
 from twokeys.topk import top_k, top_k_allowed, top_k_entries
 from twokeys.types import RowMask, ScoredChunk
 
 if TYPE_CHECKING:  # imported when a batch is scored: one query's search needs no scipy
     import scipy.sparse  # type: ignore[import-untyped, unused-ignore]
+
+    from twokeys.analysis import Analyzer
 
 _kernel: ModuleType | None
 try:  # the compiled top-k (``_kernel.c``); the numpy path gives the same results without it
@@ -63,6 +66,7 @@ class ArrayLexicalIndex(LexicalIndex):
         self._n_docs = n_docs
         self._matrix: scipy.sparse.csr_array | None = None
         self._ids_in_text_order: bool | None = None  # see _batch_kernel_applies
+        self._coder: QueryCoder | None = None  # see search_query
         self._scratch = threading.local()  # the kernel's zeroed scores, one set per thread
         # each term's largest weight, filled in by the kernel as queries meet the term
         # (-1: not known yet), which lets it prune a query's top k (same results)
@@ -140,6 +144,31 @@ class ArrayLexicalIndex(LexicalIndex):
             return _run(*top_k_allowed(scores, k, allowed, only_positive=True))
         return _run(*top_k(scores, k, only_positive=True))
 
+    def search_query(self, analyzer: Analyzer, query: str, k: int) -> list[ScoredChunk]:
+        """:meth:`search` of ``analyzer``'s query terms of ``query``, the same run, in two
+        compiled calls where term ids are numbered in term order: a
+        :class:`~twokeys.lexical.coding.QueryCoder` makes the query's term ids straight
+        from its text (no term strings, no dictionary lookups for a raw token met
+        before), and the kernel's ``top_k_ids`` sorts them and counts repeats as
+        :meth:`_query_lists` does before it scores."""
+        if not (self.compiled and QueryCoder.available and self._batch_kernel_applies()):
+            return self.search(analyzer.query_terms(query), k)
+        assert _kernel is not None
+        coder = self._coder
+        if coder is None or coder.analyzer is not analyzer:
+            coder = self._coder = QueryCoder(analyzer, self._vocabulary)
+        ids = coder.ids(query)
+        if not ids:
+            return []
+        scores, touched, cand = self._buffers()
+        prune = self.prune_from
+        pruning = () if prune is None else (self._term_maxima(), cand, prune)
+        rows, values = _kernel.top_k_ids(
+            self._indptr, self._indices, self._weights, ids, k, scores, touched, *pruning
+        )
+        ranks = _RANKS[: len(rows)] if len(rows) <= len(_RANKS) else list(range(1, len(rows) + 1))
+        return slotted_values(ScoredChunk, _RUN_SLOTS, (rows, values, ranks))
+
     def _term_maxima(self) -> npt.NDArray[np.float32]:
         """Each term's largest weight as the kernel has found it (-1: not yet). Threads
         that make it at once each fill their own until one is kept: the values agree."""
@@ -208,8 +237,12 @@ class ArrayLexicalIndex(LexicalIndex):
         """Whether term ids are numbered in term order (checked once): then sorting a
         query's ids sorts its terms, the order :meth:`search` adds their weights in."""
         if self._ids_in_text_order is None:
-            pairs = sorted(self._vocabulary.items(), key=lambda item: item[1])
-            self._ids_in_text_order = all(a[0] < b[0] for a, b in pairwise(pairs))
+            terms = list(self._vocabulary)
+            if list(self._vocabulary.values()) == list(range(len(terms))):  # as stored:
+                self._ids_in_text_order = terms == sorted(terms)  # comparisons in C
+            else:
+                pairs = sorted(self._vocabulary.items(), key=lambda item: item[1])
+                self._ids_in_text_order = all(a[0] < b[0] for a, b in pairwise(pairs))
         return self._ids_in_text_order
 
     def _search_batch(

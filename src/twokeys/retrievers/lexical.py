@@ -29,6 +29,8 @@ class BM25Retriever(Retriever):
         self.allowed = allowed  # the rows a filtered search ranks (None: all)
 
     def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
+        if not explain and self.allowed is None:  # the plain search: the index's fast path
+            return RetrieverResult(self.index.search_query(self.analyzer, query, k))
         terms = self.analyzer.query_terms(query)
         run = self.index.search(terms, k, allowed=self.allowed)
         evidence = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from twokeys.analysis import Analyzer
 from twokeys.errors import IndexFormatError
 from twokeys.lexical.index import ArrayLexicalIndex
 from twokeys.store.base import LexicalIndex, RowMask
@@ -45,6 +46,12 @@ class GuardedLexicalIndex(LexicalIndex):
         try:
             return self.inner.search(terms, k, allowed=allowed)
         except (IndexError, ValueError) as exc:  # numpy's, or the compiled kernel's check
+            raise self._damaged_or(exc) from exc
+
+    def search_query(self, analyzer: Analyzer, query: str, k: int) -> list[ScoredChunk]:
+        try:
+            return self.inner.search_query(analyzer, query, k)
+        except (IndexError, ValueError) as exc:  # as search
             raise self._damaged_or(exc) from exc
 
     def search_many(
