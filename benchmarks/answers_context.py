@@ -31,6 +31,15 @@ each collection again at each chunk size (``OUT/<name>/units/``; BM25 only unles
 ``--units-mode hybrid``, which embeds every chunk again: slow on a small CPU) and prints
 naive top-k's context recall at each budget and the gold-chunk recall at 10 / 40 / 100.
 
+``--pages`` tries the page-level signal (hybrid top 100; ``--split train`` to choose,
+``dev`` to confirm): pages ranked by their best fused chunk, then *two-stage*: every
+chunk of the top P pages scored again by the same hybrid restricted to those pages
+(BM25 over their chunks, dense cosines from the stored vectors, fused: a search with an
+``id`` filter), packed as top-k, optionally each chunk with its next neighbour; and *page
+prior*: the fused order with each chunk pushed down by lambda ranks per page above its
+own. It runs on the default index and, where ``--units`` built it, the 125-token hybrid
+index, and prints the milliseconds the restricted search adds per question.
+
 ``--variants`` compares packings of the same fused top 40 (``--split train`` to choose,
 ``dev`` to confirm): whole chunks in rank order stopping at the first that does not fit
 (``top-k``) or skipping it (``top-k skip``), :func:`pack`, windows, every chunk trimmed to
@@ -50,6 +59,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +68,7 @@ from twokeys import IndexOptions, build_index, open_index
 from twokeys.chunking import ChunkerConfig
 from twokeys.engine import Index
 from twokeys.evaluation.answers import Piece, QAItem, context_recall, holds, load_qa
+from twokeys.filters import Filter
 from twokeys.rag.evidence import idf_held
 from twokeys.rag.packing import SEPARATOR, Budget, SubQueryHits, pack
 from twokeys.rag.windows import WindowOptions, pack_windows
@@ -253,12 +264,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--grid", action="store_true")
     parser.add_argument("--diagnose", action="store_true")
     parser.add_argument("--variants", action="store_true")
+    parser.add_argument("--pages", action="store_true")
     parser.add_argument("--units", help="chunk sizes in tokens, comma-separated")
     parser.add_argument("--units-mode", choices=("bm25", "hybrid"), default="bm25")
     args = parser.parse_args(argv)
     budgets = tuple(args.budget or BUDGETS)
     if args.diagnose:
         return diagnose(args.out, args.only, args.split, budgets)
+    if args.pages:
+        return pages(args.out, args.only, args.split, budgets)
     if args.units:
         sizes = [int(x) for x in args.units.split(",")]
         return units(args.out, args.only, args.split, budgets, sizes, args.units_mode)
@@ -353,6 +367,107 @@ def variants(runs: Sequence[tuple[str, Scorers, list[Retrieved]]], budgets: Sequ
             means.append(_mean(values))
         cells = " | ".join(f"{m:.3f}" for m in means)
         print(f"| {label} | {cells} | {_mean(means):.3f} |", flush=True)
+
+
+PAGE_DEPTH = 100
+TWO_STAGE = (3, 5)  # pages whose chunks are all scored again
+PRIORS = (2.0, 5.0, 10.0)  # ranks a chunk is pushed down per page ranked above its own
+
+
+def page_order(hits: Sequence[Hit]) -> list[str]:
+    """Documents ranked by their best fused chunk."""
+    best: dict[str, float] = {}
+    for hit in hits:
+        best[hit.chunk.doc_id] = max(best.get(hit.chunk.doc_id, float("-inf")), hit.score)
+    return sorted(best, key=lambda d: -best[d])
+
+
+def page_prior(hits: Sequence[Hit], weight: float) -> list[Hit]:
+    """The fused order, each chunk pushed down ``weight`` ranks per page above its own."""
+    rank = {d: n for n, d in enumerate(page_order(hits))}
+    return sorted(hits, key=lambda h: (h.rank + weight * rank[h.chunk.doc_id], h.rank))
+
+
+def with_next(index: Index, hits: Sequence[Hit], budget: int) -> list[Piece]:
+    """Top-k where each chunk brings its next chunk in the page (overlap removed) when
+    both fit, and comes alone when only it does."""
+    pieces: list[Piece] = []
+    used, taken = 0, set()
+    for hit in hits:
+        if hit.chunk.id in taken:
+            continue
+        nxt = index.passages([f"{hit.chunk.doc_id}#{hit.chunk.position + 1}"]).get(
+            f"{hit.chunk.doc_id}#{hit.chunk.position + 1}"
+        )
+        text = hit.text
+        if nxt is not None and nxt.id not in taken:
+            text = hit.text + nxt.text[max(0, hit.chunk.end - nxt.start) :]
+        if used + _tokens(text) > budget:
+            text, nxt = hit.text, None
+            if used + _tokens(text) > budget:
+                break
+        pieces.append(Piece(hit.path, text))
+        used += _tokens(text)
+        taken |= {hit.chunk.id} | ({nxt.id} if nxt is not None else set())
+    return pieces
+
+
+def _tokens(text: str) -> int:
+    return approx_token_counter([f"{text}{SEPARATOR}"])[0]
+
+
+def pages(out: Path, only: Sequence[str] | None, split: str, budgets: Sequence[int]) -> int:
+    """The ``--pages`` table (module docstring)."""
+    names = only or collections(out)
+    for label, where in (("250 (default)", "pages.twokeys"), ("125", "units/125-hybrid.twokeys")):
+        if not all((out / n / where).exists() for n in names):
+            continue
+        rows: dict[str, list[list[float]]] = {}
+        added: list[float] = []
+        for name in names:
+            with open_index(out / name / where) as index:
+                for item in (i for i in questions(name, split) if i.answerable):
+                    hits = index.search(item.question, mode="hybrid", k=PAGE_DEPTH)
+                    held = idf_held(index, item.question)
+                    packers: dict[str, Callable[[int], list[Piece]]] = {
+                        "top-k": partial(topk_pieces, hits),
+                        "pack": partial(pack_pieces, item.question, hits[:DEPTH], held=held),
+                    }
+                    for p in TWO_STAGE:
+                        start = time.perf_counter()
+                        within = index.search(
+                            item.question,
+                            mode="hybrid",
+                            k=PAGE_DEPTH,
+                            filters=[Filter("id", "in", tuple(page_order(hits)[:p]))],
+                        )
+                        added.append(time.perf_counter() - start)
+                        packers[f"two-stage, {p} pages"] = partial(topk_pieces, within)
+                        packers[f"two-stage, {p} pages, + next chunk"] = partial(
+                            with_next, index, within
+                        )
+                    for w in PRIORS:
+                        ordered = page_prior(hits, w)
+                        packers[f"page prior {w:g}"] = partial(topk_pieces, ordered)
+                        packers[f"page prior {w:g}, pack"] = partial(
+                            pack_pieces, item.question, ordered[:DEPTH], held=held
+                        )
+                    for key, packer in packers.items():
+                        rows.setdefault(key, [[] for _ in budgets])
+                        for n, budget in enumerate(budgets):
+                            rows[key][n].append(context_recall(item.gold, packer(budget)))
+        questions_n = len(rows["top-k"][0])
+        print(f"\n{label}-token chunks, {split}, {questions_n} answerable questions\n")
+        print("| packing | " + " | ".join(f"{b:,}" for b in budgets) + " | mean |")
+        print("|---|" + "---|" * (len(budgets) + 1))
+        for key, values in rows.items():
+            means = [_mean(v) for v in values]
+            cells = " | ".join(f"{m:.3f}" for m in means)
+            print(f"| {key} | {cells} | {_mean(means):.3f} |", flush=True)
+        added.sort()
+        median_ms = 1000 * added[len(added) // 2]
+        print(f"\nthe restricted search adds {median_ms:.1f} ms a question (median)")
+    return 0
 
 
 DEPTHS = (5, 10, 20, 40, 100)
