@@ -349,6 +349,20 @@ def report(model: confidence.Model, rows: Sequence[Row], names: Sequence[str]) -
             print(
                 f"| {point.coverage:.2f} | {point.risk:.3f} | {1 - point.risk:.3f} | {bound:.3f} |"
             )
+    answerable = [i for i in docs if rows[i].item.answerable]
+    good = [rows[i].good for i in answerable]
+    curve = confidence.risk_coverage([scores[i] for i in answerable], good)
+    print(
+        f"\nrisk-coverage on test, answerable questions only (documentation collections, "
+        f"{len(answerable)} questions; coverage: the share of the answerable questions "
+        "answered):\n"
+    )
+    print("| coverage of answerable | answered with gold passage | best possible |")
+    print("|---|---|---|")
+    for target in (0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0):
+        point = min(curve, key=lambda p: abs(p.coverage - target))
+        bound = min(1.0, sum(good) / (point.coverage * len(answerable)))
+        print(f"| {point.coverage:.2f} | {1 - point.risk:.3f} | {bound:.3f} |")
     rules = [r for r in rows if r.rules and r.collection != KB]
     print(
         f"\nthe rule-based abstention (grounding) on the same questions: coverage "
