@@ -145,24 +145,44 @@ def mixed_questions(questions: Sequence[str]) -> list[str]:
     return out
 
 
-def measure(index: Index, samples: int = SAMPLES, mode: str | None = None) -> Calibration:
-    """The calibration of ``index`` (module docstring); ``mode`` the retrieval the
-    questions are asked with (hybrid where the index has vectors, else bm25)."""
+def asked(
+    index: Index, samples: int = SAMPLES, mode: str | None = None
+) -> tuple[list[dict[str, float]], list[dict[str, float]]]:
+    """The evidence features of the index's pseudo-questions and of its mixed ones
+    (module docstring); ``mode`` the retrieval they are asked with (hybrid where the
+    index has vectors, else bm25)."""
     if mode is None:
         mode = "bm25" if index.backend.vectors is None else "hybrid"
     found = pseudo_questions(index, samples)
     answered, mixed = found[::2], mixed_questions(found[1::2])
+
+    def features(questions: Sequence[str]) -> list[dict[str, float]]:
+        return [
+            gather(index, q, index.search(q, mode=mode, k=DEPTH)).as_features() for q in questions
+        ]
+
+    return features(answered), features(mixed)
+
+
+def from_features(
+    answered: Sequence[Mapping[str, float]], mixed: Sequence[Mapping[str, float]]
+) -> Calibration:
+    """The calibration whose levels are the medians of ``answered`` and ``mixed``."""
     if len(answered) < 2 or len(mixed) < 2:
         return Calibration(tuple(Level(n, 0.0, 0.0) for n in CALIBRATED), 0)
+    return Calibration(
+        tuple(
+            Level(
+                n,
+                float(median(f[n] for f in answered)),
+                float(median(f[n] for f in mixed)),
+            )
+            for n in CALIBRATED
+        ),
+        len(answered),
+    )
 
-    def medians(questions: Sequence[str]) -> dict[str, float]:
-        values: dict[str, list[float]] = {n: [] for n in CALIBRATED}
-        for question in questions:
-            hits = index.search(question, mode=mode, k=DEPTH)
-            features = gather(index, question, hits).as_features()
-            for name in CALIBRATED:
-                values[name].append(features[name])
-        return {n: float(median(v)) for n, v in values.items()}
 
-    yes, mix = medians(answered), medians(mixed)
-    return Calibration(tuple(Level(n, yes[n], mix[n]) for n in CALIBRATED), len(answered))
+def measure(index: Index, samples: int = SAMPLES, mode: str | None = None) -> Calibration:
+    """The calibration of ``index`` (module docstring)."""
+    return from_features(*asked(index, samples, mode))

@@ -47,6 +47,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from benchmarks import confidence_calibration as calibration
 from benchmarks.answers_context import (
     DEPTH,
@@ -142,18 +144,27 @@ def rows_of(out: Path, name: str, lexical: bool = False) -> list[Row]:
 DENSE_FEATURES = ("dense_peak", "dense_height", "agreement", "cosine_sentence")
 
 
-def calibration_of(out: Path, name: str, lexical: bool) -> calibration.Calibration:
-    """The collection's calibration (:mod:`twokeys.rag.calibration`), measured once and
-    kept in ``OUT/<collection>/calibration[-bm25].json``."""
-    path = out / name / ("calibration-bm25.json" if lexical else "calibration.json")
+def pseudo_features(
+    out: Path, name: str, lexical: bool
+) -> tuple[list[dict[str, float]], list[dict[str, float]]]:
+    """The features of the collection's pseudo- and mixed questions
+    (:func:`benchmarks.confidence_calibration.asked`), measured once and kept in
+    ``OUT/<collection>/pseudo-features[-bm25].json``."""
+    path = out / name / ("pseudo-features-bm25.json" if lexical else "pseudo-features.json")
     if path.is_file():
-        known = calibration.Calibration.from_dict(json.loads(path.read_text(encoding="utf-8")))
-        if known is not None:
-            return known
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        if stored.get("samples") == calibration.SAMPLES:
+            return stored["answered"], stored["mixed"]
     with open_index(index_path(out, name, lexical)) as index:
-        measured = calibration.measure(index)
-    path.write_text(json.dumps(measured.to_dict()) + "\n", encoding="utf-8")
-    return measured
+        answered, mixed = calibration.asked(index)
+    data = {"samples": calibration.SAMPLES, "answered": answered, "mixed": mixed}
+    path.write_text(json.dumps(data) + "\n", encoding="utf-8")
+    return answered, mixed
+
+
+def calibration_of(out: Path, name: str, lexical: bool) -> calibration.Calibration:
+    """The collection's calibration (:mod:`benchmarks.confidence_calibration`)."""
+    return calibration.from_features(*pseudo_features(out, name, lexical))
 
 
 READINGS = ("raw", "minus answered", "minus mixed", "minus midpoint", "mixed 0, answered 1")
@@ -253,6 +264,53 @@ def calibrated(out: Path, names: Sequence[str], rows: Sequence[Row], lexical: bo
             f"| {_abstained(test, scores, docs, False, threshold)} | {1 - at80.risk:.3f} |",
             flush=True,
         )
+    per_collection_threshold(out, names, rows, lexical, features)
+
+
+PERCENTILES = tuple(range(50, 100, 5))
+
+
+def per_collection_threshold(
+    out: Path, names: Sequence[str], rows: Sequence[Row], lexical: bool, features: list[str]
+) -> None:
+    """The raw model with a threshold of each collection's own: the q-th percentile of
+    the model's probability on the collection's mixed questions (q chosen on dev)."""
+    split = {s: [r for r in rows if r.item.split == s] for s in ("train", "dev", "test")}
+    model = confidence.fit(
+        [r.evidence.as_features() for r in split["train"]],
+        [r.good for r in split["train"]],
+        features,
+        weights=balanced(split["train"]),
+    )
+    mixed = {
+        name: [model.probability(f) for f in pseudo_features(out, name, lexical)[1]]
+        for name in names
+    }
+
+    def right(q: int, chosen: Sequence[Row]) -> int:
+        cuts = {n: float(np.percentile(mixed[n], q)) for n in names}
+        return sum(
+            (model.probability(r.evidence.as_features()) >= cuts[r.collection]) == r.good
+            for r in chosen
+        )
+
+    q = max(PERCENTILES, key=lambda p: (right(p, split["dev"]), -p))
+    cuts = {n: float(np.percentile(mixed[n], q)) for n in names}
+    test = split["test"]
+    scores = [model.probability(r.evidence.as_features()) for r in test]
+    kb = [i for i, r in enumerate(test) if r.collection == KB]
+    docs = [i for i, r in enumerate(test) if r.collection != KB]
+
+    def abstained(chosen: list[int], answerable: bool) -> str:
+        own = [i for i in chosen if test[i].item.answerable == answerable]
+        return f"{sum(scores[i] < cuts[test[i].collection] for i in own)}/{len(own)}"
+
+    print(
+        f"| raw, each collection's threshold at the {q}th percentile of its mixed "
+        f"questions (q on dev; {', '.join(f'{n} {c:.2f}' for n, c in cuts.items())}) "
+        f"| - | - | - | - | {abstained(kb, True)} | {abstained(kb, False)} "
+        f"| {abstained(docs, True)} | {abstained(docs, False)} | - |"
+    )
 
 
 def choose_threshold(model: confidence.Model, rows: Sequence[Row]) -> float:
