@@ -421,13 +421,22 @@ def report(model: confidence.Model, rows: Sequence[Row], names: Sequence[str]) -
         point = min(curve, key=lambda p: abs(p.coverage - target))
         bound = min(1.0, sum(good) / (point.coverage * len(answerable)))
         print(f"| {point.coverage:.2f} | {1 - point.risk:.3f} | {bound:.3f} |")
+    decided = [(scores[i] >= model.threshold, rows[i]) for i in docs]
+    right = sum(r.good if answered else not r.item.answerable for answered, r in decided)
+    print(
+        f"\nright decisions at the operating point, an abstention on an unanswerable question "
+        f"counted as right (documentation collections): {right}/{len(docs)} "
+        f"({right / len(docs):.3f})"
+    )
     rules = [r for r in rows if r.rules and r.collection != KB]
     print(
         f"\nthe rule-based abstention (grounding) on the same questions: coverage "
         f"{len(rules) / len(docs):.2f}, answered with gold passage "
         f"{sum(r.good for r in rules) / max(1, len(rules)):.3f}, unanswerable abstained "
         f"{sum(not r.rules for r in rows if not r.item.answerable and r.collection != KB)}/"
-        f"{sum(not r.item.answerable for r in rows if r.collection != KB)}"
+        f"{sum(not r.item.answerable for r in rows if r.collection != KB)}, right decisions "
+        f"{sum(r.good if r.rules else not r.item.answerable for r in rows if r.collection != KB)}"
+        f"/{len(docs)}"
     )
     print("\nat the operating point, per collection (test):\n")
     print(
