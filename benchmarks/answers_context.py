@@ -37,8 +37,10 @@ chunk of the top P pages scored again by the same hybrid restricted to those pag
 (BM25 over their chunks, dense cosines from the stored vectors, fused: a search with an
 ``id`` filter), packed as top-k, optionally each chunk with its next neighbour; and *page
 prior*: the fused order with each chunk pushed down by lambda ranks per page above its
-own. It runs on the default index and, where ``--units`` built it, the 125-token hybrid
-index, and prints the milliseconds the restricted search adds per question.
+own; and the fused order re-ranked by the share of the question's idf mass a chunk
+(with its heading path) holds. It runs on the default index and, where ``--units``
+built it, the 125-token hybrid index, and prints the milliseconds the restricted search
+adds per question.
 
 ``--granularity`` scores at one chunk size and packs at another (needs the 125-token
 hybrid index of ``--units``): 250-token chunks in the order their 125-token units rank
@@ -381,6 +383,7 @@ def variants(runs: Sequence[tuple[str, Scorers, list[Retrieved]]], budgets: Sequ
 PAGE_DEPTH = 100
 TWO_STAGE = (3, 5)  # pages whose chunks are all scored again
 PRIORS = (2.0, 5.0, 10.0)  # ranks a chunk is pushed down per page ranked above its own
+HELD_WEIGHTS = (5.0, 10.0)  # ranks a chunk moves up per share of the question's idf it holds
 
 
 def page_order(hits: Sequence[Hit]) -> list[str]:
@@ -460,6 +463,12 @@ def pages(out: Path, only: Sequence[str] | None, split: str, budgets: Sequence[i
                         packers[f"page prior {w:g}"] = partial(topk_pieces, ordered)
                         packers[f"page prior {w:g}, pack"] = partial(
                             pack_pieces, item.question, ordered[:DEPTH], held=held
+                        )
+                    for w in HELD_WEIGHTS:
+                        shares = [held(" ".join((*h.chunk.heading_path, h.text))) for h in hits]
+                        order = sorted(range(len(hits)), key=lambda i: i - w * shares[i])
+                        packers[f"re-ranked by idf share held (heading + text), {w:g}"] = partial(
+                            topk_pieces, [hits[i] for i in order]
                         )
                     for key, packer in packers.items():
                         rows.setdefault(key, [[] for _ in budgets])
