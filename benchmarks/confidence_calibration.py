@@ -10,7 +10,8 @@ each collection measures its own scale, from questions made of its own passages:
   spread evenly over the index, every third word left out so that a question does not
   repeat its passage word for word;
 * *mixed questions* (not answered by one passage): the first half of one such
-  question joined to the second half of one from the other half of the index.
+  question joined to the second half of one from the other half of the index;
+* *heading questions*: section headings of two or more words (:func:`heading_questions`).
 
 :func:`measure` asks both (``samples`` of each) and records the median of each
 level-dependent feature (:data:`CALIBRATED`) for each kind; :meth:`Calibration.relative`
@@ -131,6 +132,20 @@ def pseudo_questions(index: Index, samples: int = SAMPLES) -> list[str]:
         if len(found) >= 2 * samples:
             break
     return [q for _, q in sorted(found)]
+
+
+def heading_questions(index: Index, samples: int = SAMPLES) -> list[str]:
+    """Up to ``samples`` distinct headings of two or more words (a chunk's innermost
+    heading), from chunks spread evenly over the index: the topic a section answers,
+    in the collection's own words but not repeated from the passage."""
+    n = int(index.manifest.counts.get("chunks", 0))
+    rows = [int(r) for r in np.unique(np.linspace(0, n - 1, min(n, 200)).astype(int))]
+    found: list[str] = []
+    for chunk, _title, _path in index.backend.chunks_with_source(rows) if rows else []:
+        heading = chunk.heading_path[-1].strip() if chunk.heading_path else ""
+        if len(heading.split()) >= 2 and heading not in found:
+            found.append(heading)
+    return found[:: max(1, len(found) // samples)][:samples]
 
 
 def mixed_questions(questions: Sequence[str]) -> list[str]:

@@ -43,7 +43,7 @@ import argparse
 import json
 import pickle
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -150,16 +150,32 @@ def pseudo_features(
     """The features of the collection's pseudo- and mixed questions
     (:func:`benchmarks.confidence_calibration.asked`), measured once and kept in
     ``OUT/<collection>/pseudo-features[-bm25].json``."""
+    stored = _pseudo(out, name, lexical)
+    return stored["answered"], stored["mixed"]
+
+
+def heading_levels(out: Path, name: str, lexical: bool) -> dict[str, float]:
+    """The median of each calibrated feature over the collection's heading questions."""
+    headings = _pseudo(out, name, lexical)["headings"]
+    return {n: float(np.median([f[n] for f in headings])) for n in calibration.CALIBRATED}
+
+
+def _pseudo(out: Path, name: str, lexical: bool) -> dict[str, list[dict[str, float]]]:
     path = out / name / ("pseudo-features-bm25.json" if lexical else "pseudo-features.json")
     if path.is_file():
         stored = json.loads(path.read_text(encoding="utf-8"))
-        if stored.get("samples") == calibration.SAMPLES:
-            return stored["answered"], stored["mixed"]
+        if stored.get("samples") == calibration.SAMPLES and "headings" in stored:
+            return {k: stored[k] for k in ("answered", "mixed", "headings")}
     with open_index(index_path(out, name, lexical)) as index:
         answered, mixed = calibration.asked(index)
-    data = {"samples": calibration.SAMPLES, "answered": answered, "mixed": mixed}
-    path.write_text(json.dumps(data) + "\n", encoding="utf-8")
-    return answered, mixed
+        mode = "bm25" if lexical else "hybrid"
+        headings = [
+            gather(index, q, index.search(q, mode=mode, k=DEPTH)).as_features()
+            for q in calibration.heading_questions(index)
+        ]
+    data = {"answered": answered, "mixed": mixed, "headings": headings}
+    path.write_text(json.dumps({"samples": calibration.SAMPLES, **data}) + "\n", encoding="utf-8")
+    return data
 
 
 def calibration_of(out: Path, name: str, lexical: bool) -> calibration.Calibration:
@@ -167,10 +183,19 @@ def calibration_of(out: Path, name: str, lexical: bool) -> calibration.Calibrati
     return calibration.from_features(*pseudo_features(out, name, lexical))
 
 
-READINGS = ("raw", "minus answered", "minus mixed", "minus midpoint", "mixed 0, answered 1")
+READINGS = (
+    "raw",
+    "minus answered",
+    "minus mixed",
+    "minus midpoint",
+    "mixed 0, answered 1",
+    "minus headings",
+)
 
 
-def reading(name: str, level: calibration.Level, value: float) -> float:
+def reading(
+    name: str, level: calibration.Level, value: float, headings: Mapping[str, float]
+) -> float:
     """``value`` of one feature read the ``name`` way (:data:`READINGS`)."""
     if name == "minus answered":
         return value - level.answered
@@ -180,6 +205,8 @@ def reading(name: str, level: calibration.Level, value: float) -> float:
         return value - (level.answered + level.mixed) / 2
     if name == "mixed 0, answered 1":
         return level.read(value)
+    if name == "minus headings":
+        return value - headings[level.name]
     return value
 
 
@@ -214,6 +241,7 @@ def calibrated(out: Path, names: Sequence[str], rows: Sequence[Row], lexical: bo
     ranking of all questions pooled (AUROC: does one scale now serve both kinds?), and
     the abstentions at the chosen point."""
     levels = {name: calibration_of(out, name, lexical) for name in names}
+    heads = {name: heading_levels(out, name, lexical) for name in names}
     for name, known in levels.items():
         cells = ", ".join(f"{x.name} {x.answered:.2f}/{x.mixed:.2f}" for x in known.levels)
         print(f"{name} (answered/mixed medians): {cells}")
@@ -232,7 +260,9 @@ def calibrated(out: Path, names: Sequence[str], rows: Sequence[Row], lexical: bo
                     **{
                         **r.evidence.as_features(),
                         **{
-                            x.name: reading(name, x, getattr(r.evidence, x.name))
+                            x.name: reading(
+                                name, x, getattr(r.evidence, x.name), heads[r.collection]
+                            )
                             for x in levels[r.collection].levels
                         },
                     }
