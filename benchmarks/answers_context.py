@@ -31,6 +31,23 @@ each collection again at each chunk size (``OUT/<name>/units/``; BM25 only unles
 ``--units-mode hybrid``, which embeds every chunk again: slow on a small CPU) and prints
 naive top-k's context recall at each budget and the gold-chunk recall at 10 / 40 / 100.
 
+``--pages`` tries the page-level signal (hybrid top 100; ``--split train`` to choose,
+``dev`` to confirm): pages ranked by their best fused chunk, then *two-stage*: every
+chunk of the top P pages scored again by the same hybrid restricted to those pages
+(BM25 over their chunks, dense cosines from the stored vectors, fused: a search with an
+``id`` filter), packed as top-k, optionally each chunk with its next neighbour; and *page
+prior*: the fused order with each chunk pushed down by lambda ranks per page above its
+own; and the fused order re-ranked by the share of the question's idf mass a chunk
+(with its heading path) holds. It runs on the default index and, where ``--units``
+built it, the 125-token hybrid index, and prints the milliseconds the restricted search
+adds per question.
+
+``--granularity`` scores at one chunk size and packs at another (needs the 125-token
+hybrid index of ``--units``): 250-token chunks in the order their 125-token units rank
+(each unit mapped to the chunk holding its middle), that order fused by RRF with the
+250-token ranking, and 125-token units fused by RRF with the rank of the 250-token chunk
+around them (units of the top 250-token chunks added as candidates).
+
 ``--variants`` compares packings of the same fused top 40 (``--split train`` to choose,
 ``dev`` to confirm): whole chunks in rank order stopping at the first that does not fit
 (``top-k``) or skipping it (``top-k skip``), :func:`pack`, windows, every chunk trimmed to
@@ -50,6 +67,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -58,12 +76,13 @@ from twokeys import IndexOptions, build_index, open_index
 from twokeys.chunking import ChunkerConfig
 from twokeys.engine import Index
 from twokeys.evaluation.answers import Piece, QAItem, context_recall, holds, load_qa
+from twokeys.filters import Filter
 from twokeys.rag.evidence import idf_held
 from twokeys.rag.packing import SEPARATOR, Budget, SubQueryHits, pack
 from twokeys.rag.windows import WindowOptions, pack_windows
 from twokeys.text.sentences import split_sentences
 from twokeys.text.tokens import approx_token_counter
-from twokeys.types import Hit
+from twokeys.types import Chunk, Hit
 
 ANSWERS = Path(__file__).resolve().parent / "answers"
 BUDGETS = (1000, 2000, 4000)
@@ -253,12 +272,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--grid", action="store_true")
     parser.add_argument("--diagnose", action="store_true")
     parser.add_argument("--variants", action="store_true")
+    parser.add_argument("--pages", action="store_true")
+    parser.add_argument("--granularity", action="store_true")
     parser.add_argument("--units", help="chunk sizes in tokens, comma-separated")
     parser.add_argument("--units-mode", choices=("bm25", "hybrid"), default="bm25")
     args = parser.parse_args(argv)
     budgets = tuple(args.budget or BUDGETS)
     if args.diagnose:
         return diagnose(args.out, args.only, args.split, budgets)
+    if args.pages:
+        return pages(args.out, args.only, args.split, budgets)
+    if args.granularity:
+        return granularity(args.out, args.only, args.split, budgets)
     if args.units:
         sizes = [int(x) for x in args.units.split(",")]
         return units(args.out, args.only, args.split, budgets, sizes, args.units_mode)
@@ -353,6 +378,213 @@ def variants(runs: Sequence[tuple[str, Scorers, list[Retrieved]]], budgets: Sequ
             means.append(_mean(values))
         cells = " | ".join(f"{m:.3f}" for m in means)
         print(f"| {label} | {cells} | {_mean(means):.3f} |", flush=True)
+
+
+PAGE_DEPTH = 100
+TWO_STAGE = (3, 5)  # pages whose chunks are all scored again
+PRIORS = (2.0, 5.0, 10.0)  # ranks a chunk is pushed down per page ranked above its own
+HELD_WEIGHTS = (5.0, 10.0)  # ranks a chunk moves up per share of the question's idf it holds
+
+
+def page_order(hits: Sequence[Hit]) -> list[str]:
+    """Documents ranked by their best fused chunk."""
+    best: dict[str, float] = {}
+    for hit in hits:
+        best[hit.chunk.doc_id] = max(best.get(hit.chunk.doc_id, float("-inf")), hit.score)
+    return sorted(best, key=lambda d: -best[d])
+
+
+def page_prior(hits: Sequence[Hit], weight: float) -> list[Hit]:
+    """The fused order, each chunk pushed down ``weight`` ranks per page above its own."""
+    rank = {d: n for n, d in enumerate(page_order(hits))}
+    return sorted(hits, key=lambda h: (h.rank + weight * rank[h.chunk.doc_id], h.rank))
+
+
+def with_next(index: Index, hits: Sequence[Hit], budget: int) -> list[Piece]:
+    """Top-k where each chunk brings its next chunk in the page (overlap removed) when
+    both fit, and comes alone when only it does."""
+    pieces: list[Piece] = []
+    used, taken = 0, set()
+    for hit in hits:
+        if hit.chunk.id in taken:
+            continue
+        nxt = index.passages([f"{hit.chunk.doc_id}#{hit.chunk.position + 1}"]).get(
+            f"{hit.chunk.doc_id}#{hit.chunk.position + 1}"
+        )
+        text = hit.text
+        if nxt is not None and nxt.id not in taken:
+            text = hit.text + nxt.text[max(0, hit.chunk.end - nxt.start) :]
+        if used + _tokens(text) > budget:
+            text, nxt = hit.text, None
+            if used + _tokens(text) > budget:
+                break
+        pieces.append(Piece(hit.path, text))
+        used += _tokens(text)
+        taken |= {hit.chunk.id} | ({nxt.id} if nxt is not None else set())
+    return pieces
+
+
+def _tokens(text: str) -> int:
+    return approx_token_counter([f"{text}{SEPARATOR}"])[0]
+
+
+def pages(out: Path, only: Sequence[str] | None, split: str, budgets: Sequence[int]) -> int:
+    """The ``--pages`` table (module docstring)."""
+    names = only or collections(out)
+    for label, where in (("250 (default)", "pages.twokeys"), ("125", "units/125-hybrid.twokeys")):
+        if not all((out / n / where).exists() for n in names):
+            continue
+        rows: dict[str, list[list[float]]] = {}
+        added: list[float] = []
+        for name in names:
+            with open_index(out / name / where) as index:
+                for item in (i for i in questions(name, split) if i.answerable):
+                    hits = index.search(item.question, mode="hybrid", k=PAGE_DEPTH)
+                    held = idf_held(index, item.question)
+                    packers: dict[str, Callable[[int], list[Piece]]] = {
+                        "top-k": partial(topk_pieces, hits),
+                        "pack": partial(pack_pieces, item.question, hits[:DEPTH], held=held),
+                    }
+                    for p in TWO_STAGE:
+                        start = time.perf_counter()
+                        within = index.search(
+                            item.question,
+                            mode="hybrid",
+                            k=PAGE_DEPTH,
+                            filters=[Filter("id", "in", tuple(page_order(hits)[:p]))],
+                        )
+                        added.append(time.perf_counter() - start)
+                        packers[f"two-stage, {p} pages"] = partial(topk_pieces, within)
+                        packers[f"two-stage, {p} pages, + next chunk"] = partial(
+                            with_next, index, within
+                        )
+                    for w in PRIORS:
+                        ordered = page_prior(hits, w)
+                        packers[f"page prior {w:g}"] = partial(topk_pieces, ordered)
+                        packers[f"page prior {w:g}, pack"] = partial(
+                            pack_pieces, item.question, ordered[:DEPTH], held=held
+                        )
+                    for w in HELD_WEIGHTS:
+                        shares = [held(" ".join((*h.chunk.heading_path, h.text))) for h in hits]
+                        order = sorted(range(len(hits)), key=lambda i: i - w * shares[i])
+                        packers[f"re-ranked by idf share held (heading + text), {w:g}"] = partial(
+                            topk_pieces, [hits[i] for i in order]
+                        )
+                    for key, packer in packers.items():
+                        rows.setdefault(key, [[] for _ in budgets])
+                        for n, budget in enumerate(budgets):
+                            rows[key][n].append(context_recall(item.gold, packer(budget)))
+        questions_n = len(rows["top-k"][0])
+        print(f"\n{label}-token chunks, {split}, {questions_n} answerable questions\n")
+        print("| packing | " + " | ".join(f"{b:,}" for b in budgets) + " | mean |")
+        print("|---|" + "---|" * (len(budgets) + 1))
+        for key, values in rows.items():
+            means = [_mean(v) for v in values]
+            cells = " | ".join(f"{m:.3f}" for m in means)
+            print(f"| {key} | {cells} | {_mean(means):.3f} |", flush=True)
+        added.sort()
+        median_ms = 1000 * added[len(added) // 2]
+        print(f"\nthe restricted search adds {median_ms:.1f} ms a question (median)")
+    return 0
+
+
+RRF_K = 60
+
+
+def _doc_chunks(index: Index, doc: str, cache: dict[str, list[Chunk]]) -> list[Chunk]:
+    """Every chunk of ``doc`` in position order (kept in ``cache``)."""
+    if doc not in cache:
+        chunks: list[Chunk] = []
+        while True:
+            got = index.passages([f"{doc}#{p}" for p in range(len(chunks), len(chunks) + 100)])
+            chunks += sorted(got.values(), key=lambda c: c.position)
+            if len(got) < 100:
+                break
+        cache[doc] = chunks
+    return cache[doc]
+
+
+def _holding(chunks: Sequence[Chunk], unit: Chunk) -> Chunk | None:
+    middle = (unit.start + unit.end) // 2
+    return next((c for c in chunks if c.start <= middle < c.end), None)
+
+
+def _rrf(*rankings: Sequence[str]) -> list[str]:
+    score: dict[str, float] = {}
+    for ranking in rankings:
+        for n, key in enumerate(ranking):
+            score[key] = score.get(key, 0.0) + 1.0 / (RRF_K + n)
+    return sorted(score, key=lambda k: -score[k])
+
+
+def _chunk_pieces(chunks: Sequence[Chunk], paths: dict[str, str], budget: int) -> list[Piece]:
+    pieces: list[Piece] = []
+    for chunk in chunks:
+        candidate = [*pieces, Piece(paths[chunk.doc_id], chunk.text)]
+        if approx_token_counter([SEPARATOR.join(p.text for p in candidate)])[0] > budget:
+            break
+        pieces = candidate
+    return pieces
+
+
+def granularity(out: Path, only: Sequence[str] | None, split: str, budgets: Sequence[int]) -> int:
+    """The ``--granularity`` table (module docstring)."""
+    names = only or collections(out)
+    rows: dict[str, list[list[float]]] = {}
+    for name in names:
+        big = open_index(index_of(out / name))
+        small = open_index(out / name / "units" / "125-hybrid.twokeys")
+        big_cache: dict[str, list[Chunk]] = {}
+        small_cache: dict[str, list[Chunk]] = {}
+        for item in (i for i in questions(name, split) if i.answerable):
+            large = big.search(item.question, mode="hybrid", k=PAGE_DEPTH)
+            units = small.search(item.question, mode="hybrid", k=2 * PAGE_DEPTH)
+            paths = {h.chunk.doc_id: h.path for h in [*large, *units]}
+            chunk_of: dict[str, Chunk] = {h.chunk.id: h.chunk for h in large}
+            parent: dict[str, str] = {}
+            unit_of: dict[str, Chunk] = {h.chunk.id: h.chunk for h in units}
+            for h in units:
+                holder = _holding(_doc_chunks(big, h.chunk.doc_id, big_cache), h.chunk)
+                if holder is not None:
+                    chunk_of[holder.id] = holder
+                    parent[h.chunk.id] = holder.id
+            for h in large:  # the units inside the top chunks are candidates too
+                for u in _doc_chunks(small, h.chunk.doc_id, small_cache):
+                    if _holding([h.chunk], u) is not None:
+                        unit_of.setdefault(u.id, u)
+                        parent.setdefault(u.id, h.chunk.id)
+            large_ids = [h.chunk.id for h in large]
+            mapped = list(dict.fromkeys(parent[h.chunk.id] for h in units if h.chunk.id in parent))
+            by_parent = sorted(
+                (u for u in unit_of if parent.get(u) in large_ids),
+                key=lambda u: large_ids.index(parent[u]),
+            )
+            packers: dict[str, Callable[[int], list[Piece]]] = {
+                "250 top-k": partial(topk_pieces, large),
+                "125 top-k": partial(topk_pieces, units),
+                "250 packed in the order of their best 125 unit": partial(
+                    _chunk_pieces, [chunk_of[c] for c in mapped], paths
+                ),
+                "250 packed, RRF(250 rank, best-125-unit rank)": partial(
+                    _chunk_pieces, [chunk_of[c] for c in _rrf(large_ids, mapped)], paths
+                ),
+                "125 packed, RRF(125 rank, rank of the 250 around it)": partial(
+                    _chunk_pieces,
+                    [unit_of[u] for u in _rrf([h.chunk.id for h in units], by_parent)],
+                    paths,
+                ),
+            }
+            for key, packer in packers.items():
+                rows.setdefault(key, [[] for _ in budgets])
+                for n, budget in enumerate(budgets):
+                    rows[key][n].append(context_recall(item.gold, packer(budget)))
+    print(f"{split}, {len(rows['250 top-k'][0])} answerable questions\n")
+    print("| scored / packed | " + " | ".join(f"{b:,}" for b in budgets) + " | mean |")
+    print("|---|" + "---|" * (len(budgets) + 1))
+    for key, values in rows.items():
+        means = [_mean(v) for v in values]
+        print(f"| {key} | " + " | ".join(f"{m:.3f}" for m in means) + f" | {_mean(means):.3f} |")
+    return 0
 
 
 DEPTHS = (5, 10, 20, 40, 100)

@@ -28,6 +28,11 @@ dev, and its ``test`` and ``heldout`` (the ones ``tests/`` check) are test.
 the same collections, ``bm25`` retrieval; the dense features read 0 there, so the
 hybrid model cannot be used) and writes ``confidence_weights_lexical.json``.
 
+``--calibrated`` reads each collection's features relative to questions made from its
+own passages (:mod:`benchmarks.confidence_calibration`; kept in
+``OUT/<collection>/calibration.json``) in several ways and compares them with the raw
+features (``calibrated``).
+
 ``--write`` stores the model in ``src/twokeys/rag/confidence_weights.json``. Retrieval
 and evidence are cached in ``OUT/<collection>/evidence.pkl`` (``evidence-bm25.pkl``).
 """
@@ -35,12 +40,16 @@ and evidence are cached in ``OUT/<collection>/evidence.pkl`` (``evidence-bm25.pk
 from __future__ import annotations
 
 import argparse
+import json
 import pickle
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
+from benchmarks import confidence_calibration as calibration
 from benchmarks.answers_context import (
     DEPTH,
     Scorers,
@@ -135,6 +144,205 @@ def rows_of(out: Path, name: str, lexical: bool = False) -> list[Row]:
 DENSE_FEATURES = ("dense_peak", "dense_height", "agreement", "cosine_sentence")
 
 
+def pseudo_features(
+    out: Path, name: str, lexical: bool
+) -> tuple[list[dict[str, float]], list[dict[str, float]]]:
+    """The features of the collection's pseudo- and mixed questions
+    (:func:`benchmarks.confidence_calibration.asked`), measured once and kept in
+    ``OUT/<collection>/pseudo-features[-bm25].json``."""
+    stored = _pseudo(out, name, lexical)
+    return stored["answered"], stored["mixed"]
+
+
+def heading_levels(out: Path, name: str, lexical: bool) -> dict[str, float]:
+    """The median of each calibrated feature over the collection's heading questions."""
+    headings = _pseudo(out, name, lexical)["headings"]
+    return {n: float(np.median([f[n] for f in headings])) for n in calibration.CALIBRATED}
+
+
+def _pseudo(out: Path, name: str, lexical: bool) -> dict[str, list[dict[str, float]]]:
+    path = out / name / ("pseudo-features-bm25.json" if lexical else "pseudo-features.json")
+    if path.is_file():
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        if stored.get("samples") == calibration.SAMPLES and "headings" in stored:
+            return {k: stored[k] for k in ("answered", "mixed", "headings")}
+    with open_index(index_path(out, name, lexical)) as index:
+        answered, mixed = calibration.asked(index)
+        mode = "bm25" if lexical else "hybrid"
+        headings = [
+            gather(index, q, index.search(q, mode=mode, k=DEPTH)).as_features()
+            for q in calibration.heading_questions(index)
+        ]
+    data = {"answered": answered, "mixed": mixed, "headings": headings}
+    path.write_text(json.dumps({"samples": calibration.SAMPLES, **data}) + "\n", encoding="utf-8")
+    return data
+
+
+def calibration_of(out: Path, name: str, lexical: bool) -> calibration.Calibration:
+    """The collection's calibration (:mod:`benchmarks.confidence_calibration`)."""
+    return calibration.from_features(*pseudo_features(out, name, lexical))
+
+
+READINGS = (
+    "raw",
+    "minus answered",
+    "minus mixed",
+    "minus midpoint",
+    "mixed 0, answered 1",
+    "minus headings",
+)
+
+
+def reading(
+    name: str, level: calibration.Level, value: float, headings: Mapping[str, float]
+) -> float:
+    """``value`` of one feature read the ``name`` way (:data:`READINGS`)."""
+    if name == "minus answered":
+        return value - level.answered
+    if name == "minus mixed":
+        return value - level.mixed
+    if name == "minus midpoint":
+        return value - (level.answered + level.mixed) / 2
+    if name == "mixed 0, answered 1":
+        return level.read(value)
+    if name == "minus headings":
+        return value - headings[level.name]
+    return value
+
+
+def auroc(scores: Sequence[float], good: Sequence[bool]) -> float:
+    """The chance that a good question scores above one that is not (ties half)."""
+    pos = [s for s, g in zip(scores, good, strict=True) if g]
+    neg = [s for s, g in zip(scores, good, strict=True) if not g]
+    if not pos or not neg:
+        return 0.0
+    return sum((p > n) + 0.5 * (p == n) for p in pos for n in neg) / (len(pos) * len(neg))
+
+
+def _abstained(
+    rows: Sequence[Row],
+    scores: Sequence[float],
+    chosen: Sequence[int],
+    answerable: bool,
+    cut: float,
+) -> str:
+    own = [i for i in chosen if rows[i].item.answerable == answerable]
+    return f"{sum(scores[i] < cut for i in own)}/{len(own)}"
+
+
+def _area(rows: Sequence[Row], scores: Sequence[float], chosen: Sequence[int]) -> str:
+    return f"{auroc([scores[i] for i in chosen], [rows[i].good for i in chosen]):.3f}"
+
+
+def calibrated(out: Path, names: Sequence[str], rows: Sequence[Row], lexical: bool) -> None:
+    """The ``--calibrated`` table: each reading of the features relative to the
+    collection's own pseudo-questions (:mod:`benchmarks.confidence_calibration`), the
+    model refitted on train and its threshold chosen on dev for each, then on test: the
+    ranking of all questions pooled (AUROC: does one scale now serve both kinds?), and
+    the abstentions at the chosen point."""
+    levels = {name: calibration_of(out, name, lexical) for name in names}
+    heads = {name: heading_levels(out, name, lexical) for name in names}
+    for name, known in levels.items():
+        cells = ", ".join(f"{x.name} {x.answered:.2f}/{x.mixed:.2f}" for x in known.levels)
+        print(f"{name} (answered/mixed medians): {cells}")
+    print(
+        "\n| reading | threshold (dev) | AUROC test, all | documentation | support KB "
+        "| KB answerable abstained | KB unanswerable abstained "
+        "| docs answerable abstained | docs unanswerable abstained | docs: gold at 80% |"
+    )
+    print("|---|" + "---|" * 9)
+    features = [n for n in NAMES if not (lexical and n in DENSE_FEATURES)]
+    for name in READINGS:
+        read = [
+            replace(
+                r,
+                evidence=Evidence(
+                    **{
+                        **r.evidence.as_features(),
+                        **{
+                            x.name: reading(
+                                name, x, getattr(r.evidence, x.name), heads[r.collection]
+                            )
+                            for x in levels[r.collection].levels
+                        },
+                    }
+                ),
+            )
+            for r in rows
+        ]
+        split = {s: [r for r in read if r.item.split == s] for s in ("train", "dev", "test")}
+        model = confidence.fit(
+            [r.evidence.as_features() for r in split["train"]],
+            [r.good for r in split["train"]],
+            features,
+            weights=balanced(split["train"]),
+        )
+        threshold = choose_threshold(model, split["dev"])
+        test = split["test"]
+        scores = [model.probability(r.evidence.as_features()) for r in test]
+        kb = [i for i, r in enumerate(test) if r.collection == KB]
+        docs = [i for i, r in enumerate(test) if r.collection != KB]
+
+        curve = confidence.risk_coverage([scores[i] for i in docs], [test[i].good for i in docs])
+        at80 = min(curve, key=lambda p: abs(p.coverage - 0.8))
+        print(
+            f"| {name} | {threshold:.3f} | {_area(test, scores, range(len(test)))} "
+            f"| {_area(test, scores, docs)} | {_area(test, scores, kb)} "
+            f"| {_abstained(test, scores, kb, True, threshold)} "
+            f"| {_abstained(test, scores, kb, False, threshold)} "
+            f"| {_abstained(test, scores, docs, True, threshold)} "
+            f"| {_abstained(test, scores, docs, False, threshold)} | {1 - at80.risk:.3f} |",
+            flush=True,
+        )
+    per_collection_threshold(out, names, rows, lexical, features)
+
+
+PERCENTILES = tuple(range(50, 100, 5))
+
+
+def per_collection_threshold(
+    out: Path, names: Sequence[str], rows: Sequence[Row], lexical: bool, features: list[str]
+) -> None:
+    """The raw model with a threshold of each collection's own: the q-th percentile of
+    the model's probability on the collection's mixed questions (q chosen on dev)."""
+    split = {s: [r for r in rows if r.item.split == s] for s in ("train", "dev", "test")}
+    model = confidence.fit(
+        [r.evidence.as_features() for r in split["train"]],
+        [r.good for r in split["train"]],
+        features,
+        weights=balanced(split["train"]),
+    )
+    mixed = {
+        name: [model.probability(f) for f in pseudo_features(out, name, lexical)[1]]
+        for name in names
+    }
+
+    def right(q: int, chosen: Sequence[Row]) -> int:
+        cuts = {n: float(np.percentile(mixed[n], q)) for n in names}
+        return sum(
+            (model.probability(r.evidence.as_features()) >= cuts[r.collection]) == r.good
+            for r in chosen
+        )
+
+    q = max(PERCENTILES, key=lambda p: (right(p, split["dev"]), -p))
+    cuts = {n: float(np.percentile(mixed[n], q)) for n in names}
+    test = split["test"]
+    scores = [model.probability(r.evidence.as_features()) for r in test]
+    kb = [i for i, r in enumerate(test) if r.collection == KB]
+    docs = [i for i, r in enumerate(test) if r.collection != KB]
+
+    def abstained(chosen: list[int], answerable: bool) -> str:
+        own = [i for i in chosen if test[i].item.answerable == answerable]
+        return f"{sum(scores[i] < cuts[test[i].collection] for i in own)}/{len(own)}"
+
+    print(
+        f"| raw, each collection's threshold at the {q}th percentile of its mixed "
+        f"questions (q on dev; {', '.join(f'{n} {c:.2f}' for n, c in cuts.items())}) "
+        f"| - | - | - | - | {abstained(kb, True)} | {abstained(kb, False)} "
+        f"| {abstained(docs, True)} | {abstained(docs, False)} | - |"
+    )
+
+
 def choose_threshold(model: confidence.Model, rows: Sequence[Row]) -> float:
     """The probability threshold with the most right decisions on ``rows``."""
     scores = [model.probability(r.evidence.as_features()) for r in rows]
@@ -164,6 +372,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--lexical", action="store_true", help="fit the BM25-only model")
     parser.add_argument("--no-kb", action="store_true", help="documentation collections only")
+    parser.add_argument(
+        "--calibrated",
+        action="store_true",
+        help="read each collection's features relative to its own pseudo-questions",
+    )
     parser.add_argument("--l2", type=float, default=1.0)
     parser.add_argument("--only", action="append", help="collection (repeatable) [default: all]")
     args = parser.parse_args(argv)
@@ -171,6 +384,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_kb and KB not in names:
         names.append(KB)
     rows = [row for name in names for row in rows_of(args.out, name, args.lexical)]
+    if args.calibrated:
+        calibrated(args.out, names, rows, args.lexical)
+        return 0
     split = {s: [r for r in rows if r.item.split == s] for s in ("train", "dev", "test")}
     features = [n for n in NAMES if not (args.lexical and n in DENSE_FEATURES)]
     model = confidence.fit(
@@ -221,13 +437,36 @@ def report(model: confidence.Model, rows: Sequence[Row], names: Sequence[str]) -
             print(
                 f"| {point.coverage:.2f} | {point.risk:.3f} | {1 - point.risk:.3f} | {bound:.3f} |"
             )
+    answerable = [i for i in docs if rows[i].item.answerable]
+    good = [rows[i].good for i in answerable]
+    curve = confidence.risk_coverage([scores[i] for i in answerable], good)
+    print(
+        f"\nrisk-coverage on test, answerable questions only (documentation collections, "
+        f"{len(answerable)} questions; coverage: the share of the answerable questions "
+        "answered):\n"
+    )
+    print("| coverage of answerable | answered with gold passage | best possible |")
+    print("|---|---|---|")
+    for target in (0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0):
+        point = min(curve, key=lambda p: abs(p.coverage - target))
+        bound = min(1.0, sum(good) / (point.coverage * len(answerable)))
+        print(f"| {point.coverage:.2f} | {1 - point.risk:.3f} | {bound:.3f} |")
+    decided = [(scores[i] >= model.threshold, rows[i]) for i in docs]
+    right = sum(r.good if answered else not r.item.answerable for answered, r in decided)
+    print(
+        f"\nright decisions at the operating point, an abstention on an unanswerable question "
+        f"counted as right (documentation collections): {right}/{len(docs)} "
+        f"({right / len(docs):.3f})"
+    )
     rules = [r for r in rows if r.rules and r.collection != KB]
     print(
         f"\nthe rule-based abstention (grounding) on the same questions: coverage "
         f"{len(rules) / len(docs):.2f}, answered with gold passage "
         f"{sum(r.good for r in rules) / max(1, len(rules)):.3f}, unanswerable abstained "
         f"{sum(not r.rules for r in rows if not r.item.answerable and r.collection != KB)}/"
-        f"{sum(not r.item.answerable for r in rows if r.collection != KB)}"
+        f"{sum(not r.item.answerable for r in rows if r.collection != KB)}, right decisions "
+        f"{sum(r.good if r.rules else not r.item.answerable for r in rows if r.collection != KB)}"
+        f"/{len(docs)}"
     )
     print("\nat the operating point, per collection (test):\n")
     print(

@@ -53,10 +53,17 @@ def test_the_curve_counts_a_cited_gold_fact_as_right() -> None:
     ]
 
 
+def test_the_answerable_only_curve_leaves_the_unanswerable_questions_out() -> None:
+    points = curve(evaluation(1000).systems[0].outcomes, answerable_only=True)
+    assert [(round(p.coverage, 2), round(p.risk, 2)) for p in points] == [(0.5, 0.0), (1.0, 0.5)]
+
+
 def test_the_report_holds_every_section_and_escapes_text() -> None:
     page = render("report", evaluation(1000), [evaluation(1000), evaluation(2000)], threshold=0.5)
     assert page.startswith("<!doctype html>")
     assert "<svg" in page and "operating point" in page
+    assert page.count("<svg") == 2 and "Answerable questions only" in page
+    assert 'aria-label="risk-coverage curve, answerable questions only"' in page
     assert "<td>1,000</td>" in page and "<td>2,000</td>" in page
     assert "What about q3?" in page and "abstained" in page and "(unanswerable)" in page
     assert "a.md: the default is 42" in page

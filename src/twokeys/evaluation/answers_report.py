@@ -5,7 +5,10 @@ recall by budget (twokeys beside plain top-k); the risk-coverage curve of the an
 confidence as an inline SVG (answering only the questions whose confidence is at least
 each value, from the most confident down: coverage is the share answered, risk the share
 of those whose cited blocks hold no gold fact, an unanswerable question answered counts
-as a miss) with the operating point marked; and a table with one row per question:
+as a miss) with the operating point marked, and the same curve over the answerable
+questions only (selective answering among questions the sources do answer: coverage
+is the share of *those* answered, so the share of unanswerable questions in a set no
+longer caps it); and a table with one row per question:
 the question, its gold fact, the blocks packed (their labels), answered or abstained,
 and why. Pure: evaluations in, a string of HTML out.
 """
@@ -26,13 +29,19 @@ def good(outcome: Outcome) -> bool:
     return outcome.item.answerable and bool(outcome.citation_precision)
 
 
-def curve(outcomes: Sequence[Outcome]) -> list[RiskPoint]:
-    scored = [o for o in outcomes if o.confidence is not None]
+def curve(outcomes: Sequence[Outcome], answerable_only: bool = False) -> list[RiskPoint]:
+    """The risk-coverage curve of the outcomes that carry a confidence; with
+    ``answerable_only``, over the answerable questions alone."""
+    scored = [
+        o
+        for o in outcomes
+        if o.confidence is not None and (o.item.answerable or not answerable_only)
+    ]
     return risk_coverage([float(o.confidence or 0.0) for o in scored], [good(o) for o in scored])
 
 
-def svg(points: Sequence[RiskPoint], threshold: float | None) -> str:
-    """The risk-coverage curve as an inline SVG."""
+def svg(points: Sequence[RiskPoint], threshold: float | None, label: str = "") -> str:
+    """The risk-coverage curve as an inline SVG (``label``: what it is over)."""
 
     def xy(p: RiskPoint) -> tuple[float, float]:
         return PAD + p.coverage * (WIDTH - 2 * PAD), HEIGHT - PAD - p.risk * (HEIGHT - 2 * PAD)
@@ -40,7 +49,7 @@ def svg(points: Sequence[RiskPoint], threshold: float | None) -> str:
     path = " ".join(f"{x:.1f},{y:.1f}" for x, y in (xy(p) for p in points))
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-        'role="img" aria-label="risk-coverage curve">',
+        f'role="img" aria-label="risk-coverage curve{label and ", " + label}">',
         f'<line x1="{PAD}" y1="{HEIGHT - PAD}" x2="{WIDTH - PAD}" y2="{HEIGHT - PAD}" '
         'stroke="#444"/>',
         f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{HEIGHT - PAD}" stroke="#444"/>',
@@ -102,6 +111,12 @@ def render(
     ours = main.systems[0]
     points = curve(ours.outcomes)
     plot = svg(points, threshold) if points else "<p>No confidence was read for these answers.</p>"
+    among = curve(ours.outcomes, answerable_only=True)
+    plot_answerable = (
+        svg(among, threshold, "answerable questions only")
+        if among
+        else "<p>No answerable question carries a confidence.</p>"
+    )
     question_rows = []
     for o in ours.outcomes:
         gold = "; ".join(f"{g.doc}: {g.fact}" for g in o.item.gold) or "(unanswerable)"
@@ -130,7 +145,13 @@ td,th{{border:1px solid #ccc;padding:4px 8px;vertical-align:top;font-size:13px}}
 <h2>Context recall by budget</h2>
 <table><tr><th>budget</th><th>twokeys</th><th>top-k</th></tr>{"".join(recall_rows)}</table>
 <h2>Risk-coverage</h2>
+<p>All questions: coverage is the share of all questions answered; an answered
+unanswerable question counts as a miss.</p>
 {plot}
+<h3>Answerable questions only</h3>
+<p>Coverage is the share of the answerable questions answered; risk the share of those
+answered whose cited blocks hold no gold fact.</p>
+{plot_answerable}
 <h2>Questions</h2>
 <table><tr><th>id</th><th>question</th><th>gold</th><th>recall</th><th>packed</th><th>answer</th>
 <th>confidence</th><th>why</th><th>right</th></tr>
