@@ -50,6 +50,7 @@ import argparse
 import hashlib
 import json
 import logging
+import math
 import os
 import resource
 import subprocess
@@ -298,6 +299,63 @@ def write_splits(folder: Path, queries: list[list[str]]) -> None:
         (folder / "qrels" / f"{split}.tsv").write_text(text)
 
 
+# -- the PDFs indexed as a user indexes them ------------------------------------------
+
+
+def native(out: Path) -> dict[str, Any]:
+    """The PDFs indexed by ``twokeys index`` itself (the reader's pages, sections and
+    joined small pages; chunks located by page), each query searched by bm25, dense and
+    the hybrid with and without fusion by page (:mod:`twokeys.fusion.units`), and the
+    hits' pages (``hit.locator``) scored: nDCG@10 and Recall@10 per split and kind.
+    The index is built once under ``out/native`` and reused."""
+    import shutil
+
+    import twokeys
+
+    folder = out / "native" / "pdfs"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, path in pdf_files(out).items():
+        if not (folder / name).exists():
+            shutil.copyfile(path, folder / name)
+    location = out / "native" / "index.twokeys"
+    twokeys.build_index(folder, location)
+    queries = [line.split("\t") for line in (HERE / "written.tsv").read_text().splitlines()]
+    index = twokeys.open_index(location)
+    variants = {"bm25": "bm25", "dense": "dense", "hybrid (chunks)": "hybrid",
+                "hybrid (pages)": "hybrid"}  # fmt: skip
+    scores: dict[tuple[str, str, str], list[tuple[float, float]]] = defaultdict(list)
+    for variant, mode in variants.items():
+        # "hybrid (chunks)": every chunk fused on its own, as before fusion by page
+        index._units = {} if variant == "hybrid (chunks)" else None
+        for name, page, kind, text in queries:
+            gold = f"{name}#p{page}"
+            ranked: list[str] = []
+            for hit in index.search(text, mode=mode, k=300):
+                loc = hit.locator
+                if loc is None or loc.page is None:
+                    continue
+                for number in range(loc.page, (loc.page_end or loc.page) + 1):
+                    page_id = f"{hit.path}#p{number}"
+                    if page_id not in ranked:
+                        ranked.append(page_id)
+            at = ranked.index(gold) + 1 if gold in ranked[:10] else 0
+            ndcg = 1.0 / math.log2(at + 1) if at else 0.0
+            for split in (split_of(gold), "all"):
+                for k in (kind, "all"):
+                    scores[(variant, split, k)].append((ndcg, 1.0 if at else 0.0))
+    rows = []
+    print("| retriever | split | kind | queries | nDCG@10 | Recall@10 |")
+    print("|---|---|---|---:|---:|---:|")
+    for (variant, split, kind), values in sorted(scores.items(), key=lambda kv: (
+            SPLITS.index(kv[0][1]), kv[0][2], list(variants).index(kv[0][0]))):  # fmt: skip
+        ndcg = sum(v[0] for v in values) / len(values)
+        recall = sum(v[1] for v in values) / len(values)
+        rows.append({"retriever": variant, "split": split, "kind": kind, "queries": len(values),
+                     "ndcg@10": round(ndcg, 4), "recall@10": round(recall, 4)})  # fmt: skip
+        print(f"| {variant} | {split} | {kind} | {len(values)} | {ndcg:.3f} | {recall:.3f} |")
+    return {"index": index.info().get("counts"), "rows": rows}
+
+
 # -- evaluation --------------------------------------------------------------------------
 
 
@@ -368,6 +426,9 @@ def main() -> None:
     s = sub.add_parser("split", help="write qrels/{train,test,all}.tsv into built collections")
     s.add_argument("out", type=Path)
     s.add_argument("--extractors", default=",".join(EXTRACTORS))
+    n = sub.add_parser("native", help="index the PDFs with twokeys itself; pages of the hits")
+    n.add_argument("out", type=Path)
+    n.add_argument("--json", type=Path, help="write the figures here too")
     r = sub.add_parser("run")
     r.add_argument("out", type=Path)
     r.add_argument("--extractors", default=",".join(EXTRACTORS))
@@ -382,6 +443,10 @@ def main() -> None:
         queries = [line.split("\t") for line in (HERE / "written.tsv").read_text().splitlines()]
         for name in args.extractors.split(","):
             write_splits(args.out / name, queries)
+    elif args.command == "native":
+        found = native(args.out)
+        if args.json:
+            args.json.write_text(json.dumps(found, indent=1) + "\n")
     else:
         run(args.out, tuple(args.extractors.split(",")))
 
