@@ -304,56 +304,79 @@ def write_splits(folder: Path, queries: list[list[str]]) -> None:
 
 def native(out: Path) -> dict[str, Any]:
     """The PDFs indexed by ``twokeys index`` itself (the reader's pages, sections and
-    joined small pages; chunks located by page), each query searched by bm25, dense and
-    the hybrid with and without fusion by page (:mod:`twokeys.fusion.units`), and the
-    hits' pages (``hit.locator``) scored: nDCG@10 and Recall@10 per split and kind.
-    The index is built once under ``out/native`` and reused."""
+    joined small pages; chunks located by page) twice: PDF pages chunked at 250 tokens
+    like other text (as before) and at the PDF cap (``ChunkerConfig.page_tokens``, 64).
+    Each query is searched by bm25, dense and the hybrid, the hybrid with every chunk
+    fused on its own (as before) and with a page's chunks fused as the page
+    (:mod:`twokeys.fusion.units`); the hits' pages (``hit.locator``) are scored:
+    nDCG@10 and Recall@10 per split and kind. The indexes are built under
+    ``out/native`` and reused."""
     import shutil
 
     import twokeys
+    from twokeys.chunking import ChunkerConfig
 
     folder = out / "native" / "pdfs"
     folder.mkdir(parents=True, exist_ok=True)
     for name, path in pdf_files(out).items():
         if not (folder / name).exists():
             shutil.copyfile(path, folder / name)
-    location = out / "native" / "index.twokeys"
-    twokeys.build_index(folder, location)
     queries = [line.split("\t") for line in (HERE / "written.tsv").read_text().splitlines()]
-    index = twokeys.open_index(location)
+    layouts = {"250": ("index.twokeys", 250), "64": ("index-pages64.twokeys", 64)}
     variants = {"bm25": "bm25", "dense": "dense", "hybrid (chunks)": "hybrid",
                 "hybrid (pages)": "hybrid"}  # fmt: skip
-    scores: dict[tuple[str, str, str], list[tuple[float, float]]] = defaultdict(list)
-    for variant, mode in variants.items():
-        # "hybrid (chunks)": every chunk fused on its own, as before fusion by page
-        index._units = {} if variant == "hybrid (chunks)" else None
-        for name, page, kind, text in queries:
-            gold = f"{name}#p{page}"
-            ranked: list[str] = []
-            for hit in index.search(text, mode=mode, k=300):
-                loc = hit.locator
-                if loc is None or loc.page is None:
-                    continue
-                for number in range(loc.page, (loc.page_end or loc.page) + 1):
-                    page_id = f"{hit.path}#p{number}"
-                    if page_id not in ranked:
-                        ranked.append(page_id)
-            at = ranked.index(gold) + 1 if gold in ranked[:10] else 0
-            ndcg = 1.0 / math.log2(at + 1) if at else 0.0
-            for split in (split_of(gold), "all"):
-                for k in (kind, "all"):
-                    scores[(variant, split, k)].append((ndcg, 1.0 if at else 0.0))
+    scores: dict[tuple[str, str, str, str], list[tuple[float, float]]] = defaultdict(list)
+    counts = {}
+    for layout, (where, page_tokens) in layouts.items():
+        location = out / "native" / where
+        options = twokeys.IndexOptions(chunker=ChunkerConfig(page_tokens=page_tokens))
+        twokeys.build_index(folder, location, options)
+        index = twokeys.open_index(location)
+        counts[layout] = index.info().get("counts")
+        for variant, mode in variants.items():
+            # "hybrid (chunks)": every chunk fused on its own, as before fusion by page
+            index._units = {} if variant == "hybrid (chunks)" else None
+            for name, page, kind, text in queries:
+                gold = f"{name}#p{page}"
+                at = _page_rank(index.search(text, mode=mode, k=300), gold)
+                ndcg = 1.0 / math.log2(at + 1) if at else 0.0
+                for split in (split_of(gold), "all"):
+                    for k in (kind, "all"):
+                        scores[(layout, variant, split, k)].append((ndcg, 1.0 if at else 0.0))
+        index.close()
     rows = []
-    print("| retriever | split | kind | queries | nDCG@10 | Recall@10 |")
-    print("|---|---|---|---:|---:|---:|")
-    for (variant, split, kind), values in sorted(scores.items(), key=lambda kv: (
-            SPLITS.index(kv[0][1]), kv[0][2], list(variants).index(kv[0][0]))):  # fmt: skip
+    print("| PDF chunks | retriever | split | kind | queries | nDCG@10 | Recall@10 |")
+    print("|---|---|---|---|---:|---:|---:|")
+    order = list(variants)
+
+    def place(key: tuple[str, str, str, str]) -> tuple[int, str, bool, int]:
+        layout, variant, split, kind = key
+        return SPLITS.index(split), kind, layout == "64", order.index(variant)
+
+    for (layout, variant, split, kind), values in sorted(scores.items(), key=lambda x: place(x[0])):
         ndcg = sum(v[0] for v in values) / len(values)
         recall = sum(v[1] for v in values) / len(values)
-        rows.append({"retriever": variant, "split": split, "kind": kind, "queries": len(values),
-                     "ndcg@10": round(ndcg, 4), "recall@10": round(recall, 4)})  # fmt: skip
-        print(f"| {variant} | {split} | {kind} | {len(values)} | {ndcg:.3f} | {recall:.3f} |")
-    return {"index": index.info().get("counts"), "rows": rows}
+        rows.append({"pdf_chunk_tokens": int(layout), "retriever": variant, "split": split,
+                     "kind": kind, "queries": len(values), "ndcg@10": round(ndcg, 4),
+                     "recall@10": round(recall, 4)})  # fmt: skip
+        print(f"| {layout} | {variant} | {split} | {kind} | {len(values)} | {ndcg:.3f} "
+              f"| {recall:.3f} |")  # fmt: skip
+    return {"indexes": counts, "rows": rows}
+
+
+def _page_rank(hits: list[Any], gold: str) -> int:
+    """The rank (1-10) of the page ``gold`` among the hits' pages, 0 when not in the top
+    10; a chunk over several pages (``pp. 12-13``) ranks each of them."""
+    ranked: list[str] = []
+    for hit in hits:
+        loc = hit.locator
+        if loc is None or loc.page is None:
+            continue
+        for number in range(loc.page, (loc.page_end or loc.page) + 1):
+            page_id = f"{hit.path}#p{number}"
+            if page_id not in ranked:
+                ranked.append(page_id)
+    return ranked.index(gold) + 1 if gold in ranked[:10] else 0
 
 
 # -- evaluation --------------------------------------------------------------------------

@@ -79,6 +79,7 @@ except ImportError:  # pragma: no cover - depends on the build
 compiled_packing = True
 
 MARKDOWN_KINDS = frozenset({"markdown", "html", "notebook", "docx"})
+PAGE_TOKENS = 64  # the chunk cap on a PDF's pages (ChunkerConfig.for_pages)
 CHARS_PER_TOKEN = 16  # a generous bound: English runs about 4-5 characters a token
 MIN_MAX_CHARS = 4000
 
@@ -90,6 +91,7 @@ class ChunkerConfig:
     max_tokens: int = 250  # cap on tokens of (heading line + chunk body)
     overlap_tokens: int = 32  # trailing sentences repeated at the start of the next chunk
     min_tokens: int = 24  # a smaller open chunk absorbs the start of a block that must be cut
+    page_tokens: int = PAGE_TOKENS  # max_tokens for a PDF's pages (:meth:`for_pages`)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -105,6 +107,30 @@ class ChunkerConfig:
             )
         if self.min_tokens < 0:
             raise ConfigError(f"chunker.min_tokens: must be >= 0, got {self.min_tokens}")
+        if self.page_tokens < 16:
+            raise ConfigError(f"chunker.page_tokens: must be at least 16, got {self.page_tokens}")
+
+    def for_pages(self) -> ChunkerConfig:
+        """The settings a PDF's pages are chunked with: ``page_tokens`` as the cap (at
+        most ``max_tokens``), the overlap and minimum scaled down with it.
+
+        A page is cited, and fused (:mod:`twokeys.fusion.units`), as one unit, so its
+        chunks need not be passages a reader could take alone: they are what each
+        sensor reads best. On the PDF page benchmark's train split
+        (``benchmarks/pdf_pages.py``, 80 queries) the dense model scored pages by their
+        best chunk at nDCG@10 0.848 / 0.684 (identifier / paraphrase) from chunks of 250
+        tokens, 0.838 / 0.726 from 128 and 0.879 / 0.761 from 64; BM25 0.960 / 0.817
+        from 250 and 0.966 / 0.839 from 64 (MiniLM was trained on 128-token inputs, and
+        a manual's page mixes commands, prose and tables that one vector averages)."""
+        cap = min(self.page_tokens, self.max_tokens)
+        if cap == self.max_tokens:
+            return self
+        return replace(
+            self,
+            max_tokens=cap,
+            overlap_tokens=min(self.overlap_tokens, cap // 4),
+            min_tokens=min(self.min_tokens, cap // 5),
+        )
 
     @property
     def max_chars(self) -> int:
@@ -126,6 +152,10 @@ class ChunkerConfig:
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ConfigError(f"chunker.{key}: expected int, got {value!r}")
             values[key] = value
+        if "max_tokens" in values and "page_tokens" not in values:
+            # an index chunked before PDF pages had their own cap: its pages were
+            # chunked like the rest, and an update chunks them so again
+            values["page_tokens"] = max(16, values["max_tokens"])
         return cls(**values)
 
 
@@ -151,7 +181,8 @@ def chunk_documents(
     core), so a batch of documents costs about one call instead of one per document.
     The approximate counter reads each document's pieces in place in its text instead.
     """
-    plans = [_plan(doc, config) for doc in docs]
+    configs = [config.for_pages() if doc.kind == "pdf" else config for doc in docs]
+    plans = [_plan(doc, cfg) for doc, cfg in zip(docs, configs, strict=True)]
     counted = [(doc, plan) for doc, plan in zip(docs, plans, strict=True) if plan is not None]
     if count_tokens is approx_token_counter:
         all_counts = [
@@ -166,14 +197,14 @@ def chunk_documents(
         ]
     doc_counts = iter(all_counts)
     out: list[list[Chunk]] = []
-    for doc, plan in zip(docs, plans, strict=True):
+    for doc, plan, cfg in zip(docs, plans, configs, strict=True):
         if plan is None:
             title = " ".join(doc.title.split())
             # a record with a title and no body (BEIR corpora have them): the title is its
             # heading, so it is indexed (indexed_text) and shown wherever headings are
             out.append([Chunk(doc.id, 0, "", 0, 0, (title,))] if title else [])
             continue
-        out.append(_chunks(doc, plan, next(doc_counts), count_tokens, config))
+        out.append(_chunks(doc, plan, next(doc_counts), count_tokens, cfg))
     return out
 
 
