@@ -79,7 +79,6 @@ except ImportError:  # pragma: no cover - depends on the build
 compiled_packing = True
 
 MARKDOWN_KINDS = frozenset({"markdown", "html", "notebook", "docx"})
-PAGE_TOKENS = 64  # the chunk cap on a PDF's pages (ChunkerConfig.for_pages)
 CHARS_PER_TOKEN = 16  # a generous bound: English runs about 4-5 characters a token
 MIN_MAX_CHARS = 4000
 
@@ -91,7 +90,7 @@ class ChunkerConfig:
     max_tokens: int = 250  # cap on tokens of (heading line + chunk body)
     overlap_tokens: int = 32  # trailing sentences repeated at the start of the next chunk
     min_tokens: int = 24  # a smaller open chunk absorbs the start of a block that must be cut
-    page_tokens: int = PAGE_TOKENS  # max_tokens for a PDF's pages (:meth:`for_pages`)
+    page_tokens: int = 0  # max_tokens for a PDF's pages, 0: as the rest (:meth:`for_pages`)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -107,21 +106,29 @@ class ChunkerConfig:
             )
         if self.min_tokens < 0:
             raise ConfigError(f"chunker.min_tokens: must be >= 0, got {self.min_tokens}")
-        if self.page_tokens < 16:
-            raise ConfigError(f"chunker.page_tokens: must be at least 16, got {self.page_tokens}")
+        if self.page_tokens != 0 and self.page_tokens < 16:
+            raise ConfigError(
+                f"chunker.page_tokens: must be 0 (as max_tokens) or at least 16, "
+                f"got {self.page_tokens}"
+            )
 
     def for_pages(self) -> ChunkerConfig:
         """The settings a PDF's pages are chunked with: ``page_tokens`` as the cap (at
-        most ``max_tokens``), the overlap and minimum scaled down with it.
+        most ``max_tokens``; 0 keeps ``max_tokens``), the overlap and minimum scaled
+        down with it.
 
-        A page is cited, and fused (:mod:`twokeys.fusion.units`), as one unit, so its
-        chunks need not be passages a reader could take alone: they are what each
-        sensor reads best. On the PDF page benchmark's train split
-        (``benchmarks/pdf_pages.py``, 80 queries) the dense model scored pages by their
-        best chunk at nDCG@10 0.848 / 0.684 (identifier / paraphrase) from chunks of 250
-        tokens, 0.838 / 0.726 from 128 and 0.879 / 0.761 from 64; BM25 0.960 / 0.817
-        from 250 and 0.966 / 0.839 from 64 (MiniLM was trained on 128-token inputs, and
-        a manual's page mixes commands, prose and tables that one vector averages)."""
+        Not the default, by measurement. On the PDF page benchmark's page texts
+        (``benchmarks/pdf_pages.py``, train split, a page scored by its best chunk) the
+        dense model read short units better: nDCG@10 identifier / paraphrase 0.848 /
+        0.684 from chunks of 250 tokens, 0.838 / 0.726 from 128, 0.879 / 0.761 from
+        64, and BM25 0.960 / 0.817 from 250, 0.966 / 0.839 from 64. But with the PDFs
+        indexed by the reader itself (section paths heading every chunk, small pages
+        joined; ``pdf_pages native``), 64-token pages gave the hybrid 0.960 / 0.845 on
+        train against 0.938 / 0.853 from 250 and 0.879 / 0.794 on test against 0.903 /
+        0.842.
+        """
+        if self.page_tokens == 0:
+            return self
         cap = min(self.page_tokens, self.max_tokens)
         if cap == self.max_tokens:
             return self
@@ -152,10 +159,6 @@ class ChunkerConfig:
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ConfigError(f"chunker.{key}: expected int, got {value!r}")
             values[key] = value
-        if "max_tokens" in values and "page_tokens" not in values:
-            # an index chunked before PDF pages had their own cap: its pages were
-            # chunked like the rest, and an update chunks them so again
-            values["page_tokens"] = max(16, values["max_tokens"])
         return cls(**values)
 
 

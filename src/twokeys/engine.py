@@ -154,14 +154,14 @@ class Index:
             fusion=request.fusion,
             k=request.rrf_k,
             lexical_weight=request.lexical_weight,
-            units=self.page_units(),
         )
 
     def page_units(self) -> dict[int, int]:
         """The cited unit of each chunk row on a PDF page: the row of the first chunk of
-        its (document, pages), which the hybrid fuses as one (:mod:`twokeys.fusion.units`);
-        rows without a page are absent. Read once; empty on a backend whose rows change
-        while open (there every chunk is fused on its own)."""
+        its (document, pages), for a hybrid that fuses a page's chunks as one
+        (``HybridRetriever(units=...)``, :mod:`twokeys.fusion.units`; not the default:
+        measured in ``benchmarks/pdf_pages.py native``); rows without a page are absent.
+        Read once; empty on a backend whose rows change while open."""
         if self.backend.rows_change:
             return {}
         if self._units is None:

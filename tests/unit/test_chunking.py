@@ -603,21 +603,20 @@ def test_config_round_trip() -> None:
         "max_tokens": 128,
         "overlap_tokens": 16,
         "min_tokens": 8,
-        "page_tokens": 64,
+        "page_tokens": 0,
     }
     assert ChunkerConfig.from_dict(config.to_dict()) == config
     assert ChunkerConfig.from_dict({}) == ChunkerConfig()
-    # a manifest written before PDF pages had their own cap chunked them like the rest
-    assert ChunkerConfig.from_dict({"max_tokens": 300}) == ChunkerConfig(
-        max_tokens=300, page_tokens=300
+    assert ChunkerConfig.from_dict({"max_tokens": 300}) == ChunkerConfig(max_tokens=300)
+
+
+def test_pdf_pages_can_be_chunked_at_their_own_cap() -> None:
+    assert ChunkerConfig().for_pages() == ChunkerConfig()  # by default as the rest
+    config = ChunkerConfig(page_tokens=64)
+    assert config.for_pages() == ChunkerConfig(
+        max_tokens=64, overlap_tokens=16, min_tokens=12, page_tokens=64
     )
-
-
-def test_pdf_pages_are_chunked_at_the_page_cap() -> None:
-    config = ChunkerConfig()
-    assert config.for_pages() == ChunkerConfig(max_tokens=64, overlap_tokens=16, min_tokens=12)
-    assert ChunkerConfig(48, 8).for_pages().max_tokens == 48  # never above the cap
-    assert ChunkerConfig(page_tokens=250).for_pages() == ChunkerConfig(page_tokens=250)
+    assert ChunkerConfig(48, 8, page_tokens=64).for_pages().max_tokens == 48  # at most the cap
     with pytest.raises(ConfigError, match="page_tokens"):
         ChunkerConfig(page_tokens=8)
     words = " ".join(f"word{i} of the manual." for i in range(200))
@@ -630,6 +629,7 @@ def test_pdf_pages_are_chunked_at_the_page_cap() -> None:
     assert all(c.locator == page for c in pdf_chunks)
     assert max(approx_token_counter([c.text])[0] for c in pdf_chunks) <= 64
     assert len(pdf_chunks) > 3 * len(text_chunks) >= 3
+    assert len(chunk_document(pdf, approx_token_counter, ChunkerConfig())) == len(text_chunks)
 
 
 def test_config_from_dict_errors() -> None:
