@@ -13,7 +13,8 @@ Fusions (``fusion=``):
   exact matching can see, by the sensors' evidence), quoted strings, lexical
   confidence, length and the two sensors' agreement, identifiers matched exactly
   ranked first
-  (:mod:`twokeys.fusion.adaptive`).
+  (:mod:`twokeys.fusion.adaptive`); given ``units`` (``Index.page_units()``, not the
+  default), the chunks of one PDF page are scored as the page (:mod:`twokeys.fusion.units`).
 """
 
 from __future__ import annotations
