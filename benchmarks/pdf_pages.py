@@ -50,6 +50,7 @@ import argparse
 import hashlib
 import json
 import logging
+import math
 import os
 import resource
 import subprocess
@@ -298,6 +299,100 @@ def write_splits(folder: Path, queries: list[list[str]]) -> None:
         (folder / "qrels" / f"{split}.tsv").write_text(text)
 
 
+# -- the PDFs indexed as a user indexes them ------------------------------------------
+
+
+def native(out: Path) -> dict[str, Any]:
+    """The PDFs indexed by ``twokeys index`` itself (the reader's pages, sections and
+    joined small pages; chunks located by page) twice: PDF pages chunked at 250 tokens
+    like other text (as before) and at the PDF cap (``ChunkerConfig.page_tokens``, 64).
+    Each query is searched by bm25, dense and the hybrid, the hybrid with every chunk
+    fused on its own (as before) and with a page's chunks fused as the page
+    (:mod:`twokeys.fusion.units`); the hits' pages (``hit.locator``) are scored:
+    nDCG@10 and Recall@10 per split and kind. The indexes are built under
+    ``out/native`` and reused."""
+    import shutil
+
+    import twokeys
+    from twokeys.chunking import ChunkerConfig
+
+    folder = out / "native" / "pdfs"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, path in pdf_files(out).items():
+        if not (folder / name).exists():
+            shutil.copyfile(path, folder / name)
+    queries = [line.split("\t") for line in (HERE / "written.tsv").read_text().splitlines()]
+    layouts = {"250": ("index.twokeys", 0), "64": ("index-pages64.twokeys", 64)}
+    variants = {"bm25": "bm25", "dense": "dense", "hybrid (chunks)": "hybrid",
+                "hybrid (pages)": "hybrid"}  # fmt: skip
+    scores: dict[tuple[str, str, str, str], list[tuple[float, float]]] = defaultdict(list)
+    counts = {}
+    for layout, (where, page_tokens) in layouts.items():
+        location = out / "native" / where
+        options = twokeys.IndexOptions(chunker=ChunkerConfig(page_tokens=page_tokens))
+        twokeys.build_index(folder, location, options)
+        index = twokeys.open_index(location)
+        counts[layout] = index.info().get("counts")
+        for variant, mode in variants.items():
+            for name, page, kind, text in queries:
+                gold = f"{name}#p{page}"
+                if variant == "hybrid (pages)":
+                    hits = _paged_hits(index, text)
+                else:
+                    hits = [(h.path, h.locator) for h in index.search(text, mode=mode, k=300)]
+                at = _page_rank(hits, gold)
+                ndcg = 1.0 / math.log2(at + 1) if at else 0.0
+                for split in (split_of(gold), "all"):
+                    for k in (kind, "all"):
+                        scores[(layout, variant, split, k)].append((ndcg, 1.0 if at else 0.0))
+        index.close()
+    rows = []
+    print("| PDF chunks | retriever | split | kind | queries | nDCG@10 | Recall@10 |")
+    print("|---|---|---|---|---:|---:|---:|")
+    order = list(variants)
+
+    def place(key: tuple[str, str, str, str]) -> tuple[int, str, bool, int]:
+        layout, variant, split, kind = key
+        return SPLITS.index(split), kind, layout == "64", order.index(variant)
+
+    for (layout, variant, split, kind), values in sorted(scores.items(), key=lambda x: place(x[0])):
+        ndcg = sum(v[0] for v in values) / len(values)
+        recall = sum(v[1] for v in values) / len(values)
+        rows.append({"pdf_chunk_tokens": int(layout), "retriever": variant, "split": split,
+                     "kind": kind, "queries": len(values), "ndcg@10": round(ndcg, 4),
+                     "recall@10": round(recall, 4)})  # fmt: skip
+        print(f"| {layout} | {variant} | {split} | {kind} | {len(values)} | {ndcg:.3f} "
+              f"| {recall:.3f} |")  # fmt: skip
+    return {"indexes": counts, "rows": rows}
+
+
+def _paged_hits(index: Any, text: str) -> list[tuple[str, Any]]:
+    """(path, locator) of the hybrid's 300 best chunks with a page's chunks fused as
+    the page (``HybridRetriever(units=Index.page_units())``)."""
+    from twokeys.request import SearchRequest
+
+    retriever = index.retriever(SearchRequest(text, k=300))
+    retriever.units = index.page_units()
+    run = retriever.retrieve(text, 300).run
+    found = index.backend.chunks_with_source([h.row for h in run])
+    return [(path, chunk.locator) for chunk, _, path in found]
+
+
+def _page_rank(hits: list[tuple[str, Any]], gold: str) -> int:
+    """The rank (1-10) of the page ``gold`` among the hits' pages (``(path, locator)``
+    in rank order), 0 when not in the top 10; a chunk over several pages (``pp.
+    12-13``) ranks each of them."""
+    ranked: list[str] = []
+    for path, loc in hits:
+        if loc is None or loc.page is None:
+            continue
+        for number in range(loc.page, (loc.page_end or loc.page) + 1):
+            page_id = f"{path}#p{number}"
+            if page_id not in ranked:
+                ranked.append(page_id)
+    return ranked.index(gold) + 1 if gold in ranked[:10] else 0
+
+
 # -- evaluation --------------------------------------------------------------------------
 
 
@@ -368,6 +463,9 @@ def main() -> None:
     s = sub.add_parser("split", help="write qrels/{train,test,all}.tsv into built collections")
     s.add_argument("out", type=Path)
     s.add_argument("--extractors", default=",".join(EXTRACTORS))
+    n = sub.add_parser("native", help="index the PDFs with twokeys itself; pages of the hits")
+    n.add_argument("out", type=Path)
+    n.add_argument("--json", type=Path, help="write the figures here too")
     r = sub.add_parser("run")
     r.add_argument("out", type=Path)
     r.add_argument("--extractors", default=",".join(EXTRACTORS))
@@ -382,6 +480,10 @@ def main() -> None:
         queries = [line.split("\t") for line in (HERE / "written.tsv").read_text().splitlines()]
         for name in args.extractors.split(","):
             write_splits(args.out / name, queries)
+    elif args.command == "native":
+        found = native(args.out)
+        if args.json:
+            args.json.write_text(json.dumps(found, indent=1) + "\n")
     else:
         run(args.out, tuple(args.extractors.split(",")))
 

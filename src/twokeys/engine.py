@@ -85,6 +85,7 @@ class Index:
         self._masks: dict[tuple[Filter, ...], RowMask] = {}  # filters -> allowed rows
         self._templates: dict[tuple[Any, ...], SearchRequest] = {}  # options -> request
         self._lock = threading.Lock()  # guards the lazy encoder, rerankers and masks
+        self._units: dict[int, int] | None = None  # row -> its PDF page's unit (page_units)
         if encoder is not None:
             self._check_encoder(encoder)
 
@@ -154,6 +155,28 @@ class Index:
             k=request.rrf_k,
             lexical_weight=request.lexical_weight,
         )
+
+    def page_units(self) -> dict[int, int]:
+        """The cited unit of each chunk row on a PDF page: the row of the first chunk of
+        its (document, pages), for a hybrid that fuses a page's chunks as one
+        (``HybridRetriever(units=...)``, :mod:`twokeys.fusion.units`; not the default:
+        measured in ``benchmarks/pdf_pages.py native``); rows without a page are absent.
+        Read once; empty on a backend whose rows change while open."""
+        if self.backend.rows_change:
+            return {}
+        if self._units is None:
+            located = self.backend.row_locators()
+            units: dict[int, int] = {}
+            if any(loc.page is not None for loc in located.values()):
+                for doc in self.backend.all_documents():
+                    first: dict[tuple[int, int | None], int] = {}
+                    for row in range(doc.first_row, doc.first_row + doc.n_chunks):
+                        loc = located.get(row)
+                        if loc is not None and loc.page is not None:
+                            units[row] = first.setdefault((loc.page, loc.page_end), row)
+            with self._lock:
+                self._units = units
+        return self._units
 
     def allowed_rows(self, filters: Sequence[Filter]) -> RowMask | None:
         """The chunk rows ``filters`` allow (None without filters), kept for reuse

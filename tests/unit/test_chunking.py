@@ -7,6 +7,7 @@ import itertools
 import random
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -21,7 +22,7 @@ from twokeys.chunking import (
     indexed_text,
 )
 from twokeys.errors import ConfigError
-from twokeys.types import Chunk, Document
+from twokeys.types import Chunk, Document, Locator, Segment
 
 DEFAULT = ChunkerConfig()
 MINILM_TOKENIZER = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
@@ -598,10 +599,37 @@ def test_config_accepts_edges() -> None:
 
 def test_config_round_trip() -> None:
     config = ChunkerConfig(max_tokens=128, overlap_tokens=16, min_tokens=8)
-    assert config.to_dict() == {"max_tokens": 128, "overlap_tokens": 16, "min_tokens": 8}
+    assert config.to_dict() == {
+        "max_tokens": 128,
+        "overlap_tokens": 16,
+        "min_tokens": 8,
+        "page_tokens": 0,
+    }
     assert ChunkerConfig.from_dict(config.to_dict()) == config
     assert ChunkerConfig.from_dict({}) == ChunkerConfig()
     assert ChunkerConfig.from_dict({"max_tokens": 300}) == ChunkerConfig(max_tokens=300)
+
+
+def test_pdf_pages_can_be_chunked_at_their_own_cap() -> None:
+    assert ChunkerConfig().for_pages() == ChunkerConfig()  # by default as the rest
+    config = ChunkerConfig(page_tokens=64)
+    assert config.for_pages() == ChunkerConfig(
+        max_tokens=64, overlap_tokens=16, min_tokens=12, page_tokens=64
+    )
+    assert ChunkerConfig(48, 8, page_tokens=64).for_pages().max_tokens == 48  # at most the cap
+    with pytest.raises(ConfigError, match="page_tokens"):
+        ChunkerConfig(page_tokens=8)
+    words = " ".join(f"word{i} of the manual." for i in range(200))
+    page = Locator(page=3)
+    segments = (Segment(0, len(words), page),)
+    pdf = Document("m.pdf", "", words, "m.pdf", 0.0, "", "pdf", segments=segments)
+    text = replace(pdf, id="m.txt", path="m.txt", kind="text")
+    pdf_chunks = chunk_document(pdf, approx_token_counter, config)
+    text_chunks = chunk_document(text, approx_token_counter, config)
+    assert all(c.locator == page for c in pdf_chunks)
+    assert max(approx_token_counter([c.text])[0] for c in pdf_chunks) <= 64
+    assert len(pdf_chunks) > 3 * len(text_chunks) >= 3
+    assert len(chunk_document(pdf, approx_token_counter, ChunkerConfig())) == len(text_chunks)
 
 
 def test_config_from_dict_errors() -> None:

@@ -55,6 +55,37 @@ def test_title_page_running_headers_body_set_large_and_glyph_runs_are_not_headin
     assert detect_headings(large, 1) == []
 
 
+def test_a_title_pages_subtitle_in_section_type_is_not_a_section() -> None:
+    # LilyPond's manuals: title, subtitle and the authors' line (set in the bold type of
+    # the sections) above the first page's first paragraph
+    chapter = ("1 Running the program", 17.0, True)
+    section = ("1.1 Normal usage", 14.0, True)
+    title = _lines(
+        0,
+        ("LilyPond", 20.0, True),
+        ("The typesetter", 10.0, False),
+        ("Usage", 20.0, True),
+        ("The development team", 14.0, True),
+        BODY,
+        BODY,
+    )
+    later = [
+        *_lines(1, chapter, BODY, BODY, section, BODY, BODY, BODY),
+        *_lines(2, ("1.2 More", 14.0, True), BODY, BODY, BODY, BODY),
+    ]
+    assert detect_headings([*title, *later], 3) == [
+        (1, 1, "1 Running the program"),
+        (1, 2, "1.1 Normal usage"),
+        (2, 2, "1.2 More"),
+    ]
+    # an article: the headings below its first page's first paragraph are kept
+    article = _lines(0, ("A Paper", 20.0, True), BODY, BODY, ("1 Introduction", 14.0, True), BODY)
+    assert detect_headings([*article, *later], 3)[0] == (0, 2, "1 Introduction")
+    # a first page set in no larger type than later ones has no title block
+    opening = _lines(0, ("The development team", 14.0, True), BODY, BODY)
+    assert detect_headings([*opening, *later], 3)[0] == (0, 2, "The development team")
+
+
 def _guide(path: Path) -> Path:
     """A service guide written by fpdf2 with the PDF core fonts: a title page, then
     numbered chapters (18 pt bold) and sections (14 pt bold) over 11 pt body text, a

@@ -133,7 +133,8 @@ from itertools import pairwise
 
 from twokeys.errors import ConfigError
 from twokeys.fusion.convex import convex_combination
-from twokeys.fusion.normalization import normalizer
+from twokeys.fusion.normalization import Normalizer, normalizer
+from twokeys.fusion.units import unit_scores
 from twokeys.types import ScoredChunk
 
 _QUOTED = re.compile(r'"([^"]+)"')
@@ -363,6 +364,7 @@ def adaptive_fusion(
     depth: int | None = None,
     weight: float | None = None,
     levels: tuple[float, float] = (0.0, 0.0),
+    units: Mapping[int, int] | None = None,
 ) -> list[ScoredChunk]:
     """Fuse one query's runs; ``exact_matches[row]`` = how many exact terms ``row`` contains.
 
@@ -373,25 +375,31 @@ def adaptive_fusion(
     ``weight``: the lexical weight if the caller has computed it (:func:`lexical_weight`
     with :func:`semantic_support` of these runs), else computed here; ``levels``: the
     lexical and the dense run's chance levels (``RetrieverResult.chance``), read by the
-    ``chance`` normalisation.
+    ``chance`` normalisation; ``units[row]``: the cited unit (a PDF page) of each located
+    chunk row, whose chunks then score as their unit (:mod:`twokeys.fusion.units`), the
+    chunk's own score ordering a unit's chunks.
     """
     alpha = (
         lexical_weight(features, params, semantic_support(lexical, dense))
         if weight is None
         else weight
     )
+    norms = (
+        normalizer(params.normalization, depth, levels[0]),
+        normalizer(params.normalization, depth, levels[1]),
+    )
     fused = convex_combination(
         {"lexical": lexical, "dense": dense},
         {"lexical": alpha, "dense": 1.0 - alpha},
-        {
-            "lexical": normalizer(params.normalization, depth, levels[0]),
-            "dense": normalizer(params.normalization, depth, levels[1]),
-        },
+        {"lexical": norms[0], "dense": norms[1]},
     )
+    own: dict[int, float] = {}
+    if units:
+        fused, own = _scored_by_unit(fused, lexical, dense, norms, depth, alpha, units)
     pool = (
         None if depth is None else {h.row for h in lexical[:depth]} | {h.row for h in dense[:depth]}
     )
-    if features.exact_terms or (pool is not None and len(pool) < len(fused)):
+    if units or features.exact_terms or (pool is not None and len(pool) < len(fused)):
         tiered = bool(features.exact_terms)
         # a bare name: among the chunks that hold it, BM25's order (see the module doc)
         by_lexical = (
@@ -403,7 +411,29 @@ def adaptive_fusion(
                 -exact_matches.get(h.row, 0) if tiered else 0,
                 by_lexical.get(h.row, 0) if exact_matches.get(h.row) else 0,
                 -h.score,
+                -own.get(h.row, h.score),
                 h.row,
             )
         )
     return [ScoredChunk(h.row, h.score, i + 1) for i, h in enumerate(fused)]
+
+
+def _scored_by_unit(
+    fused: list[ScoredChunk],
+    lexical: Sequence[ScoredChunk],
+    dense: Sequence[ScoredChunk],
+    norms: tuple[Normalizer, Normalizer],
+    depth: int | None,
+    alpha: float,
+    units: Mapping[int, int],
+) -> tuple[list[ScoredChunk], dict[int, float]]:
+    """``fused`` with each located chunk scored as its unit (:func:`unit_scores`, from
+    the first ``depth`` normalised entries of each run), and the chunks' own scores."""
+    n = len(lexical) + len(dense) if depth is None else depth
+    scores = unit_scores(norms[0](lexical)[:n], norms[1](dense)[:n], alpha, units)
+    own = {h.row: h.score for h in fused}
+    rescored = [
+        ScoredChunk(h.row, scores.get(units[h.row], h.score) if h.row in units else h.score, h.rank)
+        for h in fused
+    ]
+    return rescored, own

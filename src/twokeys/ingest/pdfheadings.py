@@ -15,9 +15,13 @@ paths. The rules:
 * Headings of one style (size, bold) are one level; larger sizes are higher levels, bold
   above plain at one size, numbered bold body-size lines below every larger size.
 * A style whose lines all lie on the first page of a longer document is its title page
-  (the title, the authors), not a level; a style that carries more than a fifth of the
-  document's lines is body text, not headings; a line among the first or last two of its
-  page that recurs on three pages or more is a running header.
+  (the title, the authors), not a level. Nor is any line of the first page's title
+  block (:func:`_title_block`): when a longer document opens with its largest type,
+  the lines above the first page's first paragraph of body text or numbered heading
+  (a subtitle, the authors, set in a style its sections use too). A style that
+  carries more than a fifth of the document's lines is body text, not headings; a line
+  among the first or last two of its page that recurs on three pages or more is a
+  running header.
 * Consecutive heading lines of one style on one page are one heading (a long title
   broken over lines).
 """
@@ -64,9 +68,10 @@ def detect_headings(lines: list[StyledLine], n_pages: int) -> Outline:
     if not candidates:
         return []
     running = _running_lines(lines)
+    title_block = _title_block(lines, body) if n_pages > 1 else set()
     by_style: dict[tuple[float, bool], list[int]] = {}
     for i, style in candidates:
-        if _key(lines[i].text) not in running:
+        if _key(lines[i].text) not in running and i not in title_block:
             by_style.setdefault(style, []).append(i)
     kept: dict[tuple[float, bool], list[int]] = {}
     for style, found in by_style.items():
@@ -97,6 +102,38 @@ def detect_headings(lines: list[StyledLine], n_pages: int) -> Outline:
     return outline
 
 
+def _title_block(lines: list[StyledLine], body: float) -> set[int]:
+    """Indexes of the first page's lines above its first paragraph of body text (two
+    body-size lines in a row) or its first numbered heading, when they hold type larger
+    than any later page's (of lines of words: a music or symbol font's glyph runs
+    aside): a title page's title, subtitle and authors. Empty otherwise: a first page
+    opening on a chapter set like the later chapters has no title block, and headings
+    below an article's first paragraph or numbered (``1. Introduction``) are kept."""
+    block: list[int] = []
+    for i, line in enumerate(lines):
+        if line.page != 0:
+            break
+        if i and _body_line(line, body) and _body_line(lines[i - 1], body):
+            block.pop()  # the paragraph's first line
+            break
+        if i and _NUMBERED.match(line.text.strip()):
+            break  # a numbered heading (``1. Introduction``) starts the content
+        block.append(i)
+    if not block:
+        return set()
+    opening = max((lines[i].size for i in block if _has_words(lines[i].text)), default=0.0)
+    later = max((ln.size for ln in lines if ln.page > 0 and _has_words(ln.text)), default=0.0)
+    return set(block) if opening > later + 0.5 else set()
+
+
+def _has_words(text: str) -> bool:
+    return any(_is_word(w) for w in _WORD.findall(text))
+
+
+def _body_line(line: StyledLine, body: float) -> bool:
+    return abs(line.size - body) <= 0.5
+
+
 def _body_size(lines: list[StyledLine]) -> float:
     weight: Counter[float] = Counter()
     for line in lines:
@@ -112,7 +149,7 @@ def _heading_style(line: StyledLine, body: float) -> tuple[float, bool] | None:
     if text[-1] in ".,;:" and not _NUMBERED.match(text):
         return None  # a sentence, or a line that runs on
     letters = len(_LETTERS.findall(text))
-    if not any(_is_word(w) for w in _WORD.findall(text)):
+    if not _has_words(text):
         return None
     if letters < 0.5 * len(text.replace(" ", "")):
         return None

@@ -13,7 +13,8 @@ Fusions (``fusion=``):
   exact matching can see, by the sensors' evidence), quoted strings, lexical
   confidence, length and the two sensors' agreement, identifiers matched exactly
   ranked first
-  (:mod:`twokeys.fusion.adaptive`).
+  (:mod:`twokeys.fusion.adaptive`); given ``units`` (``Index.page_units()``, not the
+  default), the chunks of one PDF page are scored as the page (:mod:`twokeys.fusion.units`).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class HybridRetriever(Retriever):
         k: float = DEFAULT_K,
         lexical_weight: float = DEFAULT_LEXICAL_WEIGHT,
         adaptive: AdaptiveParams | None = None,
+        units: Mapping[int, int] | None = None,
     ) -> None:
         if candidates < 1:
             raise ConfigError(f"candidates: must be >= 1, got {candidates}")
@@ -73,6 +75,8 @@ class HybridRetriever(Retriever):
         self.k = k
         self.lexical_weight = lexical_weight
         self.adaptive = adaptive or AdaptiveParams()
+        #: row -> cited unit (a PDF page) for the adaptive fusion (:mod:`twokeys.fusion.units`)
+        self.units = units or {}
 
     def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
         depth = max(k, self.candidates)
@@ -176,6 +180,7 @@ class HybridRetriever(Retriever):
                 self.candidates,
                 alpha,
                 (lex.chance, dense_chance),
+                self.units,
             )
         else:
             alpha = self.lexical_weight
