@@ -21,6 +21,14 @@ shares the part ``e``), while ``4821`` alone still finds ``E-4821`` through its 
 Alphabetic identifiers (``nomic-embed-text``, ``SSL_CTX_new``) are expanded on both sides
 so ``embed text`` and ``nomic-embed-text`` meet.
 
+A qualified name (names joined by ``::`` or ``.``: ``std::fs::Metadata``,
+``unittest.mock.patch``) also gives its shorter qualified forms (``fs::metadata``,
+``mock.patch``) and its last name when that is an identifier itself
+(``std::fmt::DebugStruct`` -> ``debugstruct``), so a name written as the reader would
+shorten it meets the page that writes it in full (issue 33: ``fs::Metadata``,
+``mock.patch``). Each of its names starts with a letter or ``_`` and is at least two
+characters long: ``e.g.``, ``1.2.10`` and ``v1.2.3`` are no qualified names.
+
 Runs of CJK characters become overlapping character bigrams (as Lucene's CJK analyzer
 does), since they carry no spaces.
 """
@@ -46,7 +54,7 @@ try:  # the compiled text rules (``text/_kernel.c``); without them, the pattern 
 except ImportError:  # pragma: no cover - depends on the build
     _text_kernel = None
 
-ANALYZER_VERSION = 1
+ANALYZER_VERSION = 2  # 2: qualified names give their shorter forms
 
 # Lucene's EnglishAnalyzer stop set (as used by Anserini's default BM25 runs).
 LUCENE_STOPWORDS = frozenset(
@@ -128,6 +136,8 @@ _LOOSE = re.compile(r"[:/@=]")
 _LOOSE_SPLIT = re.compile(r"[:/@=]+")
 _ALL_SPLIT = re.compile(r"[-_.:/@+#'=]+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_QUALIFIED = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]+(?:::|\.))+[A-Za-z_][A-Za-z0-9_]+")
+_QUALIFIER = re.compile(r"::|\.")
 # Typographic apostrophes and dashes, as their ASCII forms (``str.replace`` of the few
 # present is much faster than ``str.translate`` over a long non-ASCII text).
 _PUNCTUATION = (
@@ -367,6 +377,11 @@ class Analyzer:
                     if term not in seen:
                         seen.add(term)
                         parts.append(term)
+        for term in _shorter_forms(raw):
+            term = self._case(term)
+            if term not in seen:
+                seen.add(term)
+                parts.append(term)
         lowercase = self.spec.lowercase
         for piece in pieces:
             if not piece:
@@ -438,6 +453,20 @@ def _split_identifier_by_patterns(raw: str) -> tuple[Sequence[str], Sequence[str
     body = body.rstrip("#")
     segments = [s for s in _LOOSE_SPLIT.split(body) if s] if _LOOSE.search(body) else ()
     return segments, _ALL_SPLIT.split(body)
+
+
+def _shorter_forms(raw: str) -> list[str]:
+    """A qualified name's shorter qualified forms and its last name if that is an
+    identifier (``std::fmt::DebugStruct`` -> ``fmt::DebugStruct``, ``DebugStruct``);
+    nothing for any other token (see the module doc)."""
+    if not (("::" in raw or "." in raw) and _QUALIFIED.fullmatch(raw)):
+        return []
+    starts = [m.end() for m in _QUALIFIER.finditer(raw)]
+    forms = [raw[start:] for start in starts[:-1]]
+    last = raw[starts[-1] :]
+    if _is_identifier(last):
+        forms.append(last)
+    return forms
 
 
 def _strip_possessive(raw: str) -> str:
