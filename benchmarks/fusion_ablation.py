@@ -21,9 +21,6 @@ the library's own fusion functions and prints one markdown row per variant. The
 * ``one-word weight as others'``: a one-word query weighted as any other query (0.45
   for BM25), not ``one_word_lexical_weight``; ``both (before)``: both, the fusion
   before these two rules;
-* ``dense top 10 confirms (before)``: an identifier does not tier when any of the dense
-  run's first 10 chunks holds it, as before a name the dense run's best chunk lacks
-  tiered (issue 33, mixed queries);
 * ``300 deep (before)``: the fusion before its top stopped depending on depth: the
   support rule's floor and the exact tier read all 300 chunks of each run;
 * the fixed fusions, for reference.
@@ -142,7 +139,6 @@ def adaptive(
     true_support: bool = True,
     bare_by_bm25: bool = True,
     one_word_weight: bool = True,
-    dense_best: bool = True,
 ) -> Fuse:
     """The hybrid's adaptive fusion (``HybridRetriever._fuse``), with switches."""
     params = params or AdaptiveParams()
@@ -155,14 +151,9 @@ def adaptive(
         found = anchor_terms(s.evidence, params.anchor_share, params.rare_chunk_share)
         features = replace(features, anchors=found if anchors else ())
         if confirm:
-            evidence = (
-                s.evidence
-                if dense_best
-                else tuple(replace(e, in_dense_first=None) for e in s.evidence)
-            )
             features = replace(
                 features,
-                unconfirmed=unconfirmed(features.identifiers, evidence, features.one_word),
+                unconfirmed=unconfirmed(features.identifiers, s.evidence, features.one_word),
             )
         support = semantic_support(
             s.lexical, s.dense[:pool], s.similarity if true_support else None
@@ -253,7 +244,6 @@ VARIANTS: dict[str, Fuse] = {
     "bare name's tier by fused score": adaptive(bare_by_bm25=False),
     "one-word weight as others'": adaptive(one_word_weight=False),
     "both (before)": adaptive(bare_by_bm25=False, one_word_weight=False),
-    "dense top 10 confirms (before)": adaptive(dense_best=False),
     "300 deep (before)": before(),
     "fixed minmax": fixed("minmax"),
     "fixed zscore": fixed("zscore"),

@@ -116,7 +116,6 @@ def test_term_evidence_reads_both_sensors() -> None:
     assert error.in_dense_top and error.chunk_share == pytest.approx(3 / 4)
     assert code.chunk_share == pytest.approx(1 / 4)
     assert not code.in_lexical_rest and error.in_lexical_rest  # rows 1, 2 hold "error"
-    assert error.in_dense_first and not code.in_dense_first  # the dense run's best: row 1
 
 
 def test_empty_corpus() -> None:

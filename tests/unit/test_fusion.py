@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from twokeys.errors import ConfigError
@@ -300,29 +298,6 @@ def test_identifiers_tier_only_when_both_sensors_back_them() -> None:
     assert lone.exact_terms == () and lone.names_something_exact
     p = AdaptiveParams(base_lexical_weight=0.4, identifier_lexical_weight=0.7)
     assert lexical_weight(lone, p, support=0.05) == 0.7
-
-
-def test_a_name_the_dense_runs_best_chunk_lacks_tiers() -> None:
-    """The dense run's next chunks hold the name but its best one does not: the sensors
-    disagree on the best chunk and the query's name sides with BM25, so it tiers; held by
-    the dense run's best chunk too, it does not (the plain fusion favours it already)."""
-    ids = ("debugstruct",)
-    words_win = TermEvidence("debugstruct", 0.4, True, 4, in_dense_first=False)
-    agreed = TermEvidence("debugstruct", 0.4, True, 4, in_dense_first=True)
-    unknown = TermEvidence("debugstruct", 0.4, True, 4)  # the dense run's best not read
-    assert unconfirmed(ids, [words_win]) == ()
-    assert unconfirmed(ids, [agreed]) == ids
-    assert unconfirmed(ids, [unknown]) == ids  # as before: any of its top chunks
-    missing = TermEvidence("debugstruct", 0.0, True, 4, in_dense_first=False)
-    assert unconfirmed(ids, [missing]) == ids  # BM25's top hit must hold it
-    # fused: the chunk holding the name is not outranked by the one the words favour
-    lexical = [ScoredChunk(1, 10.0, 1), ScoredChunk(2, 9.5, 2)]
-    dense = [ScoredChunk(2, 0.9, 1), ScoredChunk(1, 0.7, 2)]
-    f = QueryFeatures(ids, (), (), 0.7, 5, unconfirmed=unconfirmed(ids, [words_win]))
-    fused = adaptive_fusion(lexical, dense, f, {1: 1}, AdaptiveParams())
-    assert [h.row for h in fused] == [1, 2]
-    plain = replace(f, unconfirmed=ids)
-    assert [h.row for h in adaptive_fusion(lexical, dense, plain, {}, AdaptiveParams())] == [2, 1]
 
 
 def test_anchors_tier_and_skip_the_paraphrase_rules() -> None:

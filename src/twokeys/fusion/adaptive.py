@@ -230,7 +230,6 @@ class TermEvidence:
     word_pieces: int  # pieces the dense model's tokenizer cuts the query's word into
     chunk_share: float | None = None  # share of the corpus' chunks holding it (None: unknown)
     in_lexical_rest: bool = False  # whether BM25's next chunks (ranks 2 to 10) hold it too
-    in_dense_first: bool | None = None  # whether the dense run's best chunk holds it
 
     @property
     def opaque_to_dense(self) -> bool:
@@ -273,24 +272,9 @@ def unconfirmed(
     Then the dense run's holding it is no confirmation: with no other words to read, the
     dense model ranks the pages about the name's parts (``core``, ``editor``), and the
     chunk that holds the name exactly is what was asked for; only BM25's top hit must
-    hold it.
-
-    A name the dense run's best chunk lacks is backed too, though one of its next chunks
-    holds it (issue 33, mixed queries): the two sensors disagree on the best chunk, and
-    the query's name sides with BM25. The dense model ranked by the query's other words
-    (``DebugStruct helper for writing Debug implementations``: the ``Debug`` trait's
-    page first, ``DebugStruct``'s eighth), so the plain fusion does not favour the
-    chunks holding the name, and their exact match is what the words cannot tell."""
-    backed = {
-        e.term for e in evidence if e.top_share > 0 and (whole_query or not _in_dense_first(e))
-    }
+    hold it."""
+    backed = {e.term for e in evidence if e.top_share > 0 and (whole_query or not e.in_dense_top)}
     return tuple(t for t in identifiers if t not in backed)
-
-
-def _in_dense_first(e: TermEvidence) -> bool:
-    """Whether the dense run's best chunk holds the term (unknown: whether its top
-    chunks do, as before the dense run's best was read)."""
-    return e.in_dense_top if e.in_dense_first is None else e.in_dense_first
 
 
 def is_identifier_like(raw: str) -> bool:

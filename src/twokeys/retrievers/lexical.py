@@ -108,7 +108,6 @@ class BM25Retriever(Retriever):
         top = dict(matched[0])
         total = sum(top.values())
         seen = {t for found in matched[1 : 1 + len(dense_top)] for t, _ in found}
-        first = {t for t, _ in matched[1]} if dense_top else set()  # the dense run's best
         rest = {t for found in matched[1 + len(dense_top) :] for t, _ in found}
         words: dict[str, str] = {}  # term -> the query word it comes from
         for token in self.analyzer.tokens(query):
@@ -128,13 +127,7 @@ class BM25Retriever(Retriever):
         pieces = count_pieces([words.get(t, t) for t in wanted])
         return tuple(
             TermEvidence(
-                t,
-                top.get(t, 0.0) / total if total > 0 else 0.0,
-                t in seen,
-                n,
-                share,
-                t in rest,
-                t in first,
+                t, top.get(t, 0.0) / total if total > 0 else 0.0, t in seen, n, share, t in rest
             )
             for t, n, share in zip(wanted, pieces, shares, strict=True)
         )
