@@ -24,6 +24,11 @@ The Debian packages are read where ``apt-get install`` puts them; when missing t
 fetched with ``apt-get download`` into ``$TWOKEYS_CACHE/debs`` and unpacked with
 ``dpkg-deb -x`` beside it (:func:`benchmarks.techdocs.documentation_root`).
 
+``rust-ids`` also holds the mixed queries of ``identifiers/rust-mixed.jsonl`` (an item name
+or ``::`` path plus words), written by hand from the item pages and committed before any
+run on them (60, then 93 more in issue 33's second round); each query's split is fixed
+by the hash of its id (:func:`split_of`), a third dev.
+
 ``python -m benchmarks.identifiers eval OUT [--split test]`` prints nDCG@10 per
 collection for bm25, dense and hybrid (``make bench BENCH=identifiers`` builds and runs
 both and writes ``benchmarks/results/identifiers.json``).

@@ -10,6 +10,7 @@ import pytest
 
 from conftest import HashEncoder, write_docs
 from twokeys import IndexOptions, build_index, open_index
+from twokeys.analysis import ANALYZER_VERSION
 from twokeys.errors import ConfigError, EncoderMismatchError, IndexFormatError, TwokeysError
 from twokeys.lexical.index import ArrayLexicalIndex
 from twokeys.store.hittable import STRINGS, HitTable
@@ -107,6 +108,29 @@ def test_changed_settings_force_a_full_rebuild(built: tuple[Path, Path]) -> None
     with open_index(index) as kb:
         assert kb.manifest.encoder is not None and kb.manifest.encoder.dtype == "float16"
         assert kb.search("firmware", mode="dense", k=1)
+
+
+def test_an_older_analyzer_is_rebuilt_keeping_chunks_and_vectors(
+    built: tuple[Path, Path],
+) -> None:
+    """An index an older analyzer version built is not searched (its terms are not the
+    ones queries get now) but rebuilding it re-derives only the lexical index."""
+    src, index = built
+    manifest = index / MANIFEST
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    data["analyzer"]["version"] = ANALYZER_VERSION - 1
+    manifest.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ConfigError, match="analyzer version 1, .* rebuild the index"):
+        open_index(index)
+    report = build_index(src, index, OPTIONS, encoder=(enc := HashEncoder()))
+    assert (report.full_rebuild_reason, report.embedded_chunks, enc.encoded) == ("", 0, 0)
+    with open_index(index) as kb:
+        assert kb.manifest.analyzer.version == ANALYZER_VERSION
+        assert kb.search("ZX-4821", mode="bm25")[0].doc_id == "errors/zx-4821.md"
+    data["analyzer"]["version"] = ANALYZER_VERSION + 1  # from a newer twokeys: unreadable
+    manifest.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises((ConfigError, IndexFormatError), match="analyzer version"):
+        open_index(index)
 
 
 def test_encoder_mismatch_is_a_clear_error(built: tuple[Path, Path]) -> None:

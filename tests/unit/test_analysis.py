@@ -25,6 +25,18 @@ TABLE = [
     ("1.2.10", ["1.2.10", "1", "2", "10"], ["1.2.10"]),
     ("format:json", ["format:json", "format", "json"], None),
     ("foo.bar_baz()", ["foo.bar_baz", "foo", "bar", "baz"], None),
+    # a :: path: its shorter paths, and its last name when an identifier
+    (
+        "std::fmt::DebugStruct",
+        [
+            *("std::fmt::debugstruct", "fmt::debugstruct", "debugstruct"),
+            *("std", "fmt", "debug", "struct"),
+        ],
+        None,
+    ),
+    ("std::fs::Metadata", ["std::fs::metadata", "fs::metadata", "std", "fs", "metadata"], None),
+    ("HashMap::new", ["hashmap::new", "hash", "map", "new"], None),  # "new": a word
+    ("unittest.mock.patch", ["unittest.mock.patch", "unittest", "mock", "patch"], None),
     ("SSL_CTX_new", ["ssl_ctx_new", "ssl", "ctx", "new"], None),
     ("CPU_OR", ["cpu_or", "cpu"], None),  # "or" is a stopword as a part
     ("C++", ["c++", "c"], None),
@@ -50,6 +62,20 @@ TABLE = [
 def test_identifier_table(text: str, index_terms: list[str], query_terms: list[str] | None) -> None:
     assert A.index_terms(text) == index_terms
     assert A.query_terms(text) == (index_terms if query_terms is None else query_terms)
+
+
+def test_a_shortened_path_meets_the_full_one() -> None:
+    """``fs::Metadata`` and ``DebugStruct`` as a reader writes them find the page that
+    writes ``std::fs::Metadata`` or ``std::fmt::DebugStruct`` in full, whole term to whole
+    term, and not the page naming another item of the same module; dotted names are
+    left as they were."""
+    page = set(A.index_terms("Struct std::fs::Metadata: metadata information about a file"))
+    assert A.query_terms("fs::Metadata")[0] in page
+    assert A.query_terms("DebugStruct")[0] in set(A.index_terms("Struct std::fmt::DebugStruct"))
+    assert A.query_terms("mock.patch")[0] not in set(A.index_terms("unittest.mock.patch()"))
+    assert A.query_terms("fs::Metadata")[0] not in set(A.index_terms("std::fs::metadata_ext"))
+    # numbers and versions are no qualified names: no shorter forms
+    assert "2.10" not in A.index_terms("release 1.2.10")
 
 
 def test_code_never_matches_its_near_twin() -> None:

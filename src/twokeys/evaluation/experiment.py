@@ -195,6 +195,8 @@ def stale_reason(
         manifest = read_manifest(index_path)
     except IndexFormatError as exc:
         return f"existing index unreadable ({exc})"
+    if not manifest.analyzer.current:
+        return f"index built with analyzer version {manifest.analyzer.version}"
     built_with = manifest.encoder.name if manifest.encoder is not None else None
     if encoder is not None and built_with != encoder:
         return f"index built with encoder {built_with or 'none'}, asked for {encoder or 'none'}"
