@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import os
+import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -40,7 +42,7 @@ from unittest import mock
 
 from twokeys import open_index
 from twokeys.evaluation.answers import QAItem, load_qa, run_twokeys
-from twokeys.rag import grounding
+from twokeys.rag import extractive, grounding
 from twokeys.rag.ask import AskOptions
 
 ANSWERS = Path(__file__).resolve().parent / "answers"
@@ -49,15 +51,31 @@ CORPORA = Path(os.environ.get("TWOKEYS_CORPORA", "/work/cache/corpora"))
 SUPPORT_QA = REPO / "examples" / "support-kb" / "qa.jsonl"
 
 
-Patch = tuple[object, str, Callable[..., Any]]
+ask = importlib.import_module("twokeys.rag.ask")  # the module; ``twokeys.rag.ask`` is the function
+Patch = tuple[object, str, Any]
 MODULES: dict[str, tuple[Patch, ...]] = {
     "names": ((grounding, "_names", lambda *_: []),),
     "phrases": ((grounding, "_name_runs", lambda *_: []),),
+    "otherwise": ((grounding, "_not_written_otherwise", lambda _i, names, _t: tuple(names)),),
+    "inside": ((grounding, "_written_inside", lambda *_: False),),
+    "by parts": ((grounding, "_held_by_parts", lambda *_: False),),
+    "apart": ((grounding, "_written_apart", lambda *_: False),),
+    "decompose": ((ask, "decompose", lambda q, **_: [q.strip()]),),
+    "steps": (
+        (extractive, "steps_before", lambda *_: []),
+        (extractive, "steps_after", lambda *_: []),
+    ),
+    "after code": ((extractive, "after_code", lambda *_: []),),
+    "list after": ((extractive, "list_after", lambda *_: []),),
+    "code line": ((extractive, "_code_line", lambda *_: ""),),
+    "about page": ((extractive, "_ABOUT_THE_PAGE", re.compile(r"(?!)")),),
+    "one row": ((extractive, "_one_row_per_table", lambda ranked, _s: list(ranked)),),
+    "neighbours": ((extractive, "neighbours", lambda *_: []),),
+    "lead-in": ((extractive, "introduces", lambda *_: False),),
 }
 VARIANTS: dict[str, tuple[str, ...]] = {
     "all rules": (),
-    "- names": ("names",),
-    "- phrases": ("phrases",),
+    **{f"- {name}": (name,) for name in MODULES},
 }
 
 
@@ -77,12 +95,20 @@ class Tally:
     answerable: int = 0
     answered: int = 0
     gold_cited: int = 0
+    facts: float = 0.0  # fact containment summed over the answerable questions answered
 
     def __add__(self, other: Tally) -> Tally:
         return Tally(*(a + b for a, b in zip(self.cells(), other.cells(), strict=True)))
 
     def cells(self) -> tuple[int, ...]:
-        return (self.unanswerable, self.abstained, self.answerable, self.answered, self.gold_cited)
+        return (
+            self.unanswerable,
+            self.abstained,
+            self.answerable,
+            self.answered,
+            self.gold_cited,
+            self.facts,
+        )
 
     def row(self) -> list[str]:
         total = self.unanswerable + self.answerable
@@ -92,6 +118,7 @@ class Tally:
             f"{self.answered}/{self.answerable}",
             f"{self.gold_cited}/{self.answerable}",
             f"{correct}/{total} ({correct / total:.3f})" if total else "-",
+            f"{self.facts:.2f}",
         ]
 
 
@@ -132,6 +159,7 @@ def tally(index: Any, items: Sequence[QAItem], options: AskOptions) -> Tally:
             answerable=t.answerable + 1,
             answered=t.answered + (not o.abstained),
             gold_cited=t.gold_cited + cited,
+            facts=t.facts + (0.0 if o.abstained else o.fact_containment or 0.0),
         )
     return t
 
@@ -177,9 +205,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         args.save.write_text(json.dumps(saved, indent=1))
                 results[variant][collection] = Tally(*saved[key])
                 print(f"{key}: done", file=sys.stderr, flush=True)
-    header = "| variant | U abst | A answ | gold cited | correct |"
+    header = "| variant | U abst | A answ | gold cited | correct | facts |"
     lines = [f"Blind test splits ({', '.join(sets)}), all together:", "", header]
-    lines.append("|---|---|---|---|---|")
+    lines.append("|---|---|---|---|---|---|")
     for variant, by in results.items():
         total = sum((by[c] for c in sets), Tally())
         lines.append(f"| {variant} | " + " | ".join(total.row()) + " |")

@@ -19,7 +19,7 @@ from twokeys.evaluation.answers import (
 )
 from twokeys.evaluation.answers_report import render
 from twokeys.rag.ask import AskOptions
-from twokeys.rag.cli import budget_option, evidence_options, mode_option
+from twokeys.cli_ask import budget_option, evidence_options, mode_option
 from twokeys.rag.confidence import shipped
 
 REPORT_BUDGETS = (1000, 2000, 4000)
