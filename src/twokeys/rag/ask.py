@@ -1,61 +1,23 @@
 """Answer with evidence: decompose -> retrieve each part -> judge the evidence -> pack
-fairly -> generate or extract -> check the answer against its sources.
+-> generate or extract -> check the answer against its sources.
 
-import twokeys
-from twokeys.llm import from_spec
-from twokeys.rag import ask
+:func:`ask_events` yields the work as typed events (retrieved, packed, model failed,
+text delta, done) for a CLI or a server to stream; :func:`ask` consumes them.
 
-with twokeys.open_index("kb.twokeys") as kb:
-    answer = ask(kb, "What does error code E-4821 mean?")             # extractive
-    answer = ask(kb, "...", llm=from_spec("ollama:qwen2.5:7b"))        # generated
-    print(answer.text)
-    for source in answer.sources:
-        print(source.number, source.path, source.heading)
-
-:func:`ask_events` yields the same work as typed events (retrieval done, context packed,
-model failed, text delta, done with the answer), for a CLI or a server to stream;
-:func:`ask` consumes them. :func:`prepare` does everything up to the prompt and
-:func:`generate` runs the model on it, or quotes the best sentences when there is none.
-
-Each sub-query retrieves ``k`` hits, or more when the context budget has room for more
-(one hit per :data:`FILL_TOKENS` tokens of the context's least share): a larger budget
-is filled with further evidence instead of being left empty. On the Git manual pages
-(chunks near the 250-token cap) six hits filled about 1,300 of 3,500 context tokens at a
-4,000-token budget; the budget is what the user gives the evidence, so it is used.
-
-Before any model runs, each sub-query's retrieval confidence is read on its first ``k``
-hits, whatever the budget (:mod:`twokeys.rag.grounding`); when no part is answerable
-the answer is "the sources do not answer this" with the closest sources (kind
-``abstained``). A part the sources do not answer is said so, and its closest sources
-are packed only in the room the answered parts leave
-(:func:`~twokeys.rag.packing.pack`'s ``deferred``); no quote is taken for it, and a
-model is told so in the list of parts (:func:`~twokeys.rag.prompt.question_text`).
-After generation each sentence is checked against the blocks it cites
-(:mod:`twokeys.rag.support`); ``strict`` drops unsupported and uncited ones. A model
-told the sources do not answer says so (:data:`~twokeys.rag.prompt.DECLINE`); an
-answer that only says that is :attr:`Answer.declined`, and, as an abstention, lists its
-closest sources (:mod:`twokeys.rag.declines`): where the sensors see a question's topic covered but
-not the asked fact, a model reading the passages can still tell. When the model cannot
-be reached, or answers with an error (a wrong model name: HTTP 404), the extractive
-answer is given instead, with ``model_error`` naming the model and saying why.
-
-With a model, ``AskOptions.llm_stages`` turns on its optional stages
-(:mod:`twokeys.rag.judge`): ``rerank`` the fused hits, ``verdict`` on them for the
-learned confidence, ``rewrite`` (a follow-up, given with its ``conversation``, made one
-standalone query by :func:`twokeys.rag.followup.standalone_query`, the chat route's own
-rewrite, and the question split into parts by the model,
-:func:`~twokeys.rag.decompose.decompose_with_llm`), and ``support`` (the model's yes/no
-verdict on each cited sentence, within ``AskOptions.support``: so many sentences, prompt
-tokens and seconds; its "no" marks the sentence unsupported, and ``strict`` drops it).
-A model that fails a stage leaves what the rules did.
-
-Tokens are counted with the model's tokenizer when the backend exposes it, else with
-:func:`~twokeys.chunking.approx_token_counter`.
+Each part retrieves ``k`` hits, or one per :data:`FILL_TOKENS` tokens of the context
+when that is more, so a larger budget holds more evidence. Abstention is read on the
+first ``k`` hits (:mod:`twokeys.rag.grounding`, or the learned
+:mod:`twokeys.rag.confidence`): when no part is answerable the answer says so and lists
+the closest sources; a part the sources do not answer gets only the room the others
+leave, no quote, and a note to the model. A generated answer is checked sentence by
+sentence (:mod:`twokeys.rag.support`); ``strict`` drops what its sources do not back.
+A model that cannot be reached or fails gives way to the extractive answer, with
+``model_error`` saying why. ``llm_stages`` turns on the model's optional stages
+(:mod:`twokeys.rag.judge`); a stage that fails leaves what the rules did.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -347,33 +309,20 @@ def ask_events(
         query = followup.query
     else:
         query = question
-    if down is not None:  # a server that is down or hung, said at once: no call waits on it
+    if down is None:
+        try:
+            parts, runs, confidence = _retrieve(index, query, llm, options)
+        except ServiceError as exc:  # the model splitting the question failed
+            down = str(exc)
+    if down is not None:  # down, hung or failing: the rules' answer, and why
         yield ModelFailed(down)
-        ruled = replace(options, decompose="rules", llm_stages=())
-        parts, runs, confidence = _retrieve(index, query, None, ruled)
-        yield Retrieved(parts, runs, confidence)
-        plan = _plan(index, question, parts, runs, confidence, None, options, conversation)
-        plan = replace(plan, followup=followup)
-        yield Packed(plan)
-        yield from _generate_events(plan, None, options, _sentence_tools(index), down)
-        return
-    try:
-        parts, runs, confidence = _retrieve(index, query, llm, options)
-    except ServiceError as exc:  # the model splitting the question failed
-        yield ModelFailed(str(exc))
-        rules = replace(options, decompose="rules", llm_stages=())
-        parts, runs, confidence = _retrieve(index, query, None, rules)
-        yield Retrieved(parts, runs, confidence)
-        plan = _plan(index, question, parts, runs, confidence, None, options)
-        plan = replace(plan, followup=followup)
-        yield Packed(plan)
-        yield from _generate_events(plan, None, options, _sentence_tools(index), str(exc))
-        return
+        llm, options = None, replace(options, decompose="rules", llm_stages=())
+        parts, runs, confidence = _retrieve(index, query, None, options)
     yield Retrieved(parts, runs, confidence)
     plan = _plan(index, question, parts, runs, confidence, llm, options, conversation)
     plan = replace(plan, followup=followup)
     yield Packed(plan)
-    yield from _generate_events(plan, llm, options, _sentence_tools(index))
+    yield from _generate_events(plan, llm, options, _sentence_tools(index), down)
 
 
 def ask(
@@ -400,28 +349,6 @@ def prepare(
     options = options or AskOptions()
     parts, runs, confidence = _retrieve(index, question, llm, options)
     return _plan(index, question, parts, runs, confidence, llm, options)
-
-
-def generate(
-    plan: Plan,
-    *,
-    llm: LLM | None = None,
-    analyzer_terms: tuple[Callable[[str], list[str]], Callable[[str], list[str]]] | None = None,
-    options: AskOptions | None = None,
-    on_text: Callable[[str], None] | None = None,
-    similarity: Similarity | None = None,
-) -> Answer:
-    """Run ``llm`` on the plan's prompt (streaming to ``on_text``), or, without one, quote
-    the best sentences. ``analyzer_terms`` is the index analyzer's (query, text) term
-    functions and ``similarity`` the dense model's query-sentence cosine, both used by
-    the extractive answer and the sentence checks."""
-    tools = _SentenceTools(*(analyzer_terms or (_plain_terms, _plain_terms)), similarity)
-    for event in _generate_events(plan, llm, options or AskOptions(), tools):
-        if isinstance(event, TextDelta) and on_text is not None:
-            on_text(event.text)
-        elif isinstance(event, Done):
-            return event.answer
-    raise AssertionError("generation ended without an answer")  # pragma: no cover
 
 
 # --- the steps ---------------------------------------------------------------------------
@@ -628,7 +555,7 @@ def _generate_events(
     if "support" in options.llm_stages:
         checks = _judge_support(plan, llm, checks, options.support)
     text = strict_text(checks) if options.strict else with_added_citations(text, checks)
-    answer = _answer(plan, text, "generated", llm, citations(text, len(blocks)))
+    answer = _answer(plan, text, "generated", llm, sentence_citations(text, len(blocks)))
     yield Done(replace(answer, checks=checks))
 
 
@@ -716,11 +643,6 @@ def _abstention_text(plan: Plan) -> str:
     return f"{ABSTAINED} ({reasons}.) The closest passages are listed below."
 
 
-def citations(text: str, n_blocks: int) -> tuple[int, ...]:
-    """The citation numbers ``[n]``, ``[n, m]`` in ``text`` that name a block."""
-    return sentence_citations(text, n_blocks)
-
-
 def _style(style: str, llm: LLM | None) -> Literal["chat", "completion"]:
     if style == "chat":
         return "chat"
@@ -729,10 +651,6 @@ def _style(style: str, llm: LLM | None) -> Literal["chat", "completion"]:
     if llm is not None and not llm.detect_chat():
         return "completion"
     return "chat"
-
-
-def _plain_terms(text: str) -> list[str]:
-    return re.findall(r"\w[\w.:/-]*\w|\w", text.lower())
 
 
 def _answer(

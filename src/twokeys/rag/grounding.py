@@ -1,69 +1,24 @@
-"""Grounding: abstain before generation when retrieval found nothing that answers (the
-check of each generated sentence against its sources is :mod:`twokeys.rag.support`).
+"""Grounding: abstain before generation when retrieval found nothing that answers.
 
-**Retrieval confidence** (:func:`retrieval_confidence`) reads the two sensors for one
-sub-query:
+:func:`retrieval_confidence` reads the two sensors for one sub-query: BM25's coverage
+of the query's idf mass by the best chunk (unseen terms weigh most); the dense *peak*,
+the best cosine in standard deviations above the query's mean cosine to a sample of
+the corpus; and the dense *height*, the best cosine from that mean (chance) towards
+identity. The peak alone passes off-topic questions on large corpora (the best of *n*
+chunks stands about ``sqrt(2 ln n)`` spreads above the mean by chance), so the height
+must clear a floor too (:attr:`Confidence.above_chance`).
 
-* *lexical coverage*: the share of the query's idf mass matched by the best BM25 chunk
-  (:mod:`twokeys.fusion.confidence`); terms the corpus never uses count as unmatched
-  and, being unseen, weigh the most;
-* *dense peak*: how far the best chunk's cosine stands above the query's typical cosine
-  to the corpus, in standard deviations (``(top - mean) / sd`` over an evenly spaced
-  sample of at most :data:`DENSE_SAMPLE` chunk vectors);
-* *dense height*: how far the best cosine stands from that typical cosine (the query's
-  chance level, as in the ``chance`` fusion) towards identity, ``(top - mean) / (1 -
-  mean)``: 0 for a chunk no closer than chance, 1 for the query itself;
-* *missing identifiers*: identifier-like query tokens (``E-9001``, ``v5.0``) that no
-  chunk contains, not even inside a longer token (``/api/limits`` is written in
-  ``http://example.local/api/limits``, a term of its own that BM25 indexes whole
-  and by parts; letters-only identifiers are looked for that way, while one with a
-  digit must match whole, as in search; a dotted qualified name such as
-  ``ftplib.FTP.getwelcome`` is found when one chunk holds each of its dotted parts as
-  a word, and a keyword with its value, ``ensure_ascii=False``, when one chunk holds
-  both, see :func:`_held_by_parts`; a number with its unit, ``2.4GHz``, is found
-  where a chunk writes "2.4 GHz"), and *unseen names*: capitalised words past a
-  sentence's start (``VPN``, ``Kubernetes``, ``Chromebook``) that no chunk contains,
-  nor writes otherwise: a name is seen where a retrieved passage holds a word the dense
-  model reads as the same word, such as "television" for ``TV``
-  (:func:`_not_written_otherwise`);
-* *unseen phrases*: runs of two or more capitalised words past a sentence's start
-  (``Acme Smart Lock``) whose words the index holds but never side by side: no chunk
-  holds the analysed words as a contiguous sequence, the check a quoted phrase gets in
-  the boolean retriever. BM25 and the dense model read a query as a bag of words, so a
-  product name built from corpus words ("smart", "locks", "Acme") looks covered to
-  both although the corpus never names that product;
-Names and phrases are read on the sub-query's own words: a sub-query
-carries the words of the part before it in a closing parenthesis (for retrieval,
-:mod:`twokeys.rag.decompose`), and a name there ("How much RAM ... (much RAM desktop)")
-was the other part's question.
+Besides, a sub-query is not answered when it names what no chunk holds: an identifier
+(``E-9001``; a dotted name counts as held when one chunk holds each part, a letters-only
+one when written inside a longer token, a number with its unit when written apart), a
+capitalised name past a sentence's start that no retrieved passage writes otherwise
+(for the dense model), or a run of such names no chunk holds side by side. Both sensors
+read a bag of words, so a product named by corpus words looks covered to them. An
+identifier the index holds vouches for the question. Names are read on the sub-query's
+own words (:func:`twokeys.rag.decompose.own_words`).
 
-A question that names an identifier the index has never seen asks about something the
-corpus does not hold; one that names an identifier the index holds is answerable (an
-exact match is the strongest lexical evidence). An unseen name or phrase means the same
-unless the dense peak is very high (:data:`STRONG_PEAK`: "Britain" for a page on the
-United Kingdom, a name written otherwise). Otherwise the sub-query is answerable when
-``peak + LEXICAL_WEIGHT * coverage >= THRESHOLD``: each sensor can vouch on its own
-(a paraphrase with unseen words but a clear dense peak; an identifier query matched
-exactly), and a question neither sensor recognises (off-topic, or in-domain words
-around an unseen key word) is not answered. The weight and threshold were set on the
-``dev`` split of ``examples/support-kb/qa.jsonl`` (43 questions): there the
-unanswerable questions no identifier or name rule caught score at most 3.49, the
-answerable ones at least 3.72. Without dense vectors only coverage is read, against
-:data:`LEXICAL_ONLY_FLOOR`.
-
-The peak alone lets off-topic questions through, the more so the larger the corpus. An
-unrelated question's cosines to every chunk are about equally low, so their spread is
-small, and the best of *n* chunks stands some ``sqrt(2 ln n)`` spreads above the mean by
-chance alone: 3.3 for the 253 chunks of the support KB, 4.3 for the 9,734 of the Python
-documentation, where 26 of 30 general-knowledge questions ("How do I tie a bowline
-knot?") passed. The height does not divide by the spread. A sub-query is answerable
-only when, besides the peak rule, ``height + HEIGHT_LEXICAL_WEIGHT * coverage >=
-HEIGHT_FLOOR`` (:attr:`Confidence.above_chance`). Weight and floor were set on the same
-``dev`` split together with 30 general-knowledge questions run on the support KB
-(``benchmarks/abstention/offtopic-tuning.txt``), as the midpoint between the answerable
-questions' lowest value (0.427) and the highest below it (0.415), and checked on the
-Python and Git documentation and on 40 general-knowledge questions written by someone
-who had seen none of this (``offtopic-blind.txt``; ``python -m benchmarks.abstention``).
+Weights and floors were set on the support KB's ``dev`` split and general-knowledge
+questions (``benchmarks/abstention/``), and checked on the Python and Git documentation.
 """
 
 from __future__ import annotations
