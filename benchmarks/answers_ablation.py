@@ -32,7 +32,6 @@ import contextlib
 import importlib
 import json
 import os
-import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -42,7 +41,7 @@ from unittest import mock
 
 from twokeys import open_index
 from twokeys.evaluation.answers import QAItem, load_qa, run_twokeys
-from twokeys.rag import extractive, grounding
+from twokeys.rag import extractive, grounding, units
 from twokeys.rag.ask import AskOptions
 
 ANSWERS = Path(__file__).resolve().parent / "answers"
@@ -51,27 +50,21 @@ CORPORA = Path(os.environ.get("TWOKEYS_CORPORA", "/work/cache/corpora"))
 SUPPORT_QA = REPO / "examples" / "support-kb" / "qa.jsonl"
 
 
-ask = importlib.import_module("twokeys.rag.ask")  # the module; ``twokeys.rag.ask`` is the function
+# the modules: ``twokeys.rag.ask`` and ``twokeys.rag.decompose`` name functions too
+ask = importlib.import_module("twokeys.rag.ask")
+decompose = importlib.import_module("twokeys.rag.decompose")
 Patch = tuple[object, str, Any]
 MODULES: dict[str, tuple[Patch, ...]] = {
     "names": ((grounding, "_names", lambda *_: []),),
     "phrases": ((grounding, "_name_runs", lambda *_: []),),
-    "otherwise": ((grounding, "_not_written_otherwise", lambda _i, names, _t: tuple(names)),),
-    "inside": ((grounding, "_written_inside", lambda *_: False),),
     "by parts": ((grounding, "_held_by_parts", lambda *_: False),),
-    "apart": ((grounding, "_written_apart", lambda *_: False),),
     "decompose": ((ask, "decompose", lambda q, **_: [q.strip()]),),
-    "steps": (
-        (extractive, "steps_before", lambda *_: []),
-        (extractive, "steps_after", lambda *_: []),
-    ),
-    "after code": ((extractive, "after_code", lambda *_: []),),
-    "list after": ((extractive, "list_after", lambda *_: []),),
-    "code line": ((extractive, "_code_line", lambda *_: ""),),
-    "about page": ((extractive, "_ABOUT_THE_PAGE", re.compile(r"(?!)")),),
-    "one row": ((extractive, "_one_row_per_table", lambda ranked, _s: list(ranked)),),
+    "conditions": ((decompose, "_attach_conditions", list),),
+    "back refs": ((decompose, "_with_back_references", list),),
     "neighbours": ((extractive, "neighbours", lambda *_: []),),
-    "lead-in": ((extractive, "introduces", lambda *_: False),),
+    "rows": ((units, "_row", lambda *_: ""),),
+    "framed": ((units.Unit, "framed", property(lambda u: u.read)),),
+    "heading share": ((extractive, "HEADING_SHARE", 0.0),),
 }
 VARIANTS: dict[str, tuple[str, ...]] = {
     "all rules": (),

@@ -48,15 +48,13 @@ def test_answers_on_the_support_kb(kb_path: Path) -> None:
     assert "qualifies for a full refund" in refund.text
 
 
-def test_table_rows_and_code_comments_are_quoted(kb_path: Path) -> None:
-    # facts the pages give only in a table row, a code comment, or a list item whose
-    # heading names the release
+def test_table_rows_and_list_items_are_quoted(kb_path: Path) -> None:
+    # facts the pages give only in a table row, or a list item whose heading names the
+    # release
     with open_index(kb_path) as kb:
         view = ask(kb, "What is the horizontal field of view of the Lumatek Cam Exterior?")
-        verify = ask(kb, "What does lmtk-sign verify check?")
         quiet = ask(kb, "Which Studio release added the --quiet option to the command-line tool?")
     assert "Model: Lumatek Cam Exterior; Horizontal field of view: 130 degrees" in view.text
-    assert "Verify a downloaded manifest against the public release key" in verify.text
     assert "1.2.9 \u2014 Added the `--quiet` option" in quiet.text
 
 
@@ -73,15 +71,12 @@ def test_context_recall_reads_a_block_with_its_label(kb_path: Path) -> None:
     assert result.system("top-k").context_recall == 0.0
 
 
-def test_a_name_the_passages_write_otherwise_is_not_unseen(kb_path: Path) -> None:
-    # the pages say "television", never "TV"; they name no VPN, and error codes are
-    # identifiers, matched as written however alike ZX-4813 and ZX-4812 read
+def test_a_name_no_chunk_holds_is_unseen(kb_path: Path) -> None:
+    # the pages name no VPN, and error codes are identifiers, matched as written
     with open_index(kb_path) as kb:
-        tv = retrieval_confidence(kb, "Will the camera's people spotting be fooled by my TV?")
         vpn = retrieval_confidence(kb, "How do I set up the Hub as a VPN server?")
         code = retrieval_confidence(kb, "What does error ZX-4813 mean on my Hub?")
         rating = retrieval_confidence(kb, "What is the IP rating of the Cam Go for outdoor use?")
-    assert tv.unseen_names == () and tv.answerable
     assert rating.unseen_names == ("IP",)  # the pages write IP66, a word of its own
     assert vpn.unseen_names == ("VPN",) and not vpn.answerable
     assert not code.answerable

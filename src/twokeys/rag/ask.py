@@ -35,7 +35,7 @@ from twokeys.rag.extractive import EXTRACTIVE_NOTE, Similarity, extract
 from twokeys.rag.followup import Followup, standalone_query
 from twokeys.rag.grounding import Confidence, retrieval_confidence
 from twokeys.rag.judge import NOT_ASKED, STAGES, SupportBudget, rerank, support_verdicts, verdict
-from twokeys.rag.packing import Budget, Focus, PackedContext, SubQueryHits, pack
+from twokeys.rag.packing import Budget, PackedContext, SubQueryHits, pack
 from twokeys.rag.prompt import DECLINE, Template, question_text, render_prompt
 from twokeys.rag.support import (
     SentenceCheck,
@@ -93,27 +93,23 @@ class AskOptions:
     def __post_init__(self) -> None:
         object.__setattr__(self, "filters", tuple(str(f) for f in self.filters))
         parse_filters(self.filters)  # a bad filter is named now, not at the first search
-        if self.mode not in MODES:
-            raise ConfigError(f"mode: {self.mode!r} is not one of {', '.join(MODES)}")
-        if self.k < 1:
-            raise ConfigError(f"k: must be >= 1, got {self.k}")
-        if self.decompose not in DECOMPOSE:
-            raise ConfigError(f"decompose: {self.decompose!r} is not one of {', '.join(DECOMPOSE)}")
-        if self.prompt_style not in PROMPT_STYLES:
-            raise ConfigError(
-                f"prompt_style: {self.prompt_style!r} is not one of {', '.join(PROMPT_STYLES)}"
-            )
-        if self.max_parts < 1:
-            raise ConfigError(f"max_parts: must be >= 1, got {self.max_parts}")
-        if self.context not in CONTEXTS:
-            raise ConfigError(f"context: {self.context!r} is not one of {', '.join(CONTEXTS)}")
+        choices = {
+            "mode": MODES,
+            "decompose": DECOMPOSE,
+            "prompt_style": PROMPT_STYLES,
+            "context": CONTEXTS,
+            "confidence": CONFIDENCES,
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                value = getattr(self, name)
+                raise ConfigError(f"{name}: {value!r} is not one of {', '.join(allowed)}")
+        for name in ("k", "max_parts"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
         unknown = [s for s in self.llm_stages if s not in STAGES]
         if unknown:
             raise ConfigError(f"llm_stages: {', '.join(unknown)} not among {', '.join(STAGES)}")
-        if self.confidence not in CONFIDENCES:
-            raise ConfigError(
-                f"confidence: {self.confidence!r} is not one of {', '.join(CONFIDENCES)}"
-            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,16 +282,12 @@ def ask_events(
     search: str | None = None,
     conversation: Conversation | None = None,
 ) -> Iterator[Event]:
-    """The work of :func:`ask`, one event at a time (see the module docstring).
+    """The work of :func:`ask`, one event at a time.
 
-    ``search``: the query to retrieve with, when it is not the question itself (a
-    follow-up made standalone, :mod:`twokeys.rag.followup`). ``conversation``: the
-    chat so far, already fitted to its share of the model's context
-    (:func:`twokeys.rag.conversation.fit`; ``options.budget`` is what is left), shown to
-    a chat model before the question. Given a conversation with earlier questions and no
-    ``search``, the question is searched as a follow-up made standalone
-    (:func:`~twokeys.rag.followup.standalone_query`: by the model with the ``rewrite``
-    stage, else by the rule), recorded in :attr:`Plan.followup`."""
+    ``search``: the query to retrieve with, when it is not the question. ``conversation``:
+    the chat so far, fitted to its share of the context (``options.budget`` is what is
+    left), shown to a chat model; with earlier questions and no ``search``, the question
+    is searched made standalone (:func:`~twokeys.rag.followup.standalone_query`)."""
     options = options or AskOptions()
     down = llm.unreachable() if llm is not None else None
     followup = None
@@ -402,10 +394,7 @@ def _retrieve(
         asks = llm if llm is not None and "verdict" in options.llm_stages else None
         confidence = tuple(learned_confidence(index, run, asks) for run in runs)
     else:
-        confidence = tuple(
-            retrieval_confidence(index, run.query, [hit.text for hit in run.hits[: options.k]])
-            for run in runs
-        )
+        confidence = tuple(retrieval_confidence(index, run.query) for run in runs)
     return tuple(parts), runs, confidence
 
 
@@ -449,12 +438,14 @@ def _plan(
     counter: TokenCounter | None = llm.token_counter() if llm is not None else None
     asked = question_text(question, parts, deferred)
     fixed = {"instructions": template.instructions, "question": asked}
+    # how much of part i a text holds: the share of its idf mass, so rare words count most
+    held = [idf_held(index, run.query) for run in runs]
     if options.context == "windows":
         context = pack_context(
             runs,
             options.budget,
             counter or approx_token_counter,
-            held=[idf_held(index, run.query) for run in runs],
+            held=held,
             cosines=[sentence_cosines(index, run.query) for run in runs],
             fixed=fixed,
             deferred=deferred,
@@ -467,7 +458,7 @@ def _plan(
             fixed=fixed,
             deferred=deferred,
             first=options.k,
-            focus=_focus(index, runs),
+            focus=lambda i, text: held[i](text),
         )
     return Plan(
         question=question,
@@ -484,23 +475,6 @@ def _plan(
         counter=f"{llm.name} tokenizer" if counter is not None and llm else APPROXIMATE,
         confidence=confidence,
     )
-
-
-def _focus(index: Index, runs: Sequence[SubQueryHits]) -> Focus:
-    """How much of sub-query i a text holds, for cutting a passage that does not fit
-    (:func:`~twokeys.rag.packing.pack`): the summed idf of the query's terms it holds,
-    so the sentences with the rare words of the question count most."""
-    weights = []
-    for run in runs:
-        terms = list(dict.fromkeys(index.analyzer.query_terms(run.query)))
-        known = [t for t in terms if index.backend.lexical.has_term(t)]
-        weights.append(dict(zip(known, index.backend.lexical.idf(known), strict=True)))
-
-    def focus(query: int, text: str) -> float:
-        held = set(index.analyzer.index_terms(text))
-        return sum(w for t, w in weights[query].items() if t in held)
-
-    return focus
 
 
 def _generate_events(
@@ -623,11 +597,10 @@ def model_failed_note(error: str) -> str:
 
 
 def quote_evidence(runs: Sequence[SubQueryHits], context: PackedContext, k: int) -> list[set[str]]:
-    """For each sub-query, the ids of the chunks its extractive quotes come from: its first
-    ``k`` hits (those it was judged on), and the chunks of a block that holds one of them
-    as a near-duplicate. The further hits that fill a larger budget are context for a
-    model, not candidates for quotes: over the support KB's 930 questions at 2,048
-    tokens, quoting from every block the filled context holds lost 10 facts and gained 4."""
+    """For each sub-query, the ids of the chunks its quotes come from: its first ``k`` hits
+    (those it was judged on) and a block standing in for one as a near-duplicate; the
+    hits that fill a larger budget are for a model (quoting them lost 10 facts and gained
+    4 over the support KB's 930 questions)."""
     evidence = [{hit.chunk_id for hit in run.hits[:k]} for run in runs]
     for skipped in context.skipped:
         if not skipped.block or skipped.chunk_id not in evidence[skipped.query]:
