@@ -10,19 +10,29 @@ each rule switched off, and prints one table:
 * ``U abst``: unanswerable questions abstained on (want high);
 * ``A answ``: answerable questions answered (want high);
 * ``gold cited``: answerable questions answered with a cited block holding a gold fact;
-* ``correct``: unanswerable abstained plus answerable answered with gold cited, over all.
+* ``correct``: unanswerable abstained plus answerable answered with gold cited, over all;
+* ``facts``: fact containment (the share of an item's gold facts the answer's text
+  holds) summed over the answerable questions answered.
 
 With ``--kb`` (an index of ``examples/support-kb/docs``) the support KB's
 ``examples/support-kb/qa.jsonl`` (same split) is run too, in its own column: the
 collection the rules were first written on, shown for reference.
 
-A rule is switched off by replacing the function through which it acts with one that
-finds nothing: grounding's unseen names (capitalised words no chunk holds) and unseen
-phrases (runs of them no chunk holds side by side). The six modules fitted to the
-support KB (``commands``, ``menus``, ``kinds``, ``elements``, ``existence``,
-``answer_types``) were ablated by this script at commit 6ea7c84 and removed after it
-showed no gain (README, "Fewer, general parts"); ``git show 6ea7c84:benchmarks/
-answers_ablation.py`` is that version.
+A rule is switched off by replacing the function (or constant) through which it acts
+with one that finds nothing (:data:`MODULES`): grounding's unseen names and phrases and
+dotted names held by parts, the rule-based decomposition and two of its steps, the
+extractive answer's neighbours, table rows, heading reading and heading words. The six
+modules fitted to the support KB (``commands``, ``menus``, ``kinds``, ``elements``,
+``existence``, ``answer_types``) were ablated by this script at commit 6ea7c84, and a
+second round of rules (names written otherwise, identifiers written inside others,
+quantities written apart, scene-setting statements, identifier lists, fragments,
+procedure steps, prose after code, lists after a lead-in, code lines and comments, one
+row per table, page-about sentences) at commit 69789ce; each was removed after it showed
+no gain (README, "Fewer, general parts"). ``git show 69789ce:benchmarks/
+answers_ablation.py`` has most of their switches; the decomposition's statements,
+identifier lists and fragments and the units' code comments were switched off the same
+way, by ``decompose._attach_statements``, ``_split_identifier_list``, ``_merge_fragments``
+and ``units._comments``.
 """
 
 from __future__ import annotations

@@ -314,7 +314,7 @@ def ask_events(
     plan = _plan(index, question, parts, runs, confidence, llm, options, conversation)
     plan = replace(plan, followup=followup)
     yield Packed(plan)
-    yield from _generate_events(plan, llm, options, _sentence_tools(index), down)
+    yield from _generate_events(plan, llm, options, index, down)
 
 
 def ask(
@@ -344,25 +344,6 @@ def prepare(
 
 
 # --- the steps ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _SentenceTools:
-    query_terms: Callable[[str], list[str]]
-    text_terms: Callable[[str], list[str]]
-    similarity: Similarity | None = None
-
-
-def _sentence_tools(index: Index) -> _SentenceTools:
-    similarity: Similarity | None = None
-    if index.manifest.encoder is not None and index.backend.vectors is not None:
-
-        def similarity(query: str, sentences: Sequence[str]) -> list[float]:
-            encoder = index.encoder
-            q = encoder.encode_query(query)
-            return [float(x) for x in encoder.encode(list(sentences), "document") @ q]
-
-    return _SentenceTools(index.analyzer.query_terms, index.analyzer.index_terms, similarity)
 
 
 def _retrieve(
@@ -481,7 +462,7 @@ def _generate_events(
     plan: Plan,
     llm: LLM | None,
     options: AskOptions,
-    tools: _SentenceTools,
+    index: Index,
     model_error: str | None = None,
 ) -> Iterator[Event]:
     blocks = plan.context.blocks
@@ -493,44 +474,34 @@ def _generate_events(
         yield TextDelta(text)
         yield Done(_answer(plan, text, "abstained", llm, ()))
         return
-    if llm is None:
-        yield from _extractive_events(
-            plan, tools, options.k, model_error=model_error, windows=options.context == "windows"
-        )
-        return
-    pieces: list[str] = []
-    try:
-        for piece in llm.stream(
-            plan.prompt,
-            stop=plan.template.stop,
-            max_tokens=plan.context.section("answer").budget,
-            temperature=options.temperature,
-        ):
-            pieces.append(piece)
-            yield TextDelta(piece)
-    except ServiceError as exc:  # unreachable, too slow, or an error answer (a 404 model)
-        if pieces:
-            raise  # text already shown; replaying another answer would mix two
-        error = f"{llm.name}: {exc}"
-        yield ModelFailed(error)
-        yield from _extractive_events(
-            plan, tools, options.k, model_error=error, windows=options.context == "windows"
-        )
-        return
-    text = "".join(pieces).strip()
-    if not text:
-        error = f"{llm.name} returned an empty answer"
-        yield ModelFailed(error)
-        yield from _extractive_events(
-            plan, tools, options.k, model_error=error, windows=options.context == "windows"
-        )
-        return
-    checks = check_sentences(text, blocks, tools.text_terms)
-    if "support" in options.llm_stages:
-        checks = _judge_support(plan, llm, checks, options.support)
-    text = strict_text(checks) if options.strict else with_added_citations(text, checks)
-    answer = _answer(plan, text, "generated", llm, sentence_citations(text, len(blocks)))
-    yield Done(replace(answer, checks=checks))
+    if llm is not None:
+        pieces: list[str] = []
+        try:
+            for piece in llm.stream(
+                plan.prompt,
+                stop=plan.template.stop,
+                max_tokens=plan.context.section("answer").budget,
+                temperature=options.temperature,
+            ):
+                pieces.append(piece)
+                yield TextDelta(piece)
+        except ServiceError as exc:  # unreachable, too slow, or an error answer (a 404 model)
+            if pieces:
+                raise  # text already shown; replaying another answer would mix two
+            model_error = f"{llm.name}: {exc}"
+        text = "".join(pieces).strip()
+        if model_error is None and not text:
+            model_error = f"{llm.name} returned an empty answer"
+        if model_error is None:
+            checks = check_sentences(text, blocks, index.analyzer.index_terms)
+            if "support" in options.llm_stages:
+                checks = _judge_support(plan, llm, checks, options.support)
+            text = strict_text(checks) if options.strict else with_added_citations(text, checks)
+            answer = _answer(plan, text, "generated", llm, sentence_citations(text, len(blocks)))
+            yield Done(replace(answer, checks=checks))
+            return
+        yield ModelFailed(model_error)
+    yield from _extractive_events(plan, index, options, model_error)
 
 
 def _judge_support(
@@ -550,20 +521,22 @@ def _judge_support(
 
 
 def _extractive_events(
-    plan: Plan,
-    tools: _SentenceTools,
-    k: int,
-    *,
-    model_error: str | None = None,
-    windows: bool = False,
+    plan: Plan, index: Index, options: AskOptions, model_error: str | None
 ) -> Iterator[Event]:
+    similarity: Similarity | None = None
+    if index.manifest.encoder is not None and index.backend.vectors is not None:
+
+        def similarity(query: str, sentences: Sequence[str]) -> list[float]:
+            q = index.encoder.encode_query(query)
+            return [float(x) for x in index.encoder.encode(list(sentences), "document") @ q]
+
     skip = {i for i, c in enumerate(plan.confidence) if not c.answerable}
     quoted = extract(
         plan.context,
         plan.parts,
-        query_terms=tools.query_terms,
-        text_terms=tools.text_terms,
-        similarity=tools.similarity,
+        query_terms=index.analyzer.query_terms,
+        text_terms=index.analyzer.index_terms,
+        similarity=similarity,
         unanswered=skip,
         # windows hold only sentences chosen for their part: each may be quoted
         evidence=(
@@ -571,8 +544,8 @@ def _extractive_events(
                 {c for b in plan.context.blocks if i in b.queries for c in b.chunk_ids}
                 for i in range(len(plan.runs))
             ]
-            if windows
-            else quote_evidence(plan.runs, plan.context, k)
+            if options.context == "windows"
+            else quote_evidence(plan.runs, plan.context, options.k)
         ),
     )
     text = quoted.text
