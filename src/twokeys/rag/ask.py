@@ -34,16 +34,14 @@ from twokeys.rag.evidence import gather, idf_held, sentence_cosines
 from twokeys.rag.extractive import EXTRACTIVE_NOTE, Similarity, extract
 from twokeys.rag.followup import Followup, standalone_query
 from twokeys.rag.grounding import Confidence, retrieval_confidence
-from twokeys.rag.judge import NOT_ASKED, STAGES, SupportBudget, rerank, support_verdicts, verdict
+from twokeys.rag.judge import NOT_ASKED, STAGES, SupportBudget, judge_sentences, rerank, verdict
 from twokeys.rag.packing import Budget, PackedContext, SubQueryHits, pack
 from twokeys.rag.prompt import DECLINE, Template, question_text, render_prompt
 from twokeys.rag.support import (
     SentenceCheck,
     check_sentences,
-    judged,
     sentence_citations,
     strict_text,
-    to_judge,
     with_added_citations,
 )
 from twokeys.rag.windows import pack_context
@@ -495,29 +493,13 @@ def _generate_events(
         if model_error is None:
             checks = check_sentences(text, blocks, index.analyzer.index_terms)
             if "support" in options.llm_stages:
-                checks = _judge_support(plan, llm, checks, options.support)
+                checks = judge_sentences(llm, checks, blocks, options.support)
             text = strict_text(checks) if options.strict else with_added_citations(text, checks)
             answer = _answer(plan, text, "generated", llm, sentence_citations(text, len(blocks)))
             yield Done(replace(answer, checks=checks))
             return
         yield ModelFailed(model_error)
     yield from _extractive_events(plan, index, options, model_error)
-
-
-def _judge_support(
-    plan: Plan, llm: LLM, checks: tuple[SentenceCheck, ...], budget: SupportBudget
-) -> tuple[SentenceCheck, ...]:
-    """``checks`` with the model's verdict on each cited sentence, within ``budget``
-    (:func:`twokeys.rag.judge.support_verdicts`)."""
-    blocks = {b.number: b.text for b in plan.context.blocks}
-    asked = to_judge(checks)
-    said = support_verdicts(
-        llm,
-        [(checks[i].text, [blocks[n] for n in checks[i].citations]) for i in asked],
-        budget,
-        counter=llm.token_counter(),
-    )
-    return judged(checks, dict(zip(asked, said, strict=True)))
 
 
 def _extractive_events(

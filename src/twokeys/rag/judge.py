@@ -15,11 +15,13 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from twokeys.errors import ConfigError
 from twokeys.llm.base import LLM, Message, Prompt
 from twokeys.llm.http import ServiceError, ServiceTimeoutError, ServiceUnavailableError
+from twokeys.rag.packing import Block
+from twokeys.rag.support import SentenceCheck
 from twokeys.text.tokens import TokenCounter, approx_token_counter
 from twokeys.types import Hit
 
@@ -162,3 +164,28 @@ def support_verdicts(
             break  # down, too slow, or an error answer: the rest stay unjudged
         out.append(True if reply.startswith("yes") else False if reply.startswith("no") else None)
     return out + [None] * (len(sentences) - len(out))
+
+
+def judge_sentences(
+    llm: LLM, checks: Sequence[SentenceCheck], blocks: Sequence[Block], budget: SupportBudget
+) -> tuple[SentenceCheck, ...]:
+    """``checks`` with the model's verdict deciding each sentence it judged, within
+    ``budget``: those that cite a block and claim something (not those that decline); an
+    unjudged one keeps the term check's status."""
+    texts = {b.number: b.text for b in blocks}
+    asked = [
+        i for i, c in enumerate(checks) if c.citations and c.status in ("supported", "unsupported")
+    ]
+    said = support_verdicts(
+        llm,
+        [(checks[i].text, [texts[n] for n in checks[i].citations]) for i in asked],
+        budget,
+        counter=llm.token_counter(),
+    )
+    verdicts = dict(zip(asked, said, strict=True))
+    return tuple(
+        c
+        if verdicts.get(i) is None
+        else replace(c, status="supported" if verdicts[i] else "unsupported", model=verdicts[i])
+        for i, c in enumerate(checks)
+    )

@@ -5,8 +5,8 @@
 index analyzer's), else *unsupported*. One that cites nothing is attributed to the block
 holding most of its terms, when that clears the same bar (the answer gets the ``[n]``),
 else it is unsupported; one with no content terms is *uncited*, and one saying the
-sources do not answer *declines* (:mod:`twokeys.rag.declines`). :func:`judged` lets the
-model's own verdict (the ``support`` stage) decide the sentences it judged.
+sources do not answer *declines* (:mod:`twokeys.rag.declines`). The model's own verdict
+(the ``support`` stage, :func:`twokeys.rag.judge.judge_sentences`) may then decide.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 from twokeys.rag.declines import declines, is_decline
@@ -139,27 +139,3 @@ def strict_text(checks: Sequence[SentenceCheck]) -> str:
     """The answer with only its supported sentences, and those saying the sources do not
     answer."""
     return " ".join(c.shown for c in checks if c.status in ("supported", "declines"))
-
-
-def to_judge(checks: Sequence[SentenceCheck]) -> list[int]:
-    """The positions of the checks a model can judge: the sentences that cite a block (or
-    were attributed one) and claim something (not those that decline)."""
-    return [
-        i for i, c in enumerate(checks) if c.citations and c.status in ("supported", "unsupported")
-    ]
-
-
-def judged(
-    checks: Sequence[SentenceCheck], verdicts: dict[int, bool | None]
-) -> tuple[SentenceCheck, ...]:
-    """``checks`` with the model's verdict (by position) deciding each judged sentence's
-    status; an unjudged one (None, or not in ``verdicts``) keeps the term check's."""
-    out = []
-    for i, check in enumerate(checks):
-        said = verdicts.get(i)
-        if said is None:
-            out.append(check)
-            continue
-        status: Status = "supported" if said else "unsupported"
-        out.append(replace(check, status=status, model=said))
-    return tuple(out)
