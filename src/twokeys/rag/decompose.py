@@ -2,9 +2,10 @@
 each retrieved on its own, so one best-matching document does not fill the context.
 
 :func:`decompose` is rule-based and deterministic: it splits at question marks,
-semicolons, line breaks and sentence ends, then where a new question clause starts after
-a comma or a conjunction (``, and what happens``, ``, can I``; not ``reset and re-pair``);
-a condition (``if``, ``when`` ...) stays with the question clause after it. A part that
+semicolons, line breaks and sentence ends (a statement that sets the scene stays with
+the question after it), then where a new question clause starts after a comma or a
+conjunction (``, and what happens``, ``, can I``; not ``reset and re-pair``); a
+condition (``if``, ``when`` ...) stays with the question clause after it. A part that
 refers back (``it``, ``this`` ...) and names no identifier of its own gets the previous
 part's identifiers and numbered items (or its content words) in brackets; at most
 ``max_parts`` parts are kept, the rest joined into the last.
@@ -58,6 +59,7 @@ _BACK_REFERENCE = re.compile(
 # "code 4 from ...", "level 3": a word and a number no other content word follows (not
 # "10 minutes", a quantity)
 _NUMBERED = re.compile(r"\b([^\W\d_]+) (\d{1,3})\b(?![.,]\d)(?: ([^\W\d_]+))?")
+_REQUEST = r"(?:tell|explain|describe|list|show|give|find|compare|summari[sz]e)"
 _STOP = frozenset(
     """a an the and or but of to in on for with by at from is are was were be been do does
     did can could should will would has have had may might must i you we they it he she
@@ -74,7 +76,7 @@ def decompose(prompt: str, *, max_parts: int = DEFAULT_MAX_PARTS) -> list[str]:
     if not text:
         raise ConfigError("question: is empty")
     parts: list[str] = []
-    for sentence in _SENTENCE_BREAK.split(text):
+    for sentence in _attach_statements(_SENTENCE_BREAK.split(text)):
         parts.extend(_clean(c) for c in _attach_conditions(_CLAUSE_BREAK.split(sentence)))
     parts = _with_back_references([p for p in parts if p])
     parts = list(dict.fromkeys(parts))
@@ -140,6 +142,26 @@ def parse_query_list(text: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+_QUESTION_START = re.compile(rf"^\s*(?:{_WH}|{_AUX}|{_REQUEST})\b", re.IGNORECASE)
+
+
+def _attach_statements(sentences: Sequence[str]) -> list[str]:
+    """A statement that sets the scene ("my hub keeps restarting") joins the question
+    after it, which needs it: "...; how often does it happen?" asks about the hub."""
+    kept = [s for s in sentences if s.strip()]
+    out: list[str] = []
+    i = 0
+    while i < len(kept):
+        sentence = kept[i]
+        if i + 1 < len(kept) and not _is_question(sentence) and _is_question(kept[i + 1]):
+            joint = " " if sentence.rstrip()[-1:] in ".!" else "; "
+            sentence = f"{sentence.rstrip()}{joint}{kept[i + 1]}"
+            i += 1
+        out.append(sentence)
+        i += 1
+    return out
+
+
 def _attach_conditions(clauses: Sequence[str]) -> list[str]:
     """A condition ("If I write to the helpdesk", "..., and if it arrived broken") joins
     the question clause after it, which it qualifies: "how soon do I hear back?" asks
@@ -164,6 +186,10 @@ _INVERSION = re.compile(rf"\b{_AUX}\s+(?:i|you|we|they|it|he|she|there)\b", re.I
 _CONDITION = re.compile(
     rf"(?:if|when|once|after|before|unless)\b(?!\s+(?:{_WH}|{_AUX})\b)", re.IGNORECASE
 )
+
+
+def _is_question(sentence: str) -> bool:
+    return sentence.rstrip().endswith("?") or bool(_QUESTION_START.match(sentence))
 
 
 def _clean(clause: str) -> str:
