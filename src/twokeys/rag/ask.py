@@ -572,13 +572,9 @@ def _abstention_text(plan: Plan) -> str:
 
 
 def _style(style: str, llm: LLM | None) -> Literal["chat", "completion"]:
-    if style == "chat":
-        return "chat"
-    if style == "completion":
-        return "completion"
-    if llm is not None and not llm.detect_chat():
-        return "completion"
-    return "chat"
+    """``auto``: a completion prompt for a model without a chat template."""
+    auto = style == "auto" and llm is not None and not llm.detect_chat()
+    return "completion" if style == "completion" or auto else "chat"
 
 
 def _answer(
