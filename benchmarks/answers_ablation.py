@@ -20,19 +20,18 @@ collection the rules were first written on, shown for reference.
 
 A rule is switched off by replacing the function (or constant) through which it acts
 with one that finds nothing (:data:`MODULES`): grounding's unseen names and phrases and
-dotted names held by parts, the rule-based decomposition and two of its steps, the
+dotted names held by parts, the rule-based decomposition and three of its steps, the
 extractive answer's neighbours, table rows, heading reading and heading words. The six
 modules fitted to the support KB (``commands``, ``menus``, ``kinds``, ``elements``,
 ``existence``, ``answer_types``) were ablated by this script at commit 6ea7c84, and a
 second round of rules (names written otherwise, identifiers written inside others,
-quantities written apart, scene-setting statements, identifier lists, fragments,
-procedure steps, prose after code, lists after a lead-in, code lines and comments, one
-row per table, page-about sentences) at commit 69789ce; each was removed after it showed
-no gain (README, "Fewer, general parts"). ``git show 69789ce:benchmarks/
-answers_ablation.py`` has most of their switches; the decomposition's statements,
-identifier lists and fragments and the units' code comments were switched off the same
-way, by ``decompose._attach_statements``, ``_split_identifier_list``, ``_merge_fragments``
-and ``units._comments``.
+quantities written apart, identifier lists, fragments, procedure steps, prose after
+code, lists after a lead-in, code lines and comments, one row per table, page-about
+sentences) on the code of commit 69789ce; each was removed after it showed no gain
+(README, "Fewer, general parts"). ``git show 69789ce:benchmarks/answers_ablation.py``
+has most of their switches; identifier lists, fragments and code comments were switched
+off the same way, by ``decompose._split_identifier_list``, ``_merge_fragments`` and
+``units._comments``.
 """
 
 from __future__ import annotations
@@ -69,6 +68,7 @@ MODULES: dict[str, tuple[Patch, ...]] = {
     "phrases": ((grounding, "_name_runs", lambda *_: []),),
     "by parts": ((grounding, "_held_by_parts", lambda *_: False),),
     "decompose": ((ask, "decompose", lambda q, **_: [q.strip()]),),
+    "statements": ((decompose, "_attach_statements", lambda s: [x for x in s if x.strip()]),),
     "conditions": ((decompose, "_attach_conditions", list),),
     "back refs": ((decompose, "_with_back_references", list),),
     "neighbours": ((extractive, "neighbours", lambda *_: []),),
