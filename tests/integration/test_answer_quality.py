@@ -84,23 +84,23 @@ def test_a_name_no_chunk_holds_is_unseen(kb_path: Path) -> None:
 
 def test_the_whole_file_at_1000_tokens(kb_path: Path) -> None:
     # every split of the shipped file (930 questions in 26 splits, 18 written blind):
-    # recall 0.961 (naive 0.298; the issue asks 0.95), fact containment 0.794, citation
-    # precision 0.687, abstention 187/346, false abstention 36/584, each kept from
-    # falling further. With the six rule modules fitted to this knowledge base (removed:
-    # no gain on the blind documentation splits, README "Fewer, general parts") it was
-    # 0.961, 0.807, 0.689, 283/346 and 37/584: those rules caught this KB's undocumented
-    # subcommands, menu steps, modes, settings, offers and values, which the general
-    # sensors see as covered
+    # recall 0.961 (naive 0.298; the issue asks 0.95), fact containment 0.751, citation
+    # precision 0.683, abstention 187/346, false abstention 41/584, each kept from
+    # falling further. With the six rule modules fitted to this knowledge base it was
+    # 0.961, 0.807, 0.689, 283/346 and 37/584, and 0.961, 0.794, 0.687, 187/346 and
+    # 36/584 with the reading and matching rules that a second ablation removed (no
+    # gain on the blind documentation splits, README "A second ablation"): procedure
+    # steps, code lines and comments, lists after a lead-in, names written otherwise...
     items = load_qa(SUPPORT_KB / "qa.jsonl")
     with open_index(kb_path) as kb:
         result = evaluate_answers(kb, items, budget=1000, naive_chars=(2000,))
     ours, naive = (result.system(name) for name in ("twokeys", "naive-2000chars"))
     assert ours.context_recall is not None and naive.context_recall is not None
     assert ours.context_recall >= 0.95 and ours.context_recall >= naive.context_recall + 0.15
-    assert ours.fact_containment is not None and ours.fact_containment >= 0.79
+    assert ours.fact_containment is not None and ours.fact_containment >= 0.75
     assert ours.citation_precision is not None and ours.citation_precision >= 0.68
     assert ours.abstention is not None and ours.abstention >= 187 / 346
-    assert ours.false_abstention is not None and ours.false_abstention <= 36 / 584
+    assert ours.false_abstention is not None and ours.false_abstention <= 41 / 584
 
 
 def test_general_knowledge_questions_are_declined(kb_path: Path) -> None:
