@@ -10,29 +10,39 @@ each rule switched off, and prints one table:
 * ``U abst``: unanswerable questions abstained on (want high);
 * ``A answ``: answerable questions answered (want high);
 * ``gold cited``: answerable questions answered with a cited block holding a gold fact;
-* ``correct``: unanswerable abstained plus answerable answered with gold cited, over all.
+* ``correct``: unanswerable abstained plus answerable answered with gold cited, over all;
+* ``facts``: fact containment (the share of an item's gold facts the answer's text
+  holds) summed over the answerable questions answered.
 
 With ``--kb`` (an index of ``examples/support-kb/docs``) the support KB's
 ``examples/support-kb/qa.jsonl`` (same split) is run too, in its own column: the
 collection the rules were first written on, shown for reference.
 
-A rule is switched off by replacing the function through which it acts with one that
-finds nothing: grounding's unseen names (capitalised words no chunk holds) and unseen
-phrases (runs of them no chunk holds side by side). The six modules fitted to the
-support KB (``commands``, ``menus``, ``kinds``, ``elements``, ``existence``,
-``answer_types``) were ablated by this script at commit 6ea7c84 and removed after it
-showed no gain (README, "Fewer, general parts"); ``git show 6ea7c84:benchmarks/
-answers_ablation.py`` is that version.
+A rule is switched off by replacing the function (or constant) through which it acts
+with one that finds nothing (:data:`MODULES`): grounding's unseen names and phrases and
+dotted names held by parts, the rule-based decomposition and three of its steps, the
+extractive answer's neighbours, table rows, heading reading and heading words. The six
+modules fitted to the support KB (``commands``, ``menus``, ``kinds``, ``elements``,
+``existence``, ``answer_types``) were ablated by this script at commit 6ea7c84, and a
+second round of rules (names written otherwise, identifiers written inside others,
+quantities written apart, identifier lists, fragments, procedure steps, prose after
+code, lists after a lead-in, code lines and comments, one row per table, page-about
+sentences) on the code of commit 69789ce; each was removed after it showed no gain
+(README, "Fewer, general parts"). ``git show 69789ce:benchmarks/answers_ablation.py``
+has most of their switches; identifier lists, fragments and code comments were switched
+off the same way, by ``decompose._split_identifier_list``, ``_merge_fragments`` and
+``units._comments``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -40,7 +50,7 @@ from unittest import mock
 
 from twokeys import open_index
 from twokeys.evaluation.answers import QAItem, load_qa, run_twokeys
-from twokeys.rag import grounding
+from twokeys.rag import extractive, grounding, units
 from twokeys.rag.ask import AskOptions
 
 ANSWERS = Path(__file__).resolve().parent / "answers"
@@ -49,15 +59,26 @@ CORPORA = Path(os.environ.get("TWOKEYS_CORPORA", "/work/cache/corpora"))
 SUPPORT_QA = REPO / "examples" / "support-kb" / "qa.jsonl"
 
 
-Patch = tuple[object, str, Callable[..., Any]]
+# the modules: ``twokeys.rag.ask`` and ``twokeys.rag.decompose`` name functions too
+ask = importlib.import_module("twokeys.rag.ask")
+decompose = importlib.import_module("twokeys.rag.decompose")
+Patch = tuple[object, str, Any]
 MODULES: dict[str, tuple[Patch, ...]] = {
     "names": ((grounding, "_names", lambda *_: []),),
     "phrases": ((grounding, "_name_runs", lambda *_: []),),
+    "by parts": ((grounding, "_held_by_parts", lambda *_: False),),
+    "decompose": ((ask, "decompose", lambda q, **_: [q.strip()]),),
+    "statements": ((decompose, "_attach_statements", lambda s: [x for x in s if x.strip()]),),
+    "conditions": ((decompose, "_attach_conditions", list),),
+    "back refs": ((decompose, "_with_back_references", list),),
+    "neighbours": ((extractive, "neighbours", lambda *_: []),),
+    "rows": ((units, "_row", lambda *_: ""),),
+    "framed": ((units.Unit, "framed", property(lambda u: u.read)),),
+    "heading share": ((extractive, "HEADING_SHARE", 0.0),),
 }
 VARIANTS: dict[str, tuple[str, ...]] = {
     "all rules": (),
-    "- names": ("names",),
-    "- phrases": ("phrases",),
+    **{f"- {name}": (name,) for name in MODULES},
 }
 
 
@@ -77,12 +98,20 @@ class Tally:
     answerable: int = 0
     answered: int = 0
     gold_cited: int = 0
+    facts: float = 0.0  # fact containment summed over the answerable questions answered
 
     def __add__(self, other: Tally) -> Tally:
         return Tally(*(a + b for a, b in zip(self.cells(), other.cells(), strict=True)))
 
     def cells(self) -> tuple[int, ...]:
-        return (self.unanswerable, self.abstained, self.answerable, self.answered, self.gold_cited)
+        return (
+            self.unanswerable,
+            self.abstained,
+            self.answerable,
+            self.answered,
+            self.gold_cited,
+            self.facts,
+        )
 
     def row(self) -> list[str]:
         total = self.unanswerable + self.answerable
@@ -92,6 +121,7 @@ class Tally:
             f"{self.answered}/{self.answerable}",
             f"{self.gold_cited}/{self.answerable}",
             f"{correct}/{total} ({correct / total:.3f})" if total else "-",
+            f"{self.facts:.2f}",
         ]
 
 
@@ -132,6 +162,7 @@ def tally(index: Any, items: Sequence[QAItem], options: AskOptions) -> Tally:
             answerable=t.answerable + 1,
             answered=t.answered + (not o.abstained),
             gold_cited=t.gold_cited + cited,
+            facts=t.facts + (0.0 if o.abstained else o.fact_containment or 0.0),
         )
     return t
 
@@ -177,9 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         args.save.write_text(json.dumps(saved, indent=1))
                 results[variant][collection] = Tally(*saved[key])
                 print(f"{key}: done", file=sys.stderr, flush=True)
-    header = "| variant | U abst | A answ | gold cited | correct |"
+    header = "| variant | U abst | A answ | gold cited | correct | facts |"
     lines = [f"Blind test splits ({', '.join(sets)}), all together:", "", header]
-    lines.append("|---|---|---|---|---|")
+    lines.append("|---|---|---|---|---|---|")
     for variant, by in results.items():
         total = sum((by[c] for c in sets), Tally())
         lines.append(f"| {variant} | " + " | ".join(total.row()) + " |")

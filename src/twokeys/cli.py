@@ -41,7 +41,7 @@ class _Group(click.Group):
             "Index SOURCE (a folder, or a .jsonl / BEIR corpus file) into --index.",
         ),
         "search": ("twokeys.cli_search:search", "Search the index for QUERY."),
-        "ask": ("twokeys.rag.cli:ask", "Answer QUESTION from the index, citing its sources."),
+        "ask": ("twokeys.cli_ask:ask", "Answer QUESTION from the index, citing its sources."),
         "eval": (
             "twokeys.evaluation.cli:eval_command",
             "Evaluate retrievers on the BEIR-layout collection in DATASET_DIR.",

@@ -48,15 +48,13 @@ def test_answers_on_the_support_kb(kb_path: Path) -> None:
     assert "qualifies for a full refund" in refund.text
 
 
-def test_table_rows_and_code_comments_are_quoted(kb_path: Path) -> None:
-    # facts the pages give only in a table row, a code comment, or a list item whose
-    # heading names the release
+def test_table_rows_and_list_items_are_quoted(kb_path: Path) -> None:
+    # facts the pages give only in a table row, or a list item whose heading names the
+    # release
     with open_index(kb_path) as kb:
         view = ask(kb, "What is the horizontal field of view of the Lumatek Cam Exterior?")
-        verify = ask(kb, "What does lmtk-sign verify check?")
         quiet = ask(kb, "Which Studio release added the --quiet option to the command-line tool?")
     assert "Model: Lumatek Cam Exterior; Horizontal field of view: 130 degrees" in view.text
-    assert "Verify a downloaded manifest against the public release key" in verify.text
     assert "1.2.9 \u2014 Added the `--quiet` option" in quiet.text
 
 
@@ -73,15 +71,12 @@ def test_context_recall_reads_a_block_with_its_label(kb_path: Path) -> None:
     assert result.system("top-k").context_recall == 0.0
 
 
-def test_a_name_the_passages_write_otherwise_is_not_unseen(kb_path: Path) -> None:
-    # the pages say "television", never "TV"; they name no VPN, and error codes are
-    # identifiers, matched as written however alike ZX-4813 and ZX-4812 read
+def test_a_name_no_chunk_holds_is_unseen(kb_path: Path) -> None:
+    # the pages name no VPN, and error codes are identifiers, matched as written
     with open_index(kb_path) as kb:
-        tv = retrieval_confidence(kb, "Will the camera's people spotting be fooled by my TV?")
         vpn = retrieval_confidence(kb, "How do I set up the Hub as a VPN server?")
         code = retrieval_confidence(kb, "What does error ZX-4813 mean on my Hub?")
         rating = retrieval_confidence(kb, "What is the IP rating of the Cam Go for outdoor use?")
-    assert tv.unseen_names == () and tv.answerable
     assert rating.unseen_names == ("IP",)  # the pages write IP66, a word of its own
     assert vpn.unseen_names == ("VPN",) and not vpn.answerable
     assert not code.answerable
@@ -89,23 +84,23 @@ def test_a_name_the_passages_write_otherwise_is_not_unseen(kb_path: Path) -> Non
 
 def test_the_whole_file_at_1000_tokens(kb_path: Path) -> None:
     # every split of the shipped file (930 questions in 26 splits, 18 written blind):
-    # recall 0.961 (naive 0.298; the issue asks 0.95), fact containment 0.794, citation
-    # precision 0.687, abstention 187/346, false abstention 36/584, each kept from
-    # falling further. With the six rule modules fitted to this knowledge base (removed:
-    # no gain on the blind documentation splits, README "Fewer, general parts") it was
-    # 0.961, 0.807, 0.689, 283/346 and 37/584: those rules caught this KB's undocumented
-    # subcommands, menu steps, modes, settings, offers and values, which the general
-    # sensors see as covered
+    # recall 0.961 (naive 0.298; the issue asks 0.95), fact containment 0.751, citation
+    # precision 0.683, abstention 187/346, false abstention 41/584, each kept from
+    # falling further. With the six rule modules fitted to this knowledge base it was
+    # 0.961, 0.807, 0.689, 283/346 and 37/584, and 0.961, 0.794, 0.687, 187/346 and
+    # 36/584 with the reading and matching rules that a second ablation removed (no
+    # gain on the blind documentation splits, README "A second ablation"): procedure
+    # steps, code lines and comments, lists after a lead-in, names written otherwise...
     items = load_qa(SUPPORT_KB / "qa.jsonl")
     with open_index(kb_path) as kb:
         result = evaluate_answers(kb, items, budget=1000, naive_chars=(2000,))
     ours, naive = (result.system(name) for name in ("twokeys", "naive-2000chars"))
     assert ours.context_recall is not None and naive.context_recall is not None
     assert ours.context_recall >= 0.95 and ours.context_recall >= naive.context_recall + 0.15
-    assert ours.fact_containment is not None and ours.fact_containment >= 0.79
+    assert ours.fact_containment is not None and ours.fact_containment >= 0.75
     assert ours.citation_precision is not None and ours.citation_precision >= 0.68
     assert ours.abstention is not None and ours.abstention >= 187 / 346
-    assert ours.false_abstention is not None and ours.false_abstention <= 36 / 584
+    assert ours.false_abstention is not None and ours.false_abstention <= 41 / 584
 
 
 def test_general_knowledge_questions_are_declined(kb_path: Path) -> None:

@@ -117,7 +117,7 @@ def test_a_command_s_help_loads_its_own_module_only(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("command", "needs"),
-    [("eval", "twokeys.evaluation.cli"), ("ask", "twokeys.rag.cli"), ("mcp", "twokeys.server")],
+    [("eval", "twokeys.evaluation.cli"), ("ask", "twokeys.cli_ask"), ("mcp", "twokeys.server")],
 )
 def test_a_command_of_another_module_loads_it_when_named(
     tmp_path: Path, command: str, needs: str

@@ -37,10 +37,6 @@ from twokeys.rag.decompose import decompose, decompose_with_llm, parse_query_lis
             "What does ZX-4821 mean and how do I fix it?",
             ["What does ZX-4821 mean", "how do I fix it (ZX-4821)"],
         ),
-        (
-            "Explain ZX-4821, ZX-3307 and E-102",
-            ["Explain ZX-4821", "Explain ZX-3307", "Explain E-102"],
-        ),
         ("router port; camera resolution", ["router port", "camera resolution"]),
         (
             # a numbered item is carried with the identifiers; a quantity is not one

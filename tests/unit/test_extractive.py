@@ -1,6 +1,6 @@
 """The extractive answer's sentence choice on hand-made contexts: lead-ins carry the
-terms of the code they introduce and bring the list they introduce, quotes bring the
-sentences read with them, and a part never quotes another part's evidence."""
+terms of the code they introduce, quotes bring the sentences read with them, and a part
+never quotes another part's evidence."""
 
 from __future__ import annotations
 
@@ -53,72 +53,7 @@ hubctl diag purge --older-than 14d
 
 def test_a_lead_in_carries_the_terms_of_the_code_it_introduces() -> None:
     quotes = _quoted(_context(GUIDE), "What is hubctl diag purge for?")
-    # shown with the line of code it was found by
-    assert quotes == [
-        "Remove old diagnostic bundles from the Hub shell: `hubctl diag purge --older-than 14d`"
-    ]
-
-
-NETWORK_HISTORY = """## Frequent disconnects
-
-If disconnects continue, export the network history from the Hub shell:
-
-```sh
-hubctl net history --days 3 > history.txt
-```
-
-The file lists each disconnect with the signal level at that moment.
-
-## Router settings
-
-Most routers need no changes.
-"""
-
-
-def test_a_lead_in_to_code_brings_the_sentence_after_the_code() -> None:
-    # the code is not quoted: what it does or shows is said after it
-    quotes = _quoted(_context(NETWORK_HISTORY), "What does hubctl net history write?")
-    assert quotes == [
-        "If disconnects continue, export the network history from the Hub shell: "
-        "`hubctl net history --days 3 > history.txt`",
-        "The file lists each disconnect with the signal level at that moment.",
-    ]
-
-
-def test_prose_after_a_heading_or_a_new_step_does_not_follow_the_code() -> None:
-    text = NETWORK_HISTORY.replace("The file lists", "## Reading it\n\nThe file lists")
-    assert _quoted(_context(text), "What does hubctl net history write?") == [
-        "If disconnects continue, export the network history from the Hub shell: "
-        "`hubctl net history --days 3 > history.txt`"
-    ]
-    # a numbered step after the code is the next step, not what the code shows
-    assert _quoted(_context(GUIDE), "What is hubctl diag purge for?") == [
-        "Remove old diagnostic bundles from the Hub shell: `hubctl diag purge --older-than 14d`"
-    ]
-
-
-DASHBOARD = """### Dashboards slow with many streams
-
-**Workaround:** switch some tiles to snapshot mode, which refreshes every ten seconds:
-
-```ini
-[dashboard]
-# snapshot_interval_s below
-tile_default_mode = snapshot
-snapshot_interval_s = 10
-```
-"""
-
-
-def test_a_lead_in_is_shown_with_the_code_line_that_holds_the_query_terms() -> None:
-    # the line holding the most of the query's weight beyond the lead-in's own words
-    lead_in = (
-        "**Workaround:** switch some tiles to snapshot mode, which refreshes every ten seconds:"
-    )
-    quotes = _quoted(_context(DASHBOARD), "What does snapshot_interval_s set?")
-    assert quotes == [f"{lead_in} `snapshot_interval_s = 10`"]
-    # found by its own words, it is shown alone
-    assert _quoted(_context(DASHBOARD), "How often do snapshot tiles refresh?") == [lead_in]
+    assert quotes == ["Remove old diagnostic bundles from the Hub shell:"]
 
 
 def test_without_the_code_the_lead_in_is_not_found() -> None:
@@ -126,48 +61,6 @@ def test_without_the_code_the_lead_in_is_not_found() -> None:
     assert "Remove old diagnostic bundles from the Hub shell:" not in _quoted(
         _context(text), "What is hubctl diag purge for?"
     )
-
-
-def test_a_lead_in_to_prose_brings_the_sentence_it_introduces() -> None:
-    text = "The reset is done in two steps:\n- Hold the button until the light is red.\n"
-    quotes = _quoted(_context(text), "How is the reset done?")
-    assert quotes == [
-        "The reset is done in two steps:",
-        "Hold the button until the light is red.",
-    ]
-
-
-LIST_AFTER_A_BLANK_LINE = """If you need a new adapter, choose one that:
-
-- carries a recognised safety mark for your region;
-- is rated for 5 V at 3 A; and
-- comes with a cable no longer than 2 metres.
-
-Adapters from other products may look the same.
-"""
-
-
-def test_a_lead_in_to_a_list_after_a_blank_line_brings_its_best_item() -> None:
-    similarity = _cosine_by_phrase({"new adapter": 0.9, "5 V": 0.3, "cable": 0.2, "other": 0.1})
-    quotes = _quoted(
-        _context(LIST_AFTER_A_BLANK_LINE), "what should a new charger offer?", similarity=similarity
-    )
-    assert quotes == [
-        "If you need a new adapter, choose one that:",
-        "is rated for 5 V at 3 A; and",
-    ]  # the weaker items stay out; the paragraph after the list is not the list
-
-
-def test_the_items_of_the_list_that_score_well_all_come() -> None:
-    similarity = _cosine_by_phrase({"new adapter": 0.9, "5 V": 0.7, "cable": 0.6, "other": 0.1})
-    quotes = _quoted(
-        _context(LIST_AFTER_A_BLANK_LINE), "what should a new charger offer?", similarity=similarity
-    )
-    assert quotes[0] == "If you need a new adapter, choose one that:"
-    assert quotes[1:] == [
-        "is rated for 5 V at 3 A; and",
-        "comes with a cable no longer than 2 metres.",
-    ]
 
 
 def _cosine_by_phrase(weights: dict[str, float]):  # type: ignore[no-untyped-def]
@@ -250,34 +143,6 @@ def test_a_table_row_is_quoted_with_its_header_and_heading() -> None:
     )
 
 
-def test_a_table_gives_one_row_per_part() -> None:
-    # every row holds the header's words; only the best row of the table is quoted
-    similarity = _cosine_by_phrase({"Hub unreachable": 0.9, "Success": 0.85, "signed": 0.85})
-    quotes = _quoted(_context(CLI_GUIDE), "what does code 4 mean?", similarity=similarity)
-    assert quotes == ["Code: 4; Meaning: Hub unreachable"]
-
-
-def test_a_code_comment_is_found_by_its_command_and_quoted_with_it() -> None:
-    quotes = _quoted(_context(CLI_GUIDE), "What does lmtk-sign verify check?")
-    assert quotes == [
-        "Verify a downloaded manifest against the public release key: "
-        "`lmtk-sign verify --manifest hub-fw.manifest`"
-    ]
-
-
-def test_the_dense_model_reads_a_comment_without_its_code() -> None:
-    read: list[str] = []
-
-    def similarity(query: str, sentences: Sequence[str]) -> list[float]:
-        read.extend(sentences)
-        return [0.5] * len(sentences)
-
-    _quoted(_context(CLI_GUIDE), "What does lmtk-sign verify check?", similarity=similarity)
-    assert "Verify a downloaded manifest against the public release key" in read
-    assert "Exit codes \u2014 Code: 4; Meaning: Hub unreachable" in read  # header and heading
-    assert not any("#!/bin/sh" in s or "lmtk-sign" in s for s in read)
-
-
 CLI_PAGE = """## Installing
 
 Run `lumatek-cli` from the folder the installer created for you.
@@ -312,20 +177,6 @@ Devices and rules are not affected.
 """
 
 
-def test_a_procedure_question_brings_the_steps_before_the_quoted_one() -> None:
-    # "Release the button" and what follows it mean nothing without the step before
-    similarity = _cosine_by_phrase({"removes saved": 0.9, "forgets": 0.85, "Press": 0.2})
-    quotes = _quoted(
-        _context(NETWORK_RESET), "How do I reset only the Wi-Fi details?", similarity=similarity
-    )
-    assert quotes == [
-        "A network reset removes saved Wi-Fi details only.",
-        "Press and hold the button on the back for 5 seconds, until the light pulses yellow.",
-        "Release the button.",
-        "The Hub forgets its Wi-Fi details and returns to setup mode.",
-    ]
-
-
 def test_other_questions_and_other_lists_quote_the_step_alone() -> None:
     similarity = _cosine_by_phrase({"removes saved": 0.9, "forgets": 0.85, "Press": 0.2})
     quotes = _quoted(
@@ -344,26 +195,6 @@ def test_other_questions_and_other_lists_quote_the_step_alone() -> None:
         assert not any(q.startswith("Press and hold") for q in quotes)
 
 
-def test_a_procedure_question_brings_the_steps_after_the_prose_naming_it() -> None:
-    # the paragraph says what a network reset is; the numbered list after it is how
-    similarity = _cosine_by_phrase({"removes saved": 0.9, "forgets": 0.2, "Press": 0.2})
-    steps = [
-        "Press and hold the button on the back for 5 seconds, until the light pulses yellow.",
-        "Release the button.",
-        "The Hub forgets its Wi-Fi details and returns to setup mode.",
-    ]
-    quotes = _quoted(_context(NETWORK_RESET), "How do I do a network reset?", similarity=similarity)
-    assert quotes == ["A network reset removes saved Wi-Fi details only.", *steps]
-    # not for a question that asks no procedure, nor for a bulleted list
-    quotes = _quoted(
-        _context(NETWORK_RESET), "What does a network reset remove?", similarity=similarity
-    )
-    assert quotes == ["A network reset removes saved Wi-Fi details only."]
-    bulleted = NETWORK_RESET.replace("1. ", "- ").replace("2. ", "- ")
-    quotes = _quoted(_context(bulleted), "How do I do a network reset?", similarity=similarity)
-    assert quotes == ["A network reset removes saved Wi-Fi details only."]
-
-
 PLACEMENT = """## General principles
 
 - **Angle:** tilt the camera down. A view that is mostly sky confuses the exposure.
@@ -379,27 +210,6 @@ def test_a_sentence_of_another_list_item_is_not_read_with_a_quote() -> None:
     assert quotes == [
         "**Distance:** the clearest detail is within 6 metres of the lens.",
         "Beyond that, people are detected but not clearly identifiable.",
-    ]
-
-
-ERROR_PAGE = """# Error ZX-4821
-
-This page explains error code ZX-4821 on the Lumatek Hub. ZX-4821 means the voltage on the
-input rail is below the safe operating threshold.
-"""
-
-
-def test_a_sentence_about_the_page_itself_is_not_quoted() -> None:
-    # the dense model likes the page's own summary best; it states nothing about ZX-4821
-    similarity = _cosine_by_phrase({"This page": 0.9, "voltage": 0.8})
-    quotes = _quoted(_context(ERROR_PAGE), "What does ZX-4821 mean?", similarity=similarity)
-    assert quotes == [
-        "ZX-4821 means the voltage on the input rail is below the safe operating threshold."
-    ]
-    # unless it is all there is
-    only = "# Error ZX-4821\n\nThis page explains error code ZX-4821 on the Lumatek Hub.\n"
-    assert _quoted(_context(only), "What does ZX-4821 mean?", similarity=similarity) == [
-        "This page explains error code ZX-4821 on the Lumatek Hub."
     ]
 
 

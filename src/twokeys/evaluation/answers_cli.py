@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from twokeys.cli_ask import budget_option, evidence_options, mode_option
 from twokeys.cliutil import index_option, make_llm, model_options, out
 from twokeys.engine import open_index
 from twokeys.evaluation.answers import (
@@ -19,7 +20,6 @@ from twokeys.evaluation.answers import (
 )
 from twokeys.evaluation.answers_report import render
 from twokeys.rag.ask import AskOptions
-from twokeys.rag.cli import budget_option, evidence_options, mode_option
 from twokeys.rag.confidence import shipped
 
 REPORT_BUDGETS = (1000, 2000, 4000)

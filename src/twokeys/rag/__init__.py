@@ -16,7 +16,6 @@ from twokeys.rag.ask import (
     TextDelta,
     ask,
     ask_events,
-    generate,
     prepare,
 )
 from twokeys.rag.decompose import decompose, decompose_with_llm
@@ -41,7 +40,6 @@ __all__ = [
     "ask_events",
     "decompose",
     "decompose_with_llm",
-    "generate",
     "pack",
     "prepare",
 ]

@@ -1,61 +1,23 @@
 """Answer with evidence: decompose -> retrieve each part -> judge the evidence -> pack
-fairly -> generate or extract -> check the answer against its sources.
+-> generate or extract -> check the answer against its sources.
 
-import twokeys
-from twokeys.llm import from_spec
-from twokeys.rag import ask
+:func:`ask_events` yields the work as typed events (retrieved, packed, model failed,
+text delta, done) for a CLI or a server to stream; :func:`ask` consumes them.
 
-with twokeys.open_index("kb.twokeys") as kb:
-    answer = ask(kb, "What does error code E-4821 mean?")             # extractive
-    answer = ask(kb, "...", llm=from_spec("ollama:qwen2.5:7b"))        # generated
-    print(answer.text)
-    for source in answer.sources:
-        print(source.number, source.path, source.heading)
-
-:func:`ask_events` yields the same work as typed events (retrieval done, context packed,
-model failed, text delta, done with the answer), for a CLI or a server to stream;
-:func:`ask` consumes them. :func:`prepare` does everything up to the prompt and
-:func:`generate` runs the model on it, or quotes the best sentences when there is none.
-
-Each sub-query retrieves ``k`` hits, or more when the context budget has room for more
-(one hit per :data:`FILL_TOKENS` tokens of the context's least share): a larger budget
-is filled with further evidence instead of being left empty. On the Git manual pages
-(chunks near the 250-token cap) six hits filled about 1,300 of 3,500 context tokens at a
-4,000-token budget; the budget is what the user gives the evidence, so it is used.
-
-Before any model runs, each sub-query's retrieval confidence is read on its first ``k``
-hits, whatever the budget (:mod:`twokeys.rag.grounding`); when no part is answerable
-the answer is "the sources do not answer this" with the closest sources (kind
-``abstained``). A part the sources do not answer is said so, and its closest sources
-are packed only in the room the answered parts leave
-(:func:`~twokeys.rag.packing.pack`'s ``deferred``); no quote is taken for it, and a
-model is told so in the list of parts (:func:`~twokeys.rag.prompt.question_text`).
-After generation each sentence is checked against the blocks it cites
-(:mod:`twokeys.rag.support`); ``strict`` drops unsupported and uncited ones. A model
-told the sources do not answer says so (:data:`~twokeys.rag.prompt.DECLINE`); an
-answer that only says that is :attr:`Answer.declined`, and, as an abstention, lists its
-closest sources (:mod:`twokeys.rag.declines`): where the sensors see a question's topic covered but
-not the asked fact, a model reading the passages can still tell. When the model cannot
-be reached, or answers with an error (a wrong model name: HTTP 404), the extractive
-answer is given instead, with ``model_error`` naming the model and saying why.
-
-With a model, ``AskOptions.llm_stages`` turns on its optional stages
-(:mod:`twokeys.rag.judge`): ``rerank`` the fused hits, ``verdict`` on them for the
-learned confidence, ``rewrite`` (a follow-up, given with its ``conversation``, made one
-standalone query by :func:`twokeys.rag.followup.standalone_query`, the chat route's own
-rewrite, and the question split into parts by the model,
-:func:`~twokeys.rag.decompose.decompose_with_llm`), and ``support`` (the model's yes/no
-verdict on each cited sentence, within ``AskOptions.support``: so many sentences, prompt
-tokens and seconds; its "no" marks the sentence unsupported, and ``strict`` drops it).
-A model that fails a stage leaves what the rules did.
-
-Tokens are counted with the model's tokenizer when the backend exposes it, else with
-:func:`~twokeys.chunking.approx_token_counter`.
+Each part retrieves ``k`` hits, or one per :data:`FILL_TOKENS` tokens of the context
+when that is more, so a larger budget holds more evidence. Abstention is read on the
+first ``k`` hits (:mod:`twokeys.rag.grounding`, or the learned
+:mod:`twokeys.rag.confidence`): when no part is answerable the answer says so and lists
+the closest sources; a part the sources do not answer gets only the room the others
+leave, no quote, and a note to the model. A generated answer is checked sentence by
+sentence (:mod:`twokeys.rag.support`); ``strict`` drops what its sources do not back.
+A model that cannot be reached or fails gives way to the extractive answer, with
+``model_error`` saying why. ``llm_stages`` turns on the model's optional stages
+(:mod:`twokeys.rag.judge`); a stage that fails leaves what the rules did.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -72,16 +34,14 @@ from twokeys.rag.evidence import gather, idf_held, sentence_cosines
 from twokeys.rag.extractive import EXTRACTIVE_NOTE, Similarity, extract
 from twokeys.rag.followup import Followup, standalone_query
 from twokeys.rag.grounding import Confidence, retrieval_confidence
-from twokeys.rag.judge import NOT_ASKED, STAGES, SupportBudget, rerank, support_verdicts, verdict
-from twokeys.rag.packing import Budget, Focus, PackedContext, SubQueryHits, pack
+from twokeys.rag.judge import NOT_ASKED, STAGES, SupportBudget, judge_sentences, rerank, verdict
+from twokeys.rag.packing import Budget, PackedContext, SubQueryHits, pack
 from twokeys.rag.prompt import DECLINE, Template, question_text, render_prompt
 from twokeys.rag.support import (
     SentenceCheck,
     check_sentences,
-    judged,
     sentence_citations,
     strict_text,
-    to_judge,
     with_added_citations,
 )
 from twokeys.rag.windows import pack_context
@@ -131,27 +91,23 @@ class AskOptions:
     def __post_init__(self) -> None:
         object.__setattr__(self, "filters", tuple(str(f) for f in self.filters))
         parse_filters(self.filters)  # a bad filter is named now, not at the first search
-        if self.mode not in MODES:
-            raise ConfigError(f"mode: {self.mode!r} is not one of {', '.join(MODES)}")
-        if self.k < 1:
-            raise ConfigError(f"k: must be >= 1, got {self.k}")
-        if self.decompose not in DECOMPOSE:
-            raise ConfigError(f"decompose: {self.decompose!r} is not one of {', '.join(DECOMPOSE)}")
-        if self.prompt_style not in PROMPT_STYLES:
-            raise ConfigError(
-                f"prompt_style: {self.prompt_style!r} is not one of {', '.join(PROMPT_STYLES)}"
-            )
-        if self.max_parts < 1:
-            raise ConfigError(f"max_parts: must be >= 1, got {self.max_parts}")
-        if self.context not in CONTEXTS:
-            raise ConfigError(f"context: {self.context!r} is not one of {', '.join(CONTEXTS)}")
+        choices = {
+            "mode": MODES,
+            "decompose": DECOMPOSE,
+            "prompt_style": PROMPT_STYLES,
+            "context": CONTEXTS,
+            "confidence": CONFIDENCES,
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                value = getattr(self, name)
+                raise ConfigError(f"{name}: {value!r} is not one of {', '.join(allowed)}")
+        for name in ("k", "max_parts"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name}: must be >= 1, got {getattr(self, name)}")
         unknown = [s for s in self.llm_stages if s not in STAGES]
         if unknown:
             raise ConfigError(f"llm_stages: {', '.join(unknown)} not among {', '.join(STAGES)}")
-        if self.confidence not in CONFIDENCES:
-            raise ConfigError(
-                f"confidence: {self.confidence!r} is not one of {', '.join(CONFIDENCES)}"
-            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,16 +280,12 @@ def ask_events(
     search: str | None = None,
     conversation: Conversation | None = None,
 ) -> Iterator[Event]:
-    """The work of :func:`ask`, one event at a time (see the module docstring).
+    """The work of :func:`ask`, one event at a time.
 
-    ``search``: the query to retrieve with, when it is not the question itself (a
-    follow-up made standalone, :mod:`twokeys.rag.followup`). ``conversation``: the
-    chat so far, already fitted to its share of the model's context
-    (:func:`twokeys.rag.conversation.fit`; ``options.budget`` is what is left), shown to
-    a chat model before the question. Given a conversation with earlier questions and no
-    ``search``, the question is searched as a follow-up made standalone
-    (:func:`~twokeys.rag.followup.standalone_query`: by the model with the ``rewrite``
-    stage, else by the rule), recorded in :attr:`Plan.followup`."""
+    ``search``: the query to retrieve with, when it is not the question. ``conversation``:
+    the chat so far, fitted to its share of the context (``options.budget`` is what is
+    left), shown to a chat model; with earlier questions and no ``search``, the question
+    is searched made standalone (:func:`~twokeys.rag.followup.standalone_query`)."""
     options = options or AskOptions()
     down = llm.unreachable() if llm is not None else None
     followup = None
@@ -347,33 +299,20 @@ def ask_events(
         query = followup.query
     else:
         query = question
-    if down is not None:  # a server that is down or hung, said at once: no call waits on it
+    if down is None:
+        try:
+            parts, runs, confidence = _retrieve(index, query, llm, options)
+        except ServiceError as exc:  # the model splitting the question failed
+            down = str(exc)
+    if down is not None:  # down, hung or failing: the rules' answer, and why
         yield ModelFailed(down)
-        ruled = replace(options, decompose="rules", llm_stages=())
-        parts, runs, confidence = _retrieve(index, query, None, ruled)
-        yield Retrieved(parts, runs, confidence)
-        plan = _plan(index, question, parts, runs, confidence, None, options, conversation)
-        plan = replace(plan, followup=followup)
-        yield Packed(plan)
-        yield from _generate_events(plan, None, options, _sentence_tools(index), down)
-        return
-    try:
-        parts, runs, confidence = _retrieve(index, query, llm, options)
-    except ServiceError as exc:  # the model splitting the question failed
-        yield ModelFailed(str(exc))
-        rules = replace(options, decompose="rules", llm_stages=())
-        parts, runs, confidence = _retrieve(index, query, None, rules)
-        yield Retrieved(parts, runs, confidence)
-        plan = _plan(index, question, parts, runs, confidence, None, options)
-        plan = replace(plan, followup=followup)
-        yield Packed(plan)
-        yield from _generate_events(plan, None, options, _sentence_tools(index), str(exc))
-        return
+        llm, options = None, replace(options, decompose="rules", llm_stages=())
+        parts, runs, confidence = _retrieve(index, query, None, options)
     yield Retrieved(parts, runs, confidence)
     plan = _plan(index, question, parts, runs, confidence, llm, options, conversation)
     plan = replace(plan, followup=followup)
     yield Packed(plan)
-    yield from _generate_events(plan, llm, options, _sentence_tools(index))
+    yield from _generate_events(plan, llm, options, index, down)
 
 
 def ask(
@@ -402,48 +341,7 @@ def prepare(
     return _plan(index, question, parts, runs, confidence, llm, options)
 
 
-def generate(
-    plan: Plan,
-    *,
-    llm: LLM | None = None,
-    analyzer_terms: tuple[Callable[[str], list[str]], Callable[[str], list[str]]] | None = None,
-    options: AskOptions | None = None,
-    on_text: Callable[[str], None] | None = None,
-    similarity: Similarity | None = None,
-) -> Answer:
-    """Run ``llm`` on the plan's prompt (streaming to ``on_text``), or, without one, quote
-    the best sentences. ``analyzer_terms`` is the index analyzer's (query, text) term
-    functions and ``similarity`` the dense model's query-sentence cosine, both used by
-    the extractive answer and the sentence checks."""
-    tools = _SentenceTools(*(analyzer_terms or (_plain_terms, _plain_terms)), similarity)
-    for event in _generate_events(plan, llm, options or AskOptions(), tools):
-        if isinstance(event, TextDelta) and on_text is not None:
-            on_text(event.text)
-        elif isinstance(event, Done):
-            return event.answer
-    raise AssertionError("generation ended without an answer")  # pragma: no cover
-
-
 # --- the steps ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _SentenceTools:
-    query_terms: Callable[[str], list[str]]
-    text_terms: Callable[[str], list[str]]
-    similarity: Similarity | None = None
-
-
-def _sentence_tools(index: Index) -> _SentenceTools:
-    similarity: Similarity | None = None
-    if index.manifest.encoder is not None and index.backend.vectors is not None:
-
-        def similarity(query: str, sentences: Sequence[str]) -> list[float]:
-            encoder = index.encoder
-            q = encoder.encode_query(query)
-            return [float(x) for x in encoder.encode(list(sentences), "document") @ q]
-
-    return _SentenceTools(index.analyzer.query_terms, index.analyzer.index_terms, similarity)
 
 
 def _retrieve(
@@ -475,10 +373,7 @@ def _retrieve(
         asks = llm if llm is not None and "verdict" in options.llm_stages else None
         confidence = tuple(learned_confidence(index, run, asks) for run in runs)
     else:
-        confidence = tuple(
-            retrieval_confidence(index, run.query, [hit.text for hit in run.hits[: options.k]])
-            for run in runs
-        )
+        confidence = tuple(retrieval_confidence(index, run.query) for run in runs)
     return tuple(parts), runs, confidence
 
 
@@ -522,12 +417,14 @@ def _plan(
     counter: TokenCounter | None = llm.token_counter() if llm is not None else None
     asked = question_text(question, parts, deferred)
     fixed = {"instructions": template.instructions, "question": asked}
+    # how much of part i a text holds: the share of its idf mass, so rare words count most
+    held = [idf_held(index, run.query) for run in runs]
     if options.context == "windows":
         context = pack_context(
             runs,
             options.budget,
             counter or approx_token_counter,
-            held=[idf_held(index, run.query) for run in runs],
+            held=held,
             cosines=[sentence_cosines(index, run.query) for run in runs],
             fixed=fixed,
             deferred=deferred,
@@ -540,7 +437,7 @@ def _plan(
             fixed=fixed,
             deferred=deferred,
             first=options.k,
-            focus=_focus(index, runs),
+            focus=lambda i, text: held[i](text),
         )
     return Plan(
         question=question,
@@ -559,28 +456,11 @@ def _plan(
     )
 
 
-def _focus(index: Index, runs: Sequence[SubQueryHits]) -> Focus:
-    """How much of sub-query i a text holds, for cutting a passage that does not fit
-    (:func:`~twokeys.rag.packing.pack`): the summed idf of the query's terms it holds,
-    so the sentences with the rare words of the question count most."""
-    weights = []
-    for run in runs:
-        terms = list(dict.fromkeys(index.analyzer.query_terms(run.query)))
-        known = [t for t in terms if index.backend.lexical.has_term(t)]
-        weights.append(dict(zip(known, index.backend.lexical.idf(known), strict=True)))
-
-    def focus(query: int, text: str) -> float:
-        held = set(index.analyzer.index_terms(text))
-        return sum(w for t, w in weights[query].items() if t in held)
-
-    return focus
-
-
 def _generate_events(
     plan: Plan,
     llm: LLM | None,
     options: AskOptions,
-    tools: _SentenceTools,
+    index: Index,
     model_error: str | None = None,
 ) -> Iterator[Event]:
     blocks = plan.context.blocks
@@ -592,77 +472,53 @@ def _generate_events(
         yield TextDelta(text)
         yield Done(_answer(plan, text, "abstained", llm, ()))
         return
-    if llm is None:
-        yield from _extractive_events(
-            plan, tools, options.k, model_error=model_error, windows=options.context == "windows"
-        )
-        return
-    pieces: list[str] = []
-    try:
-        for piece in llm.stream(
-            plan.prompt,
-            stop=plan.template.stop,
-            max_tokens=plan.context.section("answer").budget,
-            temperature=options.temperature,
-        ):
-            pieces.append(piece)
-            yield TextDelta(piece)
-    except ServiceError as exc:  # unreachable, too slow, or an error answer (a 404 model)
-        if pieces:
-            raise  # text already shown; replaying another answer would mix two
-        error = f"{llm.name}: {exc}"
-        yield ModelFailed(error)
-        yield from _extractive_events(
-            plan, tools, options.k, model_error=error, windows=options.context == "windows"
-        )
-        return
-    text = "".join(pieces).strip()
-    if not text:
-        error = f"{llm.name} returned an empty answer"
-        yield ModelFailed(error)
-        yield from _extractive_events(
-            plan, tools, options.k, model_error=error, windows=options.context == "windows"
-        )
-        return
-    checks = check_sentences(text, blocks, tools.text_terms)
-    if "support" in options.llm_stages:
-        checks = _judge_support(plan, llm, checks, options.support)
-    text = strict_text(checks) if options.strict else with_added_citations(text, checks)
-    answer = _answer(plan, text, "generated", llm, citations(text, len(blocks)))
-    yield Done(replace(answer, checks=checks))
-
-
-def _judge_support(
-    plan: Plan, llm: LLM, checks: tuple[SentenceCheck, ...], budget: SupportBudget
-) -> tuple[SentenceCheck, ...]:
-    """``checks`` with the model's verdict on each cited sentence, within ``budget``
-    (:func:`twokeys.rag.judge.support_verdicts`)."""
-    blocks = {b.number: b.text for b in plan.context.blocks}
-    asked = to_judge(checks)
-    said = support_verdicts(
-        llm,
-        [(checks[i].text, [blocks[n] for n in checks[i].citations]) for i in asked],
-        budget,
-        counter=llm.token_counter(),
-    )
-    return judged(checks, dict(zip(asked, said, strict=True)))
+    if llm is not None:
+        pieces: list[str] = []
+        try:
+            for piece in llm.stream(
+                plan.prompt,
+                stop=plan.template.stop,
+                max_tokens=plan.context.section("answer").budget,
+                temperature=options.temperature,
+            ):
+                pieces.append(piece)
+                yield TextDelta(piece)
+        except ServiceError as exc:  # unreachable, too slow, or an error answer (a 404 model)
+            if pieces:
+                raise  # text already shown; replaying another answer would mix two
+            model_error = f"{llm.name}: {exc}"
+        text = "".join(pieces).strip()
+        if model_error is None and not text:
+            model_error = f"{llm.name} returned an empty answer"
+        if model_error is None:
+            checks = check_sentences(text, blocks, index.analyzer.index_terms)
+            if "support" in options.llm_stages:
+                checks = judge_sentences(llm, checks, blocks, options.support)
+            text = strict_text(checks) if options.strict else with_added_citations(text, checks)
+            answer = _answer(plan, text, "generated", llm, sentence_citations(text, len(blocks)))
+            yield Done(replace(answer, checks=checks))
+            return
+        yield ModelFailed(model_error)
+    yield from _extractive_events(plan, index, options, model_error)
 
 
 def _extractive_events(
-    plan: Plan,
-    tools: _SentenceTools,
-    k: int,
-    *,
-    model_error: str | None = None,
-    windows: bool = False,
+    plan: Plan, index: Index, options: AskOptions, model_error: str | None
 ) -> Iterator[Event]:
+    similarity: Similarity | None = None
+    if index.manifest.encoder is not None and index.backend.vectors is not None:
+
+        def similarity(query: str, sentences: Sequence[str]) -> list[float]:
+            q = index.encoder.encode_query(query)
+            return [float(x) for x in index.encoder.encode(list(sentences), "document") @ q]
+
     skip = {i for i, c in enumerate(plan.confidence) if not c.answerable}
     quoted = extract(
         plan.context,
         plan.parts,
-        query_terms=tools.query_terms,
-        text_terms=tools.text_terms,
-        similarity=tools.similarity,
+        query_terms=index.analyzer.query_terms,
+        text_terms=index.analyzer.index_terms,
+        similarity=similarity,
         unanswered=skip,
         # windows hold only sentences chosen for their part: each may be quoted
         evidence=(
@@ -670,8 +526,8 @@ def _extractive_events(
                 {c for b in plan.context.blocks if i in b.queries for c in b.chunk_ids}
                 for i in range(len(plan.runs))
             ]
-            if windows
-            else quote_evidence(plan.runs, plan.context, k)
+            if options.context == "windows"
+            else quote_evidence(plan.runs, plan.context, options.k)
         ),
     )
     text = quoted.text
@@ -696,11 +552,10 @@ def model_failed_note(error: str) -> str:
 
 
 def quote_evidence(runs: Sequence[SubQueryHits], context: PackedContext, k: int) -> list[set[str]]:
-    """For each sub-query, the ids of the chunks its extractive quotes come from: its first
-    ``k`` hits (those it was judged on), and the chunks of a block that holds one of them
-    as a near-duplicate. The further hits that fill a larger budget are context for a
-    model, not candidates for quotes: over the support KB's 930 questions at 2,048
-    tokens, quoting from every block the filled context holds lost 10 facts and gained 4."""
+    """For each sub-query, the ids of the chunks its quotes come from: its first ``k`` hits
+    (those it was judged on) and a block standing in for one as a near-duplicate; the
+    hits that fill a larger budget are for a model (quoting them lost 10 facts and gained
+    4 over the support KB's 930 questions)."""
     evidence = [{hit.chunk_id for hit in run.hits[:k]} for run in runs]
     for skipped in context.skipped:
         if not skipped.block or skipped.chunk_id not in evidence[skipped.query]:
@@ -716,23 +571,10 @@ def _abstention_text(plan: Plan) -> str:
     return f"{ABSTAINED} ({reasons}.) The closest passages are listed below."
 
 
-def citations(text: str, n_blocks: int) -> tuple[int, ...]:
-    """The citation numbers ``[n]``, ``[n, m]`` in ``text`` that name a block."""
-    return sentence_citations(text, n_blocks)
-
-
 def _style(style: str, llm: LLM | None) -> Literal["chat", "completion"]:
-    if style == "chat":
-        return "chat"
-    if style == "completion":
-        return "completion"
-    if llm is not None and not llm.detect_chat():
-        return "completion"
-    return "chat"
-
-
-def _plain_terms(text: str) -> list[str]:
-    return re.findall(r"\w[\w.:/-]*\w|\w", text.lower())
+    """``auto``: a completion prompt for a model without a chat template."""
+    auto = style == "auto" and llm is not None and not llm.detect_chat()
+    return "completion" if style == "completion" or auto else "chat"
 
 
 def _answer(

@@ -1,20 +1,11 @@
 """A chat conversation as a value, and fitting it into a model's token budget.
 
-Chat clients send the whole conversation with every turn: the client's system prompt,
-every earlier question and reply, then the newest user message. :func:`conversation_of`
-reads it into a :class:`Conversation`: the system text, the earlier turns (a
-reply's own tail taken off: its sources list, the query it searched and its list of
-unsupported sentences, context the model gets anew), and the newest user message, the
-one to answer.
-
-:func:`fit` makes it fit ``budget`` tokens: the newest user message is not part of the
-budget (the question has its own section of the prompt); the system text is kept
-(whole when it fits in half the budget, else its beginning up to that half, at a
-sentence or line end); then the earlier turns are kept newest first while they fit, so
-the oldest are dropped first, and a turn is kept only with the turns after it (never a
-hole in the middle). :meth:`Conversation.messages` gives what a chat model is shown:
-turns alternating user and assistant, starting with a user turn and ending with an
-assistant turn (consecutive turns of one role are joined), as chat templates require.
+:func:`conversation_of` reads a chat client's messages: the system text, the earlier
+turns (a reply's own sources tail taken off) and the newest user message, the question.
+:func:`fit` keeps the system text (up to half the budget, cut at a sentence end) and
+then the newest earlier turns that fit, never leaving a hole; the question has its own
+section of the prompt. :meth:`Conversation.messages` alternates user and assistant, as
+chat templates require.
 """
 
 from __future__ import annotations

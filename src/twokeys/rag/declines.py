@@ -1,19 +1,11 @@
 """A model's own abstention: a sentence saying the sources do not answer.
 
-Retrieval confidence (:mod:`twokeys.rag.grounding`) abstains before any model runs, but
-it reads the two sensors, and a question on a topic the pages discuss without giving the
-asked fact ("How loud is the siren?", "Can the camera recognise faces?") looks covered to
-both. A model reading the passages can tell, and the prompt asks it to reply
-:data:`~twokeys.rag.prompt.DECLINE` then. Models word it their own way, so
-:func:`declines` reads the common forms: the sources (passages, context, documents) do
-not say, mention, contain... it; it is not stated in them; "I don't know"; "there is no
-information about ...", each also after a hedge ("I'm sorry, but", "Unfortunately,",
-"Based on the provided context,").
-
-Such a sentence claims nothing about the world, so it needs no citation and is not
-flagged as uncited; a sentence that cites a block is checked as any other ("The sources
-do not mention a fee, so returns are free [2]" makes a claim), unless it is the asked-for
-sentence word for word (:func:`is_decline`), a citation after it being a habit.
+A question on a topic the pages discuss without the asked fact looks covered to both
+sensors; a model reading the passages can tell, and the prompt asks it to reply
+:data:`~twokeys.rag.prompt.DECLINE`. Models word it their own way, so :func:`declines`
+reads the common forms ("the sources do not say ...", "it is not stated in the
+passages", "I don't know", "there is no information about ..."), also after a hedge.
+Such a sentence claims nothing and needs no citation.
 """
 
 from __future__ import annotations

@@ -1,37 +1,17 @@
-"""Query decomposition: a prompt that asks several things becomes several sub-queries.
+"""Query decomposition: a prompt that asks several things becomes several sub-queries,
+each retrieved on its own, so one best-matching document does not fill the context.
 
-``"Why was nomic-embed-text chosen, what does the --unrestricted flag do, and when did
-the server start sending Retry-After headers?"`` asks three questions whose answers live in
-three documents; one retrieval for the whole prompt tends to fill the context with the
-best-matching one. Each sub-query is retrieved on its own and the packer shares the
-budget fairly between them.
+:func:`decompose` is rule-based and deterministic: it splits at question marks,
+semicolons, line breaks and sentence ends (a statement that sets the scene stays with
+the question after it), then where a new question clause starts after a comma or a
+conjunction (``, and what happens``, ``, can I``; not ``reset and re-pair``); a
+condition (``if``, ``when`` ...) stays with the question clause after it. A part that
+refers back (``it``, ``this`` ...) and names no identifier of its own gets the previous
+part's identifiers and numbered items (or its content words) in brackets; at most
+``max_parts`` parts are kept, the rest joined into the last.
 
-:func:`decompose` is rule-based and deterministic:
-
-1. split at question marks, semicolons and line breaks; a statement that sets the scene
-   (neither a question nor a request such as ``tell me``) stays with the question after
-   it;
-2. split a sentence where a new question clause starts after a comma, ``and``, ``or`` or
-   ``but``: a question word followed by an auxiliary verb (``what does``, ``when did``,
-   ``how long does``); after a comma and a conjunction, any question word (``, and what
-   happens``); or, after a comma, an auxiliary verb followed by a subject (``, is it``,
-   ``, can I``), or after a comma and a conjunction, an auxiliary verb followed by a
-   capitalised name (``, and can Studio 1 open``), so ``"the port, which the router
-   uses"`` or ``"reset and re-pair"`` stay whole; and after a comma and a conjunction, a
-   condition that a question follows (``, and if it arrived broken, can I get``). A
-   condition (``if``, ``when``, ``after``...) stays with the question clause after it
-   (``If I write to the helpdesk, how soon do I hear back?`` is one question);
-3. split a coordinated list of identifiers (``"E-4821, E-3307 and W-102"``) into one
-   sub-query per identifier, the rest of the clause repeated;
-4. a part that refers back (``it``, ``this``, ``they``...) and names no identifier of its
-   own gets the previous part's identifiers and numbered items (``code 4``; or, without
-   any, its content words) appended in brackets;
-5. parts of fewer than two words (and no identifier) rejoin the previous part; at most
-   ``max_parts`` parts are kept, the rest joined into the last.
-
-:func:`decompose_with_llm` asks a language model instead and falls back to the rules
-when its answer is not a usable list: too many lines, or a line that is a chat-template
-token (``<|im_end|>``), an echo of the prompt's labels, or has no words.
+:func:`decompose_with_llm` asks a model instead, and falls back to the rules when its
+answer is not a usable list (:func:`usable_query`).
 """
 
 from __future__ import annotations
@@ -43,12 +23,12 @@ from twokeys.errors import ConfigError
 from twokeys.llm.base import LLM, Message
 
 DEFAULT_MAX_PARTS = 4
-_CARRIED = re.compile(r"\s*\([^()]*\)\s*$")  # step 4's words carried from the part before
+_CARRIED = re.compile(r"\s*\([^()]*\)\s*$")  # words carried from the part before
 
 
 def own_words(part: str) -> str:
     """``part`` without a closing parenthesis: a sub-query carries there the words of the
-    part before it (step 4: "what does its light do (height device placed)"), which asked
+    part before it ("what does its light do (height device placed)"), which asked
     their own question."""
     return _CARRIED.sub("", part)
 
@@ -73,7 +53,6 @@ _SENTENCE_BREAK = re.compile(r"(?<=\?)\s+|\s*;\s*|\s*\n+\s*|(?<=[.!])\s+(?=[A-Z]
 _LEADING = re.compile(r"^(?:(?:and|or|but|also|then|plus|so)\b[\s,]*)+", re.IGNORECASE)
 _ID = r"(?:`[^`]+`|--?[\w][\w.-]*|[\w][\w./:@+#-]*[\d_./:@+#-][\w./:@+#-]*\w|[\w]*[a-z][A-Z]\w*)"
 _ID_TOKEN = re.compile(rf"(?<![\w`]){_ID}(?![\w`])")
-_ID_LIST = re.compile(rf"{_ID}(?:\s*,\s*{_ID})*\s*,?\s+(?:and|or)\s+{_ID}|{_ID}(?:\s*,\s*{_ID})+")
 _BACK_REFERENCE = re.compile(
     r"\b(?:it|its|this|that|these|those|they|them|their|there)\b", re.IGNORECASE
 )
@@ -98,9 +77,8 @@ def decompose(prompt: str, *, max_parts: int = DEFAULT_MAX_PARTS) -> list[str]:
         raise ConfigError("question: is empty")
     parts: list[str] = []
     for sentence in _attach_statements(_SENTENCE_BREAK.split(text)):
-        for clause in _attach_conditions(_CLAUSE_BREAK.split(sentence)):
-            parts.extend(_split_identifier_list(_clean(clause)))
-    parts = _with_back_references(_merge_fragments([p for p in parts if p]))
+        parts.extend(_clean(c) for c in _attach_conditions(_CLAUSE_BREAK.split(sentence)))
+    parts = _with_back_references([p for p in parts if p])
     parts = list(dict.fromkeys(parts))
     if len(parts) > max_parts:
         parts = [*parts[: max_parts - 1], "; ".join(parts[max_parts - 1 :])]
@@ -219,29 +197,8 @@ def _clean(clause: str) -> str:
     return clause.strip(" \t,;:.!?").strip()
 
 
-def _split_identifier_list(clause: str) -> list[str]:
-    match = _ID_LIST.search(clause)
-    if match is None:
-        return [clause]
-    items = _ID_TOKEN.findall(match.group())
-    if len(items) < 2:
-        return [clause]
-    head, tail = clause[: match.start()], clause[match.end() :]
-    return [f"{head}{item}{tail}".strip() for item in items]
-
-
 def _words(text: str) -> list[str]:
     return re.findall(r"[\w'-]+", text)
-
-
-def _merge_fragments(parts: Sequence[str]) -> list[str]:
-    out: list[str] = []
-    for part in parts:
-        if out and len(_words(part)) < 2 and not _ID_TOKEN.search(part):
-            out[-1] = f"{out[-1]} {part}"
-        else:
-            out.append(part)
-    return out
 
 
 def _with_back_references(parts: list[str]) -> list[str]:

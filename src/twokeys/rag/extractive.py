@@ -1,89 +1,29 @@
-"""The answer without a language model: the best sentences of each part's own evidence,
-cited.
+"""The answer without a language model: the best units of each part's own evidence,
+quoted as written and cited.
 
-For each sub-query, the candidates are the quotable units (:mod:`twokeys.rag.units`:
-prose sentences, list items, table rows with their header, code comments) of the blocks
-that sub-query brought into the context (so a part never quotes another part's evidence;
-when its own blocks hold no matching unit, every block is searched).
-
-Each candidate is scored by both sensors:
-
-* *lexical*: the query terms it contains, each weighted by its rarity among the
-  context's units (``ln(1 + N / df)``), as a share of the whole query's weight; the
-  words of its headings (the heading right above it, and its chunk's heading path,
-  which names what the whole page and section are about) and of a row's header count
-  at :data:`HEADING_SHARE`, and a comment carries the terms of the code it describes;
-* *dense* (when the index has an encoder): the cosine between the sub-query and the
-  unit (a row with its header after its heading, as it is shown: ``Exit codes — Code:
-  4; Meaning: Server unreachable``, since a row's cells do not say what its table is
-  about; a comment without its code), so a paraphrase ("money back if it arrived
-  broken") finds the sentence that answers it ("delivered in a defective condition
-  ... full refund") with no word in common. A prose sentence counts with the better of
-  two readings: alone, and after the heading right above it (``Can I use it abroad?
-  — The supplied adapter accepts 100 to 240 V ...``), as a section answers its
-  heading: a question that paraphrases the heading ("can I take it overseas")
-  finds the answer beneath it even when the answer repeats none of the question, while
-  a sentence that matches the question on its own keeps its own cosine.
-
-The score is ``cosine + LEXICAL_SHARE * lexical`` (``lexical`` alone without an
-encoder); ties go to the earlier block and sentence. The best ``per_query`` units
-(that score at least :data:`DENSE_FLOOR`, or :data:`RELATIVE_FLOOR` without an encoder,
-of the best; one row per table, as a row answers one lookup and every row holds its
-table's header words; not a sentence about the page itself, "This page explains the
-configuration file ...", which states nothing about the subject, unless no other unit
-is there) are quoted as written, each followed by its block's citation ``[n]``. A row,
-a list item or a comment, a fragment of a
-larger structure, is shown after the heading right above it (``1.2.9 — Added the
---quiet option``), prose stands alone. Each quote remembers the heading of the chunk it
-comes from, so a block merged from several sections cites the right one. Headings are
-not quoted. Terms come from the index's own analyzer, so ``v2.4.1`` matches only
-``v2.4.1``.
-
-A fact often spans two sentences, and the dense model often ranks the sentence that
-sets the scene above the one that states the answer, so a quote brings the sentences
-read with it (before and after it in its paragraph: no blank line or heading between;
-in a list, in its own item, as each item makes its own point)
-that score at least :data:`NEIGHBOUR_FLOOR` of the best; a lead-in ending in ``:``
-brings the sentence after it in its paragraph, and a lead-in whose list follows after a
-blank line ("choose one that:", then the items) brings the items that score at least
-:data:`NEIGHBOUR_FLOOR` of the best, or else its best item: the lead-in alone says
-nothing. A lead-in to a code block or table ("Remove old logs from the shell:")
-carries that block's terms, so a question about ``logctl purge`` finds the sentence
-that says what the command is for, shown with the code line that holds the most of the
-question's weight beyond the lead-in's own words, the line it was found by (``logctl
-purge --older-than 14d``); as the rest of the code is not quoted, a lead-in to code
-brings the prose right after the code block, in its section, which says what the command
-does or shows ("It prints each file it removed ..."), unless that is a new list item
-(the next step). A question that asks for a procedure ("how do I ...", "how to ...") is
-answered by steps, and a step of a numbered list means little without the steps before
-it ("Release the button."), so there a quoted step (or a sentence of one) brings the
-steps of its list before it, from the first (the list read without a blank line). Rows
-and comments are read alone.
+For each sub-query the candidates are the quotable units (:mod:`twokeys.rag.units`) of
+the chunks it was judged on (every unit when none matches and there is no encoder).
+Each is scored ``cosine + LEXICAL_SHARE * lexical``: *lexical* is the query's terms it
+holds, each weighted ``ln(1 + N / df)`` over the context's units, as a share of the
+query's weight, its headings' words (and a row's header) counting at
+:data:`HEADING_SHARE`; the *cosine* (with an encoder) is the dense model's, the better of
+the unit read alone and under its heading, as a section answers its heading. The best
+``per_query`` units within :data:`DENSE_FLOOR` (:data:`RELATIVE_FLOOR` lexical only) of
+the best are quoted, each with the sentences next to it in its paragraph and list item
+that score :data:`NEIGHBOUR_FLOOR` of the best (a fact often spans two sentences). A
+row, item or comment is shown after its heading; terms come from the index's analyzer.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from twokeys.errors import ConfigError
 from twokeys.rag.packing import PackedContext
-from twokeys.rag.units import (
-    COMMENT,
-    Unit,
-    after_code,
-    introduces,
-    list_after,
-    neighbours,
-    same_item,
-    steps_after,
-    steps_before,
-    units,
-)
-from twokeys.text.sentences import is_fence
+from twokeys.rag.units import Unit, neighbours, units
 
 Terms = Callable[[str], list[str]]
 Similarity = Callable[[str, Sequence[str]], list[float]]
@@ -94,15 +34,6 @@ DENSE_FLOOR = 0.8  # with the dense model: at least this share of the best score
 LEXICAL_SHARE = 0.6  # what the lexical share adds to the cosine (set on the dev split)
 NEIGHBOUR_FLOOR = 0.6  # a sentence next to a quote, in its paragraph, joins at this share
 HEADING_SHARE = 0.5  # a query word in the sentence's headings counts half (set on dev)
-# a question that asks for a procedure: "how do I ...", "how can we ...", "how to ..."
-_PROCEDURE = re.compile(
-    r"^\W*how\s+(?:(?:do|can|should|could|would|must|shall)\s+(?:i|we|you)|to)\b", re.IGNORECASE
-)
-# a sentence about the document itself: "This page explains ...", "This guide covers ..."
-_ABOUT_THE_PAGE = re.compile(
-    r"This (?:page|guide|article|document|section|policy|changelog|chapter|FAQ|glossary)\b"
-)
-
 EXTRACTIVE_NOTE = (
     "Extractive answer (no language model configured): the most relevant sentences from "
     "the sources, quoted as written, not a generated answer."
@@ -129,23 +60,6 @@ class Extract:
     @property
     def cited(self) -> tuple[int, ...]:
         return tuple(sorted({q.number for q in self.quotes}))
-
-
-def _code_line(s: Unit, weight: dict[str, float], own: set[str], text_terms: Terms) -> str:
-    """The line of the code a lead-in introduces that holds the most of the query's
-    weight beyond the lead-in's own words (the first such line on a tie), or ``""``
-    when no line holds any: the line the lead-in was found by, shown after it."""
-    if not any(is_fence(p.lstrip()) for p in s.introduces.split("\n")):
-        return ""
-    best, shown = 0.0, ""
-    for line in s.introduces.split("\n"):
-        code = line.strip()
-        if not code or is_fence(code) or COMMENT.match(code) or code.startswith("|"):
-            continue
-        held = sum(weight.get(t, 0.0) for t in set(text_terms(code)) - own)
-        if held > best:
-            best, shown = held, code
-    return shown
 
 
 def extract(
@@ -199,11 +113,7 @@ def extract(
         ]
         if not any(lexical[i] > 0 for i in own) and similarity is None:
             own = [i for i in range(n) if i not in seen]  # fall back to the whole context
-        about = {i for i in own if _ABOUT_THE_PAGE.match(sentences[i].text)}
-        if len(about) < len(own):
-            own = [i for i in own if i not in about]
         ranked = _rank(query, own, sentences, lexical, similarity)
-        ranked = _one_row_per_table(ranked, sentences)
         if not ranked:
             continue
         best = ranked[0][0]
@@ -218,47 +128,14 @@ def extract(
             read_with = [
                 j
                 for j in neighbours(sentences, si)
-                if j in scores
-                and j not in chosen
-                and (
-                    (scores[j] >= NEIGHBOUR_FLOOR * best and same_item(sentences, si, j))
-                    or introduces(sentences, si, j)
-                )
+                if j in scores and j not in chosen and scores[j] >= NEIGHBOUR_FLOOR * best
             ]
-            read_with += [j for j in after_code(sentences, si) if j in scores and j not in chosen]
-            if _PROCEDURE.match(query):
-                steps = steps_before(sentences, si) + steps_after(sentences, si)
-                read_with += [j for j in steps if j in scores and j not in chosen]
-            items = [j for j in list_after(sentences, si) if j in scores and j not in chosen]
-            if items:
-                strong = [j for j in items if scores[j] >= NEIGHBOUR_FLOOR * best]
-                read_with += strong or [max(items, key=lambda j: (scores[j], -j))]
             chosen.extend(sorted({si, *read_with}))
         for si in chosen:
             seen.add(si)
             s = sentences[si]
-            line = _code_line(s, weight, set(text_terms(s.words)), text_terms)
-            text = f"{s.text} `{line}`" if line else s.text
-            quotes.append(Quote(text, s.number, qi, s.heading, _label(s)))
+            quotes.append(Quote(s.text, s.number, qi, s.heading, _label(s)))
     return Extract(tuple(quotes), _render(quotes, queries, unanswered))
-
-
-def _one_row_per_table(
-    ranked: Sequence[tuple[float, int]], sentences: Sequence[Unit]
-) -> list[tuple[float, int]]:
-    """``ranked`` without the rows of a table after its best one: a row answers one
-    lookup, and the rows of a table share its header, so without this the rows of a
-    table whose header echoes the question fill every quote."""
-    tables: set[int] = set()
-    out = []
-    for score, i in ranked:
-        table = sentences[i].table
-        if table:
-            if table in tables:
-                continue
-            tables.add(table)
-        out.append((score, i))
-    return out
 
 
 def _rank(

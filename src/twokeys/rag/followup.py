@@ -1,31 +1,16 @@
 """A follow-up question made standalone, so that it retrieves with its conversation.
 
-"And how many days do I have?" cannot be searched alone: what it asks about was said
-in an earlier turn. :func:`standalone_query` gives the query to search for the newest
-user message of a :class:`~twokeys.rag.conversation.Conversation`:
+:func:`standalone_query` gives the query to search for a conversation's newest user
+message: as asked when there is no earlier turn or it starts a new topic; by the model
+(``llm``) when its rewrite keeps one of the message's own search terms; else by the
+rule: the user turns of the current topic, oldest first, then the message.
 
-* **as asked** when there is no earlier user turn, or when the message starts a new
-  topic (below);
-* **by the model** (``llm``), asked to rewrite the message as one standalone search
-  query from the conversation's recent turns; an answer that is empty, over
-  :data:`MAX_QUERY_CHARS`, that keeps none of the message's own search terms
-  (:func:`keeps_question`), or a failure of the model falls back to the rule;
-* **by the rule** otherwise: the user turns of the current topic, whole and oldest
-  first (their question marks dropped: the query asks one question), then the message.
-
-The current topic is read from retrieval evidence, turn by turn over the last
-:data:`TOPIC_TURNS` user turns (:func:`topic_turns`): a turn goes on with the topic
-before it when its own search finds that topic's best document among its first
-:data:`TOPIC_DOCS` (what it asks about is what the conversation was about), or when it
-points back ("it", "that", "and ...") with fewer than :data:`FEW_TERMS` search terms of
-its own (too little to search alone); any other turn starts a new topic, and the turns
-before it are no longer searched. So a self-contained question on something else is
-searched as asked, even one with an "it" in it, and its follow-ups are searched with it
-and not with the old topic.
-
-The two constants were chosen on the train half of the follow-up conversations in
-``benchmarks/followups/`` (a fixed split by a hash of each conversation's id,
-``benchmarks/followups.py``) and are reported on the test half.
+The topic is read from retrieval, over the last :data:`TOPIC_TURNS` user turns: a turn
+goes on with the topic when its own search finds the topic's best document among its
+first :data:`TOPIC_DOCS`, or when it points back ("it", "and ...") with fewer than
+:data:`FEW_TERMS` search terms; any other turn starts a new topic. The constants were
+chosen on the train half of ``benchmarks/followups/`` (split by a hash of each
+conversation's id) and are reported on the test half.
 """
 
 from __future__ import annotations

@@ -1,75 +1,30 @@
-"""Grounding: abstain before generation when retrieval found nothing that answers (the
-check of each generated sentence against its sources is :mod:`twokeys.rag.support`).
+"""Grounding: abstain before generation when retrieval found nothing that answers.
 
-**Retrieval confidence** (:func:`retrieval_confidence`) reads the two sensors for one
-sub-query:
+:func:`retrieval_confidence` reads the two sensors for one sub-query: BM25's coverage
+of the query's idf mass by the best chunk (unseen terms weigh most); the dense *peak*,
+the best cosine in standard deviations above the query's mean cosine to a sample of
+the corpus; and the dense *height*, the best cosine from that mean (chance) towards
+identity. The peak alone passes off-topic questions on large corpora (the best of *n*
+chunks stands about ``sqrt(2 ln n)`` spreads above the mean by chance), so the height
+must clear a floor too (:attr:`Confidence.above_chance`).
 
-* *lexical coverage*: the share of the query's idf mass matched by the best BM25 chunk
-  (:mod:`twokeys.fusion.confidence`); terms the corpus never uses count as unmatched
-  and, being unseen, weigh the most;
-* *dense peak*: how far the best chunk's cosine stands above the query's typical cosine
-  to the corpus, in standard deviations (``(top - mean) / sd`` over an evenly spaced
-  sample of at most :data:`DENSE_SAMPLE` chunk vectors);
-* *dense height*: how far the best cosine stands from that typical cosine (the query's
-  chance level, as in the ``chance`` fusion) towards identity, ``(top - mean) / (1 -
-  mean)``: 0 for a chunk no closer than chance, 1 for the query itself;
-* *missing identifiers*: identifier-like query tokens (``E-9001``, ``v5.0``) that no
-  chunk contains, not even inside a longer token (``/api/limits`` is written in
-  ``http://example.local/api/limits``, a term of its own that BM25 indexes whole
-  and by parts; letters-only identifiers are looked for that way, while one with a
-  digit must match whole, as in search; a dotted qualified name such as
-  ``ftplib.FTP.getwelcome`` is found when one chunk holds each of its dotted parts as
-  a word, and a keyword with its value, ``ensure_ascii=False``, when one chunk holds
-  both, see :func:`_held_by_parts`; a number with its unit, ``2.4GHz``, is found
-  where a chunk writes "2.4 GHz"), and *unseen names*: capitalised words past a
-  sentence's start (``VPN``, ``Kubernetes``, ``Chromebook``) that no chunk contains,
-  nor writes otherwise: a name is seen where a retrieved passage holds a word the dense
-  model reads as the same word, such as "television" for ``TV``
-  (:func:`_not_written_otherwise`);
-* *unseen phrases*: runs of two or more capitalised words past a sentence's start
-  (``Acme Smart Lock``) whose words the index holds but never side by side: no chunk
-  holds the analysed words as a contiguous sequence, the check a quoted phrase gets in
-  the boolean retriever. BM25 and the dense model read a query as a bag of words, so a
-  product name built from corpus words ("smart", "locks", "Acme") looks covered to
-  both although the corpus never names that product;
-Names and phrases are read on the sub-query's own words: a sub-query
-carries the words of the part before it in a closing parenthesis (for retrieval,
-:mod:`twokeys.rag.decompose`), and a name there ("How much RAM ... (much RAM desktop)")
-was the other part's question.
+Besides, a sub-query is not answered when it names what no chunk holds: an identifier
+(``E-9001``; a dotted name counts as held when one chunk holds each part, a letters-only
+one when written inside a longer token, a number with its unit when written apart), a
+capitalised name past a sentence's start that no retrieved passage writes otherwise
+(for the dense model), or a run of such names no chunk holds side by side. Both sensors
+read a bag of words, so a product named by corpus words looks covered to them. An
+identifier the index holds vouches for the question. Names are read on the sub-query's
+own words (:func:`twokeys.rag.decompose.own_words`).
 
-A question that names an identifier the index has never seen asks about something the
-corpus does not hold; one that names an identifier the index holds is answerable (an
-exact match is the strongest lexical evidence). An unseen name or phrase means the same
-unless the dense peak is very high (:data:`STRONG_PEAK`: "Britain" for a page on the
-United Kingdom, a name written otherwise). Otherwise the sub-query is answerable when
-``peak + LEXICAL_WEIGHT * coverage >= THRESHOLD``: each sensor can vouch on its own
-(a paraphrase with unseen words but a clear dense peak; an identifier query matched
-exactly), and a question neither sensor recognises (off-topic, or in-domain words
-around an unseen key word) is not answered. The weight and threshold were set on the
-``dev`` split of ``examples/support-kb/qa.jsonl`` (43 questions): there the
-unanswerable questions no identifier or name rule caught score at most 3.49, the
-answerable ones at least 3.72. Without dense vectors only coverage is read, against
-:data:`LEXICAL_ONLY_FLOOR`.
-
-The peak alone lets off-topic questions through, the more so the larger the corpus. An
-unrelated question's cosines to every chunk are about equally low, so their spread is
-small, and the best of *n* chunks stands some ``sqrt(2 ln n)`` spreads above the mean by
-chance alone: 3.3 for the 253 chunks of the support KB, 4.3 for the 9,734 of the Python
-documentation, where 26 of 30 general-knowledge questions ("How do I tie a bowline
-knot?") passed. The height does not divide by the spread. A sub-query is answerable
-only when, besides the peak rule, ``height + HEIGHT_LEXICAL_WEIGHT * coverage >=
-HEIGHT_FLOOR`` (:attr:`Confidence.above_chance`). Weight and floor were set on the same
-``dev`` split together with 30 general-knowledge questions run on the support KB
-(``benchmarks/abstention/offtopic-tuning.txt``), as the midpoint between the answerable
-questions' lowest value (0.427) and the highest below it (0.415), and checked on the
-Python and Git documentation and on 40 general-knowledge questions written by someone
-who had seen none of this (``offtopic-blind.txt``; ``python -m benchmarks.abstention``).
+Weights and floors were set on the support KB's ``dev`` split and general-knowledge
+questions (``benchmarks/abstention/``), and checked on the Python and Git documentation.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -91,9 +46,6 @@ HEIGHT_FLOOR = 0.421  # dense height plus weighted coverage an answerable questi
 LEXICAL_ONLY_FLOOR = 0.5
 DENSE_SAMPLE = 512
 PHRASE_CANDIDATES = 256  # chunks read to find a phrase; past that many, it is taken as held
-RETRIEVED_K = 6  # chunks read for a name written otherwise, as ask judges its hits
-SAME_WORD = 0.9  # a word this close to an unseen name, for the dense model, writes it
-SAME_WORD_CANDIDATES = 512  # distinct words of the retrieved texts compared with a name
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,81 +128,23 @@ class Confidence:
         }
 
 
-def retrieval_confidence(
-    index: Index, query: str, retrieved: Sequence[str] | None = None
-) -> Confidence:
-    """Read both sensors for ``query`` (see the module docstring). ``retrieved``: the
-    texts of the chunks retrieved to answer it (default: the hybrid top
-    :data:`RETRIEVED_K`), read for a name they write otherwise."""
+def retrieval_confidence(index: Index, query: str) -> Confidence:
+    """Read both sensors for ``query`` (see the module docstring)."""
     bm25 = index.retriever(SearchRequest(query, retriever="bm25"))
     result = bm25.retrieve(query, 1)
     coverage = bm25.confidence(query, result.run)  # type: ignore[attr-defined]
     features = bm25.features(query, result)  # type: ignore[attr-defined]
     own = own_words(query)  # not the words a sub-query carries from the part before it
     names = tuple(n for n in _names(own) if not _indexed(index, n))
-    if names:
-        retrieved = _retrieved_texts(index, query, retrieved)
-        names = _not_written_otherwise(index, names, retrieved)
     phrases = tuple(
         p for p in _name_runs(own) if not names and _indexed(index, p) and not _held(index, p)
     )
-    inside = tuple(
-        m
-        for m in features.missing_identifiers
-        if _written_inside(index, m) or _held_by_parts(index, m)
-    )
-    # a quantity written apart ("2.4 GHz") is no missing identifier, nor an identifying
-    # string whose exact match vouches for the question
-    apart = {m for m in features.missing_identifiers if _written_apart(index, m)}
-    missing = tuple(m for m in features.missing_identifiers if m not in inside and m not in apart)
+    inside = tuple(m for m in features.missing_identifiers if _held_by_parts(index, m))
+    missing = tuple(m for m in features.missing_identifiers if m not in inside)
     peak, height = _dense_peak(index, query)
     return Confidence(
-        query,
-        coverage,
-        peak,
-        missing,
-        (*features.identifiers, *inside),
-        names,
-        phrases,
-        height,
+        query, coverage, peak, missing, (*features.identifiers, *inside), names, phrases, height
     )
-
-
-def _retrieved_texts(index: Index, query: str, retrieved: Sequence[str] | None) -> Sequence[str]:
-    """``retrieved``, or the texts of the hybrid (BM25 without vectors) top
-    :data:`RETRIEVED_K` for ``query``, as ``ask`` retrieves them."""
-    if retrieved is not None:
-        return retrieved
-    dense = index.backend.vectors is not None and index.manifest.encoder is not None
-    hits = index.search(query, mode="hybrid" if dense else "bm25", k=RETRIEVED_K)
-    return [hit.text for hit in hits]
-
-
-_WORD = re.compile(r"(?<![\w'-])[^\W\d_]+(?:['-][^\W\d_]+)*(?![\w'-])")  # letters only, whole
-
-
-def _not_written_otherwise(
-    index: Index, names: Sequence[str], texts: Sequence[str]
-) -> tuple[str, ...]:
-    """``names`` less the letters-only ones a retrieved text writes another way: one of
-    the words of ``texts`` (the first :data:`SAME_WORD_CANDIDATES`) is one the dense
-    model reads as the same word, at a cosine of at least :data:`SAME_WORD` ("TV" and
-    "television": 0.96; a country and its neighbour, a payment service and "payment", an
-    acronym and the word it abbreviates in part, such as "RAM" and "memory", stay under
-    0.75 in the support KB). A name with a digit (``E-4813``) is an identifier, matched
-    as written, since its neighbours (``E-4812``) read alike. All ``names`` without an
-    encoder. The words are encoded once, with every name."""
-    letters = [n for n in names if not any(c.isdigit() for c in n)]
-    if not letters or index.manifest.encoder is None:
-        return tuple(names)
-    words = list(dict.fromkeys(w.lower() for text in texts for w in _WORD.findall(text)))
-    words = [w for w in words[:SAME_WORD_CANDIDATES] if len(w) > 1]
-    if not words:
-        return tuple(names)
-    vectors = index.encoder.encode([*letters, *words], "document")
-    best = (vectors[len(letters) :] @ vectors[: len(letters)].T).max(axis=0)
-    seen = {n for n, cos in zip(letters, best, strict=True) if cos >= SAME_WORD}
-    return tuple(n for n in names if n not in seen)
 
 
 _NAME = re.compile(r"(?<![\w'-])[A-Z][\w-]*[\w]")
@@ -294,23 +188,15 @@ def _name_runs(query: str) -> list[str]:
 
 def _held(index: Index, phrase: str) -> bool:
     """Whether some chunk holds ``phrase``'s analysed terms as a contiguous sequence.
-
-    Only the chunks holding its rarest term are read (all of them, up to
-    :data:`PHRASE_CANDIDATES`; past that the phrase is taken as held)."""
+    Only the chunks holding its rarest term are read, up to :data:`PHRASE_CANDIDATES`;
+    past that the phrase is taken as held."""
     terms = index.analyzer.query_terms(phrase)
     if len(terms) < 2:
         return True
-    return _some_chunk(index, terms, lambda held: contains_sequence(held, terms))
-
-
-def _some_chunk(index: Index, terms: Sequence[str], holds: Callable[[list[str]], bool]) -> bool:
-    """Whether ``holds`` is true of the analysed terms of some chunk holding the rarest of
-    ``terms`` (all in the index). Only those chunks are read, all of them up to
-    :data:`PHRASE_CANDIDATES`; past that, True (it cannot be ruled out)."""
     texts = _texts_holding(index, [_rarest(index, terms)], complete=True)
     if texts is None:
         return True
-    return any(holds(index.analyzer.query_terms(t)) for t in texts)
+    return any(contains_sequence(index.analyzer.query_terms(t), terms) for t in texts)
 
 
 def _rarest(index: Index, terms: Sequence[str]) -> str:
@@ -329,57 +215,16 @@ def _texts_holding(index: Index, terms: Sequence[str], *, complete: bool) -> lis
     return indexed_texts(index.backend, rows)
 
 
-def _written_inside(index: Index, identifier: str) -> bool:
-    """Whether some chunk writes a letters-only ``identifier`` (a query term) inside a
-    longer token, at connector boundaries: ``/api/limits`` in ``.../api/limits``, never
-    ``--download`` in ``download``. Only the chunks holding its rarest part are read."""
-    if any(c.isdigit() for c in identifier):
-        return False
-    parts = [t for t in index.analyzer.index_terms(identifier) if t != identifier]
-    lexical = index.backend.lexical
-    if not parts or not all(lexical.has_term(t) for t in parts):
-        return False
-    texts = _texts_holding(index, [_rarest(index, parts)], complete=False) or []
-    left = "" if not identifier[0].isalnum() else r"(?<![^\W_])"
-    right = "" if not identifier[-1].isalnum() else r"(?![^\W_])"
-    pattern = re.compile(left + re.escape(identifier) + right, re.IGNORECASE)
-    return any(pattern.search(text) for text in texts)
-
-
-_QUANTITY = re.compile(r"(\d+(?:[.,]\d+)?)([^\W\d_]+)")
-
-
-def _written_apart(index: Index, identifier: str) -> bool:
-    """Whether some chunk writes a number with a unit (``2.4ghz``, ``10w``: a query
-    term) with a space between them, as "2.4 GHz" or "10 W": one quantity, written
-    either way."""
-    match = _QUANTITY.fullmatch(identifier)
-    if match is None:
-        return False
-    phrase = f"{match.group(1)} {match.group(2)}"
-    terms = index.analyzer.query_terms(phrase)
-    lexical = index.backend.lexical
-    return bool(terms) and all(lexical.has_term(t) for t in terms) and _held(index, phrase)
-
-
 _DOTTED_NAME = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)+")
 _SETTING = re.compile(r"([^\W\d]\w*)=(\w[\w.]*)")  # a keyword and its value: check=True
 
 
 def _held_by_parts(index: Index, identifier: str) -> bool:
     """Whether some chunk holds each dotted part of a qualified name (a query term) as a
-    word of its own: ``ftplib.FTP.getwelcome`` in a chunk of the ``ftplib`` page that
-    writes ``FTP.getwelcome()``, ``select.poll.unregister`` where the page on ``select``
-    writes ``poll.unregister(fd)``. Documentation names a member by a shorter path
-    than its fully qualified one, the rest being the page or section it sits in. The
-    same holds for the keyword and the value of a setting, ``ensure_ascii=false``: the
-    page gives the keyword in a signature and says what a false one does.
-
-    Only names whose parts all start with a letter or ``_`` qualify (``os.path.join``,
-    ``imaplib.IMAP4``): a version or address (``1.2.10``, ``v5.0``, ``qwen2.5``) still
-    matches whole, as digit-bearing identifiers do in search. A part is matched whole,
-    case aside, at word boundaries (``path`` is not in ``sys_path``). The chunks read
-    are BM25's best :data:`PHRASE_CANDIDATES` for the parts' terms."""
+    word of its own (``ftplib.FTP.getwelcome`` where the ``ftplib`` page writes
+    ``FTP.getwelcome()``: documentation names a member by a shorter path), or the keyword
+    and value of a setting (``ensure_ascii=false``). Parts must start with a letter or
+    ``_``: a version (``v5.0``) still matches whole."""
     setting = _SETTING.fullmatch(identifier)
     if setting is not None:
         parts = [setting.group(1), setting.group(2)]  # ensure_ascii=False

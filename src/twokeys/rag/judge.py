@@ -1,29 +1,13 @@
-"""The model as a judge, where one is configured: re-rank the fused hits, say whether
-the passages answer the question, and say whether each sentence of an answer is
-supported by the passages it cites.
+"""The model as a judge, where one is configured: re-rank the fused hits (listwise),
+say whether the passages answer the question (the learned confidence's ``verdict``
+feature), and say whether each cited sentence of an answer is stated in its passages.
 
-Every stage is optional (``ask --llm-stage rerank --llm-stage verdict --llm-stage
-support``) and budgeted: each sends short prompts of at most ``n`` passages cut to
-``chars`` characters and asks for a few tokens back. A model that cannot be reached, or
-answers in a form not asked for, leaves the retrieval order and the verdict as they were
-(0.5, "not asked"), and a sentence unjudged: a stage can only add evidence, never
-remove the answer.
-
-* :func:`rerank`: listwise: the model lists the numbers of the passages that help,
-  most useful first; those come first in that order, the others after in fused order.
-* :func:`verdict`: 1.0 when the model says the passages state the answer, 0.0 when it
-  says they do not; the learned confidence reads it as the ``verdict`` feature.
-* :func:`support_verdicts`: one yes/no question per sentence, "is every claim of this
-  sentence stated in these passages?", within a :class:`SupportBudget` (at most so many
-  sentences, so many prompt tokens in all, so many seconds); the sentences past the
-  budget stay unjudged (None). :func:`twokeys.rag.support.judged` applies the verdicts.
-
-The ``rewrite`` stage has no prompt of its own here: it is the follow-up rewrite of
-:mod:`twokeys.rag.followup` and the model's split of a multi-part question
-(:func:`twokeys.rag.decompose.decompose_with_llm`), which ``ask`` runs when it is on.
-
-The small local model here reads passages weakly (it often lists every number, and says
-"yes" to on-topic passages); the stages are for a capable model.
+Each stage is optional and budgeted: short prompts of at most ``n`` passages cut to
+``chars`` characters, a few tokens back, and for the sentence check a
+:class:`SupportBudget`. A model that fails or answers in another form leaves the order,
+the verdict (:data:`NOT_ASKED`) or the sentence as they were: a stage only adds
+evidence. The ``rewrite`` stage is :mod:`twokeys.rag.followup`'s rewrite and
+:func:`twokeys.rag.decompose.decompose_with_llm`.
 """
 
 from __future__ import annotations
@@ -31,11 +15,13 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from twokeys.errors import ConfigError
 from twokeys.llm.base import LLM, Message, Prompt
 from twokeys.llm.http import ServiceError, ServiceTimeoutError, ServiceUnavailableError
+from twokeys.rag.packing import Block
+from twokeys.rag.support import SentenceCheck
 from twokeys.text.tokens import TokenCounter, approx_token_counter
 from twokeys.types import Hit
 
@@ -178,3 +164,28 @@ def support_verdicts(
             break  # down, too slow, or an error answer: the rest stay unjudged
         out.append(True if reply.startswith("yes") else False if reply.startswith("no") else None)
     return out + [None] * (len(sentences) - len(out))
+
+
+def judge_sentences(
+    llm: LLM, checks: Sequence[SentenceCheck], blocks: Sequence[Block], budget: SupportBudget
+) -> tuple[SentenceCheck, ...]:
+    """``checks`` with the model's verdict deciding each sentence it judged, within
+    ``budget``: those that cite a block and claim something (not those that decline); an
+    unjudged one keeps the term check's status."""
+    texts = {b.number: b.text for b in blocks}
+    asked = [
+        i for i, c in enumerate(checks) if c.citations and c.status in ("supported", "unsupported")
+    ]
+    said = support_verdicts(
+        llm,
+        [(checks[i].text, [texts[n] for n in checks[i].citations]) for i in asked],
+        budget,
+        counter=llm.token_counter(),
+    )
+    verdicts = dict(zip(asked, said, strict=True))
+    return tuple(
+        c
+        if verdicts.get(i) is None
+        else replace(c, status="supported" if verdicts[i] else "unsupported", model=verdicts[i])
+        for i, c in enumerate(checks)
+    )

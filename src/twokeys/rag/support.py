@@ -1,20 +1,12 @@
 """Sentence support: is each sentence of a generated answer backed by the blocks it cites?
 
-:func:`check_sentences` splits a generated answer into sentences and reads the ``[n]``
-citations of each: a sentence without one is *uncited*, unless it says the sources do
-not answer (it *declines*, :mod:`twokeys.rag.declines`: the model's own abstention,
-which claims nothing); a cited sentence whose content terms (the index analyzer's,
-stemmed) are mostly absent from the blocks it cites is *unsupported*; otherwise
-*supported*. A sentence that cites nothing (small models often cite nothing) is read all
-the same: it is attributed to the block that holds the largest share of its content
-terms, when that share reaches the same bar (``SentenceCheck.added``: the answer's text
-gets the ``[n]``, :func:`with_added_citations`), else it is *unsupported*; only a
-sentence with no content terms at all stays *uncited*. :func:`judged` then lets the
-model's own per-sentence verdict
-(:func:`twokeys.rag.judge.support_verdicts`, the ``support`` stage) decide for the
-cited sentences it judged: shared words miss a claim the passages contradict in the
-same words, and a paraphrase that shares few. :func:`strict_text` keeps the supported
-sentences and those that decline.
+:func:`check_sentences` reads each sentence's ``[n]`` citations. A cited sentence is
+*supported* when its cited blocks hold :data:`SUPPORT_MIN` of its content terms (the
+index analyzer's), else *unsupported*. One that cites nothing is attributed to the block
+holding most of its terms, when that clears the same bar (the answer gets the ``[n]``),
+else it is unsupported; one with no content terms is *uncited*, and one saying the
+sources do not answer *declines* (:mod:`twokeys.rag.declines`). The model's own verdict
+(the ``support`` stage, :func:`twokeys.rag.judge.judge_sentences`) may then decide.
 """
 
 from __future__ import annotations
@@ -22,7 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 from twokeys.rag.declines import declines, is_decline
@@ -147,27 +139,3 @@ def strict_text(checks: Sequence[SentenceCheck]) -> str:
     """The answer with only its supported sentences, and those saying the sources do not
     answer."""
     return " ".join(c.shown for c in checks if c.status in ("supported", "declines"))
-
-
-def to_judge(checks: Sequence[SentenceCheck]) -> list[int]:
-    """The positions of the checks a model can judge: the sentences that cite a block (or
-    were attributed one) and claim something (not those that decline)."""
-    return [
-        i for i, c in enumerate(checks) if c.citations and c.status in ("supported", "unsupported")
-    ]
-
-
-def judged(
-    checks: Sequence[SentenceCheck], verdicts: dict[int, bool | None]
-) -> tuple[SentenceCheck, ...]:
-    """``checks`` with the model's verdict (by position) deciding each judged sentence's
-    status; an unjudged one (None, or not in ``verdicts``) keeps the term check's."""
-    out = []
-    for i, check in enumerate(checks):
-        said = verdicts.get(i)
-        if said is None:
-            out.append(check)
-            continue
-        status: Status = "supported" if said else "unsupported"
-        out.append(replace(check, status=status, model=said))
-    return tuple(out)
