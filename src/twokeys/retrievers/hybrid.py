@@ -76,7 +76,8 @@ class HybridRetriever(Retriever):
 
     def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
         depth = max(k, self.candidates)
-        lex = self.lexical.retrieve(query, depth, explain=explain)
+        # the lexical run unexplained: only the hits returned are explained, below
+        lex = self.lexical.retrieve(query, depth)
         vector = self.dense.encoder.encode_query(query)
         den = self.dense.retrieve_vector(vector, depth, explain=explain)
         runs = {self.lexical.name: lex.run, self.dense.name: den.run}
@@ -88,10 +89,12 @@ class HybridRetriever(Retriever):
         fused = fused[:k]
         evidence: dict[int, tuple[Evidence, ...]] = {}
         if explain:
+            returned = {hit.row for hit in fused}
+            lexical = self.lexical.explain_hits(query, [h for h in lex.run if h.row in returned])
             for hit in fused:
                 items: list[Evidence] = []
-                for name, res in ((self.lexical.name, lex), (self.dense.name, den)):
-                    for ev in res.evidence.get(hit.row, ()):
+                for name, found in ((self.lexical.name, lexical), (self.dense.name, den.evidence)):
+                    for ev in found.get(hit.row, ()):
                         items.append(
                             Evidence(
                                 ev.retriever,
@@ -204,20 +207,16 @@ def _exact_matches(
     """How many of the query's identifiers each of the first ``depth`` lexical hits
     contains (hits with none left out).
 
-    Reads the hits' evidence when the run was explained, else asks the index, and only
-    for queries that name an identifier: most queries never pay for it.
+    Asks the index once for all of them, and only for queries that name an
+    identifier: most queries never pay for it.
     """
     wanted = features.exact_terms
     if not wanted:
         return {}
+    rows = [hit.row for hit in lex.run[:depth]]
     out: dict[int, int] = {}
-    for hit in lex.run[:depth]:
-        evidence = lex.evidence.get(hit.row)
-        if evidence:
-            matched = {t for ev in evidence for t, _ in ev.matched_terms}
-        else:
-            matched = {t for t, _ in lexical.index.explain(wanted, hit.row)}
-        n = len(set(wanted) & matched)
+    for row, found in zip(rows, lexical.index.explain_many(wanted, rows), strict=True):
+        n = len(set(wanted) & {t for t, _ in found})
         if n:
-            out[hit.row] = n
+            out[row] = n
     return out
