@@ -131,9 +131,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from itertools import pairwise
 
+import numpy as np
+import numpy.typing as npt
+
 from twokeys.errors import ConfigError
-from twokeys.fusion.convex import convex_combination
-from twokeys.fusion.normalization import normalizer
+from twokeys.fusion.convex import combine
+from twokeys.fusion.normalization import normalized_scores, normalizer
+from twokeys.fusion.rrf import check_weight
 from twokeys.types import ScoredChunk
 
 _QUOTED = re.compile(r'"([^"]+)"')
@@ -380,30 +384,63 @@ def adaptive_fusion(
         if weight is None
         else weight
     )
-    fused = convex_combination(
-        {"lexical": lexical, "dense": dense},
-        {"lexical": alpha, "dense": 1.0 - alpha},
-        {
-            "lexical": normalizer(params.normalization, depth, levels[0]),
-            "dense": normalizer(params.normalization, depth, levels[1]),
+    # what convex_combination and a sort by the tier keys give, computed on arrays: the
+    # same float operations (see :func:`twokeys.fusion.convex.combine`), the same order
+    lex_rows, lex_scores = _columns(lexical)
+    dense_rows, dense_scores = _columns(dense)
+    weights = {"lexical": alpha, "dense": 1.0 - alpha}
+    total = sum(check_weight(name, w) for name, w in weights.items())
+    method = params.normalization
+    rows, fused = combine(
+        {  # in the order of the runs' names, as convex_combination adds them
+            "dense": (dense_rows, _normalized(method, dense_scores, depth, levels[1])),
+            "lexical": (lex_rows, _normalized(method, lex_scores, depth, levels[0])),
         },
+        {name: w / total for name, w in weights.items()},
     )
-    pool = (
-        None if depth is None else {h.row for h in lexical[:depth]} | {h.row for h in dense[:depth]}
+    keys: list[npt.NDArray[np.generic]] = [rows, -fused]
+    inside = (
+        None
+        if depth is None
+        else np.isin(rows, np.concatenate([lex_rows[:depth], dense_rows[:depth]]))
     )
-    if features.exact_terms or (pool is not None and len(pool) < len(fused)):
-        tiered = bool(features.exact_terms)
-        # a bare name: among the chunks that hold it, BM25's order (see the module doc)
-        by_lexical = (
-            {h.row: i for i, h in enumerate(lexical)} if tiered and features.one_word else {}
+    if features.exact_terms or (inside is not None and not inside.all()):
+        if features.exact_terms:
+            exact = _per_row(rows, exact_matches)
+            if features.one_word:  # a bare name: among the chunks that hold it, BM25's order
+                at = np.zeros(len(rows), np.int64)
+                at[np.searchsorted(rows, lex_rows)] = np.arange(len(lex_rows))
+                keys.append(np.where(exact != 0, at, 0))
+            keys.append(-exact)
+        if inside is not None:
+            keys.append(~inside)
+    order = np.lexsort(keys)
+    return [
+        ScoredChunk(row, score, i + 1)
+        for i, (row, score) in enumerate(
+            zip(rows[order].tolist(), fused[order].tolist(), strict=True)
         )
-        fused.sort(
-            key=lambda h: (
-                pool is not None and h.row not in pool,
-                -exact_matches.get(h.row, 0) if tiered else 0,
-                by_lexical.get(h.row, 0) if exact_matches.get(h.row) else 0,
-                -h.score,
-                h.row,
-            )
-        )
-    return [ScoredChunk(h.row, h.score, i + 1) for i, h in enumerate(fused)]
+    ]
+
+
+def _columns(run: Sequence[ScoredChunk]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    rows = np.fromiter((h.row for h in run), np.int64, len(run))
+    return rows, np.fromiter((h.score for h in run), np.float64, len(run))
+
+
+def _normalized(
+    method: str, scores: npt.NDArray[np.float64], depth: int | None, level: float
+) -> npt.NDArray[np.float64]:
+    return normalized_scores(method, scores, depth, level) if len(scores) else scores
+
+
+def _per_row(rows: npt.NDArray[np.int64], counts: Mapping[int, int]) -> npt.NDArray[np.int64]:
+    """``counts[row]`` (0 where absent) for each of ``rows`` (ascending)."""
+    out = np.zeros(len(rows), np.int64)
+    if counts and len(rows):
+        keys = np.fromiter(counts.keys(), np.int64, len(counts))
+        values = np.fromiter(counts.values(), np.int64, len(counts))
+        at = np.minimum(np.searchsorted(rows, keys), len(rows) - 1)
+        held = rows[at] == keys
+        out[at[held]] = values[held]
+    return out
