@@ -76,10 +76,10 @@ class HybridRetriever(Retriever):
 
     def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
         depth = max(k, self.candidates)
-        # the lexical run unexplained: only the hits returned are explained, below
+        # the runs unexplained: only the hits returned are explained, below
         lex = self.lexical.retrieve(query, depth)
         vector = self.dense.encoder.encode_query(query)
-        den = self.dense.retrieve_vector(vector, depth, explain=explain)
+        den = self.dense.retrieve_vector(vector, depth)
         runs = {self.lexical.name: lex.run, self.dense.name: den.run}
 
         def similarity(row: int) -> float:
@@ -91,9 +91,10 @@ class HybridRetriever(Retriever):
         if explain:
             returned = {hit.row for hit in fused}
             lexical = self.lexical.explain_hits(query, [h for h in lex.run if h.row in returned])
+            dense = self.dense.explain_hits([h for h in den.run if h.row in returned])
             for hit in fused:
                 items: list[Evidence] = []
-                for name, found in ((self.lexical.name, lexical), (self.dense.name, den.evidence)):
+                for name, found in ((self.lexical.name, lexical), (self.dense.name, dense)):
                     for ev in found.get(hit.row, ()):
                         items.append(
                             Evidence(
