@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
+import numpy as np
+
 from twokeys.errors import ConfigError
 from twokeys.fusion.adaptive import (
     AdaptiveParams,
@@ -32,7 +34,7 @@ from twokeys.fusion.adaptive import (
     unconfirmed,
 )
 from twokeys.fusion.convex import convex_combination
-from twokeys.fusion.normalization import NORMALIZERS, normalizer
+from twokeys.fusion.normalization import NORMALIZERS, normalized_scores, normalizer
 from twokeys.fusion.rrf import DEFAULT_K, check_k, rrf, rrf_term
 from twokeys.retrievers.base import Retriever, RetrieverResult
 from twokeys.retrievers.dense import DenseRetriever
@@ -184,21 +186,20 @@ class HybridRetriever(Retriever):
         else:
             alpha = self.lexical_weight
             method = self.fusion
-        norms = {
-            lname: normalizer(method, self.candidates, lex.chance),
-            dname: normalizer(method, self.candidates, dense_chance),
-        }
+        levels = {lname: lex.chance, dname: dense_chance}
         weights = {lname: alpha, dname: 1.0 - alpha}
         if self.fusion != "adaptive":
+            norms = {name: normalizer(method, self.candidates, levels[name]) for name in runs}
             fused = convex_combination(runs, weights, norms)
-        parts = (
-            {
-                name: {h.row: weights[name] * h.score for h in norms[name](run)}
-                for name, run in runs.items()
-            }
-            if explain
-            else {}
-        )
+        parts = {}
+        if explain:  # each run's weighted normalised scores, as the normalisers give them
+            for name, run in runs.items():
+                scores = np.fromiter((h.score for h in run), np.float64, len(run))
+                if len(run):
+                    scores = weights[name] * normalized_scores(
+                        method, scores, self.candidates, levels[name]
+                    )
+                parts[name] = dict(zip([h.row for h in run], scores.tolist(), strict=True))
         return fused, weights, parts
 
 
@@ -217,7 +218,6 @@ def _exact_matches(
     rows = [hit.row for hit in lex.run[:depth]]
     out: dict[int, int] = {}
     for row, found in zip(rows, lexical.index.explain_many(wanted, rows), strict=True):
-        n = len(set(wanted) & {t for t, _ in found})
-        if n:
-            out[row] = n
+        if found:  # the distinct terms of ``wanted`` the row holds, each once
+            out[row] = len(found)
     return out
