@@ -7,7 +7,8 @@ of its BM25 retriever + a ``VectorStoreIndex`` with the same model), each in the
 own venv with only their documented packages, against ``twokeys.integrations``'
 LangChain and LlamaIndex retrievers over a twokeys index (default options: hybrid,
 MiniLM int8, ``explain`` on for the sensors' ranks in the metadata; and
-``twokeys-langchain-fast``, the same with ``explain=False``).
+``twokeys-langchain-fast``, the same with ``explain=False``; ``twokeys-embedding``, our
+query embedding alone, the floor of our call under the same load).
 
 Collections: SciFact (``../shared/data/scifact``) and the two documentation collections
 of ``benchmarks/techdocs.py`` (``python-docs``, ``git-docs``; build them first with
@@ -56,8 +57,9 @@ from benchmarks.common import DATA, REPO, RESULTS, SINGLE_THREAD_ENV, WORK, log,
 
 COLLECTIONS = ("scifact", "python-docs", "git-docs")
 PEERS = ("langchain-ensemble", "llamaindex-fusion")
-#: ``-fast``: ``explain=False`` (no sensors' ranks in the metadata)
-OURS = ("twokeys-langchain", "twokeys-langchain-fast", "twokeys-llamaindex")
+#: ``-fast``: ``explain=False`` (no sensors' ranks in the metadata); ``-embedding``: our
+#: query embedding alone (no search: the floor of our call, measured among the others)
+OURS = ("twokeys-langchain", "twokeys-langchain-fast", "twokeys-llamaindex", "twokeys-embedding")
 SYSTEMS = (*OURS, *PEERS)
 DEPTH = 30  # chunks fetched per query
 CUTOFF = 10  # documents scored (nDCG@10)
@@ -166,7 +168,13 @@ def ours(system: str, workdir: Path) -> tuple[Any, dict[str, Any]]:
         stored = {"corpus": digest, "build_s": time.perf_counter() - started}
         meta.write_text(json.dumps(stored), "utf-8")
     index = open_index(path)
-    if system.startswith("twokeys-langchain"):
+    if system == "twokeys-embedding":
+        encoder = index.encoder
+
+        def search(query: str) -> list[str]:
+            encoder.encode_one(query)  # uncached, as a search's first embedding of a query
+            return []
+    elif system.startswith("twokeys-langchain"):
         from twokeys.integrations.langchain import TwokeysRetriever as LangChainRetriever
 
         lc = LangChainRetriever(index=index, k=DEPTH, explain=not system.endswith("-fast"))

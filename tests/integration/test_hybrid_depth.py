@@ -59,3 +59,29 @@ def test_the_fused_top_ten_documents_do_not_change_with_k(name: str) -> None:
             top = [h.chunk_id for h in index.search(text, k=10)]
             deep = [h.chunk_id for h in index.search(text, k=300)]
             assert deep[:10] == top, text
+
+
+def test_explain_gives_the_returned_hits_each_sensors_own_evidence(kb: Index) -> None:
+    """The hybrid explains only the hits it returns (not all its candidates): each one's
+    evidence is what the sensor's own explained run says of it, and explaining changes
+    neither ranking nor score."""
+    for query in _queries():
+        hits = kb.search(query, k=10, explain=True)
+        plain = kb.search(query, k=10)
+        assert [(h.chunk_id, h.score) for h in hits] == [(h.chunk_id, h.score) for h in plain]
+        sensors = {
+            mode: {
+                h.chunk_id: h.evidence[0] for h in kb.search(query, mode=mode, k=100, explain=True)
+            }
+            for mode in ("bm25", "dense")
+        }
+        for hit in hits:
+            for ev in hit.evidence:
+                own = sensors[ev.retriever][hit.chunk_id]
+                assert (ev.rank, ev.score, ev.matched_terms) == (
+                    own.rank,
+                    own.score,
+                    own.matched_terms,
+                )
+            held = {mode for mode, run in sensors.items() if hit.chunk_id in run}
+            assert {ev.retriever for ev in hit.evidence} == held

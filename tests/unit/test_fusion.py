@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from twokeys.errors import ConfigError
@@ -371,3 +373,78 @@ def test_a_bare_name_orders_the_chunks_holding_it_by_bm25() -> None:
     # the same name among other words: the fused score orders the tier, as before
     words = QueryFeatures(("core.editor",), (), (), 1.0, 5, n_words=3)
     assert [h.row for h in adaptive_fusion(lex, den, words, held, p, depth=100)[:3]] == [3, 2, 1]
+
+
+def _loop_fusion(
+    lexical: list[ScoredChunk],
+    dense: list[ScoredChunk],
+    features: QueryFeatures,
+    exact: dict[int, int],
+    params: AdaptiveParams,
+    depth: int | None,
+    alpha: float,
+    levels: tuple[float, float],
+) -> list[tuple[int, str, int]]:
+    """The adaptive fusion as plain Python loops (what it was before it ran on arrays):
+    a dict of sums, run by run in name order, then one sort by the tier keys."""
+    runs = {"lexical": lexical, "dense": dense}
+    total = sum((alpha, 1.0 - alpha))
+    weights = {"lexical": alpha / total, "dense": (1.0 - alpha) / total}
+    level = {"lexical": levels[0], "dense": levels[1]}
+    fused: dict[int, float] = {h.row: 0.0 for r in runs.values() for h in r}
+    for name in sorted(runs):
+        normed = normalizer(params.normalization, depth, level[name])(runs[name])
+        if not normed or weights[name] == 0:
+            continue
+        by_row = {h.row: h.score for h in normed}
+        floor = min(by_row.values())
+        floor = 0.0 if floor == max(by_row.values()) else floor
+        for row in fused:
+            fused[row] += weights[name] * by_row.get(row, floor)
+    pool = None if depth is None else {h.row for r in runs.values() for h in r[:depth]}
+    tiered = bool(features.exact_terms)
+    at = {h.row: i for i, h in enumerate(lexical)} if tiered and features.one_word else {}
+    order = sorted(
+        fused.items(),
+        key=lambda item: (
+            pool is not None and item[0] not in pool,
+            -exact.get(item[0], 0) if tiered else 0,
+            at.get(item[0], 0) if exact.get(item[0]) else 0,
+            -item[1],
+            item[0],
+        ),
+    )
+    return [(row, score.hex(), i + 1) for i, (row, score) in enumerate(order)]
+
+
+def test_adaptive_fusion_on_arrays_is_the_plain_loop_bit_for_bit() -> None:
+    rng = random.Random(5)
+    for _ in range(300):
+        lexical, dense = (
+            run(
+                *zip(
+                    rng.sample(range(200), n),
+                    sorted((rng.random() * 9 for _ in range(n)), reverse=True),
+                    strict=True,
+                )
+            )
+            for n in (rng.choice([0, 1, 7, 60, 120]), rng.choice([1, 7, 60, 120]))
+        )
+        one_word = rng.random() < 0.4
+        features = QueryFeatures(
+            identifiers=rng.choice([(), ("x",)]),
+            missing_identifiers=(),
+            quoted=(),
+            lexical_confidence=rng.random(),
+            n_terms=3,
+            n_words=1 if one_word else 3,
+        )
+        exact = {h.row: rng.choice([1, 2]) for h in lexical if rng.random() < 0.3}
+        params = AdaptiveParams(normalization=rng.choice(["chance", "minmax", "zscore", "dbsf"]))
+        depth = rng.choice([None, 5, 100])
+        alpha = rng.choice([0.0, 0.45, 0.8, 1.0, rng.random()])
+        levels = (0.0, rng.random())
+        fused = adaptive_fusion(lexical, dense, features, exact, params, depth, alpha, levels)
+        assert [(h.row, h.score.hex(), h.rank) for h in fused] == _loop_fusion(
+            lexical, dense, features, exact, params, depth, alpha, levels
+        )

@@ -103,9 +103,10 @@ class ExactVectorIndex(VectorIndex):
                 f"{self._source}: rows {bad} are not finite vectors; run 'twokeys check'"
             )
         rows, values = top_k_allowed(scores, k, allowed)
+        # tolist(): Python ints and floats of the same values, made in one call each
         return [
-            ScoredChunk(row=int(r), score=float(s), rank=i + 1)
-            for i, (r, s) in enumerate(zip(rows, values, strict=True))
+            ScoredChunk(r, s, i)
+            for i, (r, s) in enumerate(zip(rows.tolist(), values.tolist(), strict=True), 1)
         ]
 
     def similarity(self, query: npt.NDArray[np.float32], row: int) -> float:

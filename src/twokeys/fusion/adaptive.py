@@ -131,9 +131,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from itertools import pairwise
 
+import numpy as np
+import numpy.typing as npt
+
 from twokeys.errors import ConfigError
-from twokeys.fusion.convex import convex_combination
-from twokeys.fusion.normalization import Normalizer, normalizer
+from twokeys.fusion.convex import combine
+from twokeys.fusion.normalization import normalized_scores, normalizer
+from twokeys.fusion.rrf import check_weight
 from twokeys.fusion.units import unit_scores
 from twokeys.types import ScoredChunk
 
@@ -384,56 +388,90 @@ def adaptive_fusion(
         if weight is None
         else weight
     )
-    norms = (
-        normalizer(params.normalization, depth, levels[0]),
-        normalizer(params.normalization, depth, levels[1]),
+    # what convex_combination and a sort by the tier keys give, computed on arrays: the
+    # same float operations (see :func:`twokeys.fusion.convex.combine`), the same order
+    lex_rows, lex_scores = _columns(lexical)
+    dense_rows, dense_scores = _columns(dense)
+    weights = {"lexical": alpha, "dense": 1.0 - alpha}
+    total = sum(check_weight(name, w) for name, w in weights.items())
+    method = params.normalization
+    lex_norm = _normalized(method, lex_scores, depth, levels[0])
+    dense_norm = _normalized(method, dense_scores, depth, levels[1])
+    rows, fused = combine(
+        {  # in the order of the runs' names, as convex_combination adds them
+            "dense": (dense_rows, dense_norm),
+            "lexical": (lex_rows, lex_norm),
+        },
+        {name: w / total for name, w in weights.items()},
     )
-    fused = convex_combination(
-        {"lexical": lexical, "dense": dense},
-        {"lexical": alpha, "dense": 1.0 - alpha},
-        {"lexical": norms[0], "dense": norms[1]},
-    )
-    own: dict[int, float] = {}
-    if units:
-        fused, own = _scored_by_unit(fused, lexical, dense, norms, depth, alpha, units)
-    pool = (
-        None if depth is None else {h.row for h in lexical[:depth]} | {h.row for h in dense[:depth]}
-    )
-    if units or features.exact_terms or (pool is not None and len(pool) < len(fused)):
-        tiered = bool(features.exact_terms)
-        # a bare name: among the chunks that hold it, BM25's order (see the module doc)
-        by_lexical = (
-            {h.row: i for i, h in enumerate(lexical)} if tiered and features.one_word else {}
+    keys: list[npt.NDArray[np.generic]] = [rows, -fused]
+    if units:  # a unit's score first, its chunk's own score among the unit's chunks
+        n = len(lex_rows) + len(dense_rows) if depth is None else depth
+        by_unit = unit_scores(
+            _entries(lex_rows[:n], lex_norm[:n]),
+            _entries(dense_rows[:n], dense_norm[:n]),
+            alpha,
+            units,
         )
-        fused.sort(
-            key=lambda h: (
-                pool is not None and h.row not in pool,
-                -exact_matches.get(h.row, 0) if tiered else 0,
-                by_lexical.get(h.row, 0) if exact_matches.get(h.row) else 0,
-                -h.score,
-                -own.get(h.row, h.score),
-                h.row,
-            )
+        own = fused
+        fused = np.array(
+            [
+                by_unit.get(units[row], score) if row in units else score
+                for row, score in zip(rows.tolist(), own.tolist(), strict=True)
+            ],
+            np.float64,
         )
-    return [ScoredChunk(h.row, h.score, i + 1) for i, h in enumerate(fused)]
-
-
-def _scored_by_unit(
-    fused: list[ScoredChunk],
-    lexical: Sequence[ScoredChunk],
-    dense: Sequence[ScoredChunk],
-    norms: tuple[Normalizer, Normalizer],
-    depth: int | None,
-    alpha: float,
-    units: Mapping[int, int],
-) -> tuple[list[ScoredChunk], dict[int, float]]:
-    """``fused`` with each located chunk scored as its unit (:func:`unit_scores`, from
-    the first ``depth`` normalised entries of each run), and the chunks' own scores."""
-    n = len(lexical) + len(dense) if depth is None else depth
-    scores = unit_scores(norms[0](lexical)[:n], norms[1](dense)[:n], alpha, units)
-    own = {h.row: h.score for h in fused}
-    rescored = [
-        ScoredChunk(h.row, scores.get(units[h.row], h.score) if h.row in units else h.score, h.rank)
-        for h in fused
+        keys = [rows, -own, -fused]
+    inside = (
+        None
+        if depth is None
+        else np.isin(rows, np.concatenate([lex_rows[:depth], dense_rows[:depth]]))
+    )
+    if features.exact_terms or (inside is not None and not inside.all()):
+        if features.exact_terms:
+            exact = _per_row(rows, exact_matches)
+            if features.one_word:  # a bare name: among the chunks that hold it, BM25's order
+                at = np.zeros(len(rows), np.int64)
+                at[np.searchsorted(rows, lex_rows)] = np.arange(len(lex_rows))
+                keys.append(np.where(exact != 0, at, 0))
+            keys.append(-exact)
+        if inside is not None:
+            keys.append(~inside)
+    order = np.lexsort(keys)
+    return [
+        ScoredChunk(row, score, i + 1)
+        for i, (row, score) in enumerate(
+            zip(rows[order].tolist(), fused[order].tolist(), strict=True)
+        )
     ]
-    return rescored, own
+
+
+def _entries(rows: npt.NDArray[np.int64], scores: npt.NDArray[np.float64]) -> list[ScoredChunk]:
+    """Normalised entries as :func:`unit_scores` reads them."""
+    return [
+        ScoredChunk(row, score, i + 1)
+        for i, (row, score) in enumerate(zip(rows.tolist(), scores.tolist(), strict=True))
+    ]
+
+
+def _columns(run: Sequence[ScoredChunk]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    rows = np.fromiter((h.row for h in run), np.int64, len(run))
+    return rows, np.fromiter((h.score for h in run), np.float64, len(run))
+
+
+def _normalized(
+    method: str, scores: npt.NDArray[np.float64], depth: int | None, level: float
+) -> npt.NDArray[np.float64]:
+    return normalized_scores(method, scores, depth, level) if len(scores) else scores
+
+
+def _per_row(rows: npt.NDArray[np.int64], counts: Mapping[int, int]) -> npt.NDArray[np.int64]:
+    """``counts[row]`` (0 where absent) for each of ``rows`` (ascending)."""
+    out = np.zeros(len(rows), np.int64)
+    if counts and len(rows):
+        keys = np.fromiter(counts.keys(), np.int64, len(counts))
+        values = np.fromiter(counts.values(), np.int64, len(counts))
+        at = np.minimum(np.searchsorted(rows, keys), len(rows) - 1)
+        held = rows[at] == keys
+        out[at[held]] = values[held]
+    return out

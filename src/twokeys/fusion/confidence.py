@@ -27,5 +27,9 @@ def lexical_confidence(
     total = sum(qtf * idf[t] for t, qtf in query_term_weights.items())
     if total <= 0:
         return 0.0
-    hit = sum(query_term_weights[t] * idf[t] for t in set(matched) if t in query_term_weights)
+    # each term once, in the order given: a set's order changes with the process's string
+    # hashes, and the float sum with it (in its last bit)
+    hit = sum(
+        query_term_weights[t] * idf[t] for t in dict.fromkeys(matched) if t in query_term_weights
+    )
     return min(1.0, hit / total)

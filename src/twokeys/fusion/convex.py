@@ -25,6 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 from twokeys.errors import ConfigError
 from twokeys.fusion.normalization import Normalizer
 from twokeys.fusion.rrf import check_weight
@@ -51,17 +54,45 @@ def convex_combination(
         normalized = {name: normalize[name](runs[name]) for name in sorted(runs)}
     else:
         normalized = {name: normalize(runs[name]) for name in sorted(runs)}
-    rows = sorted({hit.row for run in normalized.values() for hit in run})
-    fused: dict[int, float] = dict.fromkeys(rows, 0.0)
-    for name, run in normalized.items():  # a fixed order of float additions: the same sums
-        w = weights[name] / total
-        if not run or w == 0:
+    columns = {
+        name: (
+            np.fromiter((hit.row for hit in run), np.int64, len(run)),
+            np.fromiter((hit.score for hit in run), np.float64, len(run)),
+        )
+        for name, run in normalized.items()
+    }
+    rows, fused = combine(columns, {name: weights[name] / total for name in columns})
+    order = np.lexsort((rows, -fused))  # by score, descending; ties by row
+    return [
+        ScoredChunk(row, score, i + 1)
+        for i, (row, score) in enumerate(
+            zip(rows[order].tolist(), fused[order].tolist(), strict=True)
+        )
+    ]
+
+
+def combine(
+    columns: Mapping[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]],
+    weights: Mapping[str, float],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """The union of the runs' rows (ascending) and each one's fused score: the sum, run
+    by run in ``columns``' order, of ``weights[name] * score`` (the run's floor where it
+    lacks the row); ``columns[name]``: a normalised run's rows and scores.
+
+    Vectorised, with the same float operations in the same order per row as a loop
+    adding ``w * score`` to 0.0 run after run (numpy's float64 arithmetic rounds as
+    Python's does), so the sums are those of the plain loop."""
+    parts = [r for r, _ in columns.values()]
+    rows = np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
+    fused = np.zeros(len(rows), np.float64)
+    for name, (run_rows, scores) in columns.items():  # a fixed order of float additions
+        w = weights[name]
+        if not len(scores) or w == 0:
             continue
-        scores = {hit.row: hit.score for hit in run}
-        floor = min(scores.values())
-        if floor == max(scores.values()):  # all as good as the best: absent is below them
+        floor = float(scores.min())
+        if floor == float(scores.max()):  # all as good as the best: absent is below them
             floor = 0.0
-        for row in rows:
-            fused[row] += w * scores.get(row, floor)
-    ordered = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
-    return [ScoredChunk(row=row, score=score, rank=i + 1) for i, (row, score) in enumerate(ordered)]
+        column = np.full(len(rows), floor, np.float64)
+        column[np.searchsorted(rows, run_rows)] = scores
+        fused += w * column
+    return rows, fused

@@ -41,59 +41,93 @@ from twokeys.types import ScoredChunk
 Normalizer = Callable[[Sequence[ScoredChunk]], list[ScoredChunk]]
 
 
-def _scores(run: Sequence[ScoredChunk], depth: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """All scores, and the ones the statistics are computed from."""
-    s = np.array([h.score for h in run], np.float64)
-    return s, (s if depth is None else s[: max(1, depth)])
+def _scores(run: Sequence[ScoredChunk]) -> np.ndarray:
+    return np.fromiter((h.score for h in run), np.float64, len(run))
 
 
 def _rescored(run: Sequence[ScoredChunk], values: np.ndarray) -> list[ScoredChunk]:
-    return [ScoredChunk(h.row, float(v), h.rank) for h, v in zip(run, values, strict=True)]
+    return [ScoredChunk(h.row, v, h.rank) for h, v in zip(run, values.tolist(), strict=True)]
+
+
+def minmax_scores(s: np.ndarray, depth: int | None = None) -> np.ndarray:
+    """:func:`minmax` of a run's scores (float64, in rank order)."""
+    ref = s if depth is None else s[: max(1, depth)]
+    lo, hi = float(ref.min()), float(ref.max())
+    if hi - lo <= 1e-12:
+        return np.ones_like(s)
+    out: np.ndarray = (np.maximum(s, lo) - lo) / (hi - lo)
+    return out
+
+
+def zscore_scores(s: np.ndarray, depth: int | None = None) -> np.ndarray:
+    ref = s if depth is None else s[: max(1, depth)]
+    std = float(ref.std())
+    if std <= 1e-12:
+        return np.ones_like(s)
+    out: np.ndarray = (np.maximum(s, ref.min()) - ref.mean()) / std
+    return out
+
+
+def chance_scores(s: np.ndarray, depth: int | None = None, level: float = 0.0) -> np.ndarray:
+    ref = s if depth is None else s[: max(1, depth)]
+    hi = float(ref.max())
+    if hi - level <= 1e-12:
+        return minmax_scores(s, depth)
+    out: np.ndarray = (np.maximum(s, ref.min()) - level) / (hi - level)
+    return out
+
+
+def dbsf_scores(s: np.ndarray, depth: int | None = None) -> np.ndarray:
+    ref = s if depth is None else s[: max(1, depth)]
+    mean, std = float(ref.mean()), float(ref.std())
+    if std <= 1e-12:
+        return np.ones_like(s)
+    lo, hi = mean - 3 * std, mean + 3 * std
+    out: np.ndarray = (np.maximum(s, ref.min()) - lo) / (hi - lo)
+    return out
+
+
+def normalized_scores(
+    name: str, s: np.ndarray, depth: int | None = None, level: float = 0.0
+) -> np.ndarray:
+    """The named normalisation of a run's scores (float64, in rank order, not empty) as
+    an array: what :func:`normalizer`'s function gives the run's entries, without making
+    them (the adaptive fusion's fast path)."""
+    if name == "chance":
+        return chance_scores(s, depth, level)
+    try:
+        function = _ARRAYS[name]
+    except KeyError:
+        raise ConfigError(
+            f"normalization: {name!r} is not one of {', '.join(NORMALIZERS)}"
+        ) from None
+    return function(s, depth)
 
 
 def minmax(run: Sequence[ScoredChunk], depth: int | None = None) -> list[ScoredChunk]:
-    if not run:
-        return []
-    s, ref = _scores(run, depth)
-    lo, hi = float(ref.min()), float(ref.max())
-    if hi - lo <= 1e-12:
-        return _rescored(run, np.ones_like(s))
-    return _rescored(run, (np.maximum(s, lo) - lo) / (hi - lo))
+    return _rescored(run, minmax_scores(_scores(run), depth)) if run else []
 
 
 def zscore(run: Sequence[ScoredChunk], depth: int | None = None) -> list[ScoredChunk]:
-    if not run:
-        return []
-    s, ref = _scores(run, depth)
-    std = float(ref.std())
-    if std <= 1e-12:
-        return _rescored(run, np.ones_like(s))
-    return _rescored(run, (np.maximum(s, ref.min()) - ref.mean()) / std)
+    return _rescored(run, zscore_scores(_scores(run), depth)) if run else []
 
 
 def chance(
     run: Sequence[ScoredChunk], depth: int | None = None, level: float = 0.0
 ) -> list[ScoredChunk]:
     """Scores as shares of the top entry's lead over the chance ``level``."""
-    if not run:
-        return []
-    s, ref = _scores(run, depth)
-    hi = float(ref.max())
-    if hi - level <= 1e-12:
-        return minmax(run, depth)
-    return _rescored(run, (np.maximum(s, ref.min()) - level) / (hi - level))
+    return _rescored(run, chance_scores(_scores(run), depth, level)) if run else []
 
 
 def dbsf(run: Sequence[ScoredChunk], depth: int | None = None) -> list[ScoredChunk]:
-    if not run:
-        return []
-    s, ref = _scores(run, depth)
-    mean, std = float(ref.mean()), float(ref.std())
-    if std <= 1e-12:
-        return _rescored(run, np.ones_like(s))
-    lo, hi = mean - 3 * std, mean + 3 * std
-    return _rescored(run, (np.maximum(s, ref.min()) - lo) / (hi - lo))
+    return _rescored(run, dbsf_scores(_scores(run), depth)) if run else []
 
+
+_ARRAYS: dict[str, Callable[[np.ndarray, int | None], np.ndarray]] = {
+    "minmax": minmax_scores,
+    "zscore": zscore_scores,
+    "dbsf": dbsf_scores,
+}
 
 NORMALIZERS: dict[str, Callable[..., list[ScoredChunk]]] = {
     "minmax": minmax,

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
 from twokeys.dense.encoder import Encoder
 from twokeys.retrievers.base import Retriever, RetrieverResult
 from twokeys.store.base import RowMask, VectorIndex
-from twokeys.types import Evidence
+from twokeys.types import Evidence, ScoredChunk
 
 
 class DenseRetriever(Retriever):
@@ -29,7 +31,10 @@ class DenseRetriever(Retriever):
     ) -> RetrieverResult:
         """:meth:`retrieve` for a query already encoded (``encoder.encode_query``)."""
         run = self.index.search(vector, k, allowed=self.allowed)
-        evidence = {}
-        if explain:
-            evidence = {hit.row: (Evidence(self.name, hit.rank, hit.score),) for hit in run}
+        evidence = self.explain_hits(run) if explain else {}
         return RetrieverResult(run, evidence, self.index.mean_similarity(vector))
+
+    def explain_hits(self, hits: Sequence[ScoredChunk]) -> dict[int, tuple[Evidence, ...]]:
+        """The evidence :meth:`retrieve` with ``explain`` gives ``hits`` (entries of its
+        run): each one's rank and cosine."""
+        return {hit.row: (Evidence(self.name, hit.rank, hit.score),) for hit in hits}

@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
+import numpy as np
+
 from twokeys.errors import ConfigError
 from twokeys.fusion.adaptive import (
     AdaptiveParams,
@@ -33,7 +35,7 @@ from twokeys.fusion.adaptive import (
     unconfirmed,
 )
 from twokeys.fusion.convex import convex_combination
-from twokeys.fusion.normalization import NORMALIZERS, normalizer
+from twokeys.fusion.normalization import NORMALIZERS, normalized_scores, normalizer
 from twokeys.fusion.rrf import DEFAULT_K, check_k, rrf, rrf_term
 from twokeys.retrievers.base import Retriever, RetrieverResult
 from twokeys.retrievers.dense import DenseRetriever
@@ -80,9 +82,10 @@ class HybridRetriever(Retriever):
 
     def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
         depth = max(k, self.candidates)
-        lex = self.lexical.retrieve(query, depth, explain=explain)
+        # the runs unexplained: only the hits returned are explained, below
+        lex = self.lexical.retrieve(query, depth)
         vector = self.dense.encoder.encode_query(query)
-        den = self.dense.retrieve_vector(vector, depth, explain=explain)
+        den = self.dense.retrieve_vector(vector, depth)
         runs = {self.lexical.name: lex.run, self.dense.name: den.run}
 
         def similarity(row: int) -> float:
@@ -92,10 +95,13 @@ class HybridRetriever(Retriever):
         fused = fused[:k]
         evidence: dict[int, tuple[Evidence, ...]] = {}
         if explain:
+            returned = {hit.row for hit in fused}
+            lexical = self.lexical.explain_hits(query, [h for h in lex.run if h.row in returned])
+            dense = self.dense.explain_hits([h for h in den.run if h.row in returned])
             for hit in fused:
                 items: list[Evidence] = []
-                for name, res in ((self.lexical.name, lex), (self.dense.name, den)):
-                    for ev in res.evidence.get(hit.row, ()):
+                for name, found in ((self.lexical.name, lexical), (self.dense.name, dense)):
+                    for ev in found.get(hit.row, ()):
                         items.append(
                             Evidence(
                                 ev.retriever,
@@ -185,21 +191,20 @@ class HybridRetriever(Retriever):
         else:
             alpha = self.lexical_weight
             method = self.fusion
-        norms = {
-            lname: normalizer(method, self.candidates, lex.chance),
-            dname: normalizer(method, self.candidates, dense_chance),
-        }
+        levels = {lname: lex.chance, dname: dense_chance}
         weights = {lname: alpha, dname: 1.0 - alpha}
         if self.fusion != "adaptive":
+            norms = {name: normalizer(method, self.candidates, levels[name]) for name in runs}
             fused = convex_combination(runs, weights, norms)
-        parts = (
-            {
-                name: {h.row: weights[name] * h.score for h in norms[name](run)}
-                for name, run in runs.items()
-            }
-            if explain
-            else {}
-        )
+        parts = {}
+        if explain:  # each run's weighted normalised scores, as the normalisers give them
+            for name, run in runs.items():
+                scores = np.fromiter((h.score for h in run), np.float64, len(run))
+                if len(run):
+                    scores = weights[name] * normalized_scores(
+                        method, scores, self.candidates, levels[name]
+                    )
+                parts[name] = dict(zip([h.row for h in run], scores.tolist(), strict=True))
         return fused, weights, parts
 
 
@@ -209,20 +214,15 @@ def _exact_matches(
     """How many of the query's identifiers each of the first ``depth`` lexical hits
     contains (hits with none left out).
 
-    Reads the hits' evidence when the run was explained, else asks the index, and only
-    for queries that name an identifier: most queries never pay for it.
+    Asks the index once for all of them, and only for queries that name an
+    identifier: most queries never pay for it.
     """
     wanted = features.exact_terms
     if not wanted:
         return {}
+    rows = [hit.row for hit in lex.run[:depth]]
     out: dict[int, int] = {}
-    for hit in lex.run[:depth]:
-        evidence = lex.evidence.get(hit.row)
-        if evidence:
-            matched = {t for ev in evidence for t, _ in ev.matched_terms}
-        else:
-            matched = {t for t, _ in lexical.index.explain(wanted, hit.row)}
-        n = len(set(wanted) & matched)
-        if n:
-            out[hit.row] = n
+    for row, found in zip(rows, lexical.index.explain_many(wanted, rows), strict=True):
+        if found:  # the distinct terms of ``wanted`` the row holds, each once
+            out[row] = len(found)
     return out

@@ -33,14 +33,23 @@ class BM25Retriever(Retriever):
             return RetrieverResult(self.index.search_query(self.analyzer, query, k))
         terms = self.analyzer.query_terms(query)
         run = self.index.search(terms, k, allowed=self.allowed)
-        evidence = {}
-        if explain:
-            matched_all = self.index.explain_many(terms, [hit.row for hit in run])
-            for hit, matched in zip(run, matched_all, strict=True):
-                evidence[hit.row] = (
-                    Evidence(self.name, hit.rank, hit.score, matched_terms=matched),
-                )
-        return RetrieverResult(run, evidence)
+        return RetrieverResult(run, self.explain_hits(query, run, terms) if explain else {})
+
+    def explain_hits(
+        self, query: str, hits: Sequence[ScoredChunk], terms: Sequence[str] | None = None
+    ) -> dict[int, tuple[Evidence, ...]]:
+        """The evidence :meth:`retrieve` with ``explain`` gives ``hits`` (entries of its
+        run): each one's matched terms and their weights, in one call to the index. The
+        hybrid explains only the hits it returns, not every candidate it fuses."""
+        if not hits:
+            return {}
+        if terms is None:
+            terms = self.analyzer.query_terms(query)
+        matched_all = self.index.explain_many(terms, [hit.row for hit in hits])
+        return {
+            hit.row: (Evidence(self.name, hit.rank, hit.score, matched_terms=matched),)
+            for hit, matched in zip(hits, matched_all, strict=True)
+        }
 
     def retrieve_many(
         self, queries: Sequence[str], k: int, *, explain: bool = False

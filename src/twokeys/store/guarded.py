@@ -74,6 +74,16 @@ class GuardedLexicalIndex(LexicalIndex):
         except IndexError as exc:
             raise self._damaged(exc) from exc
 
+    def explain_many(
+        self, terms: Sequence[str], rows: Sequence[int]
+    ) -> list[tuple[tuple[str, float], ...]]:
+        # the inner index's one binary search per term for all the rows, not the base
+        # class's one row after another (a Python call per row and term)
+        try:
+            return self.inner.explain_many(terms, rows)
+        except IndexError as exc:
+            raise self._damaged(exc) from exc
+
     def has_term(self, term: str) -> bool:
         return self.inner.has_term(term)
 
