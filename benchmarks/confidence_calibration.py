@@ -36,21 +36,12 @@ from statistics import median
 import numpy as np
 
 from twokeys.engine import Index
-from twokeys.rag.evidence import gather
+from twokeys.rag.evidence import NAMES, gather
 from twokeys.text.sentences import split_sentences
 
 VERSION = 1
 #: features whose level depends on the collection, read on its own scale
-CALIBRATED = (
-    "lexical",
-    "dense_peak",
-    "dense_height",
-    "agreement",
-    "held_passage",
-    "held_sentence",
-    "cosine_sentence",
-    "margin",
-)
+CALIBRATED = tuple(name for name in NAMES if name not in ("unseen", "missing_ids", "verdict"))
 SAMPLES = 16  # pseudo-questions per collection, and as many mixed ones
 QUERY_WORDS = (6, 15)  # a pseudo-question: a sentence of at least 6 words, its first 15
 DROP = 3  # ... without every third word

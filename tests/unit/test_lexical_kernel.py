@@ -117,14 +117,20 @@ def test_pruned_top_k_is_the_exact_top_k(seed: int) -> None:
         assert maxima[t] == weights[indptr[t] : indptr[t + 1]].max()
 
 
+def _row_out_of_range() -> tuple[np.ndarray, ...]:
+    """Postings naming row 5 of 3 (indptr, indices, weights), and the score and touched
+    buffers a query uses."""
+    indptr = np.array([0, 2, 3], np.int64)
+    indices = np.array([0, 5, 1], np.int32)
+    weights = np.ones(3, np.float32)
+    return indptr, indices, weights, np.zeros(3, np.float32), np.empty(4, np.int32)
+
+
 @pytest.mark.skipif(lexical_index._kernel is None, reason="kernel not built (see above)")
 def test_kernel_refuses_inconsistent_arrays() -> None:
     kernel = lexical_index._kernel
     assert kernel is not None
-    indptr = np.array([0, 2, 3], np.int64)
-    indices = np.array([0, 5, 1], np.int32)  # row 5 of 3
-    weights = np.ones(3, np.float32)
-    scores, touched = np.zeros(3, np.float32), np.empty(4, np.int32)
+    indptr, indices, weights, scores, touched = _row_out_of_range()
     with pytest.raises(ValueError, match="row out of range"):
         kernel.top_k(indptr, indices, weights, [0], [1.0], 2, scores, touched)
     assert not scores.any()  # left zeroed for the next query
@@ -230,10 +236,7 @@ def test_search_query_gives_the_run_of_the_query_terms() -> None:
 def test_top_k_ids_refuses_what_top_k_refuses() -> None:
     kernel = lexical_index._kernel
     assert kernel is not None
-    indptr = np.array([0, 2, 3], np.int64)
-    indices = np.array([0, 5, 1], np.int32)  # row 5 of 3
-    weights = np.ones(3, np.float32)
-    scores, touched = np.zeros(3, np.float32), np.empty(4, np.int32)
+    indptr, indices, weights, scores, touched = _row_out_of_range()
     ids = np.array([0], np.int32)
     with pytest.raises(ValueError, match="row out of range"):
         kernel.top_k_ids(indptr, indices, weights, ids, 2, scores, touched)
