@@ -93,7 +93,11 @@ def test_added_changed_renamed_and_deleted_files_follow_the_folder(
         assert index.backend.stats()["documents"] == 1
     assert paths_for(service, "pump primes") == {"intro.md"}
     assert all(u.error == "" for u in updates)
-    assert any("sub/valve-v2.md" in u.paths for u in updates)
+    # the rename is reported by its new path, or (when the file lands in the new folder
+    # before inotify watches it, as under load) by the new folder: the re-index reads the
+    # folder's files either way, as the searches above show
+    reported = {p for u in updates for p in u.paths}
+    assert "sub/valve-v2.md" in reported or "sub" in reported
 
 
 def test_files_nobody_reads_commit_nothing(
