@@ -240,8 +240,8 @@ class Analyzer:
         if not self.spec.current:
             raise ConfigError(
                 f"analyzer.version: index uses analyzer version {self.spec.version}, "
-                f"this twokeys has version {ANALYZER_VERSION}; rebuild the index "
-                "(its chunks and vectors are kept)"
+                f"this twokeys has version {ANALYZER_VERSION}; run `twokeys index` on its "
+                "source again (its chunks and vectors are kept)"
             )
         self._stopwords = STOPWORD_SETS[self.spec.stopwords]
         # One PyStemmer object per thread (a Snowball stemmer keeps its working state in

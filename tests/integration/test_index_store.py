@@ -120,7 +120,9 @@ def test_an_older_analyzer_is_rebuilt_keeping_chunks_and_vectors(
     data = json.loads(manifest.read_text(encoding="utf-8"))
     data["analyzer"]["version"] = ANALYZER_VERSION - 1
     manifest.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(ConfigError, match="analyzer version 1, .* rebuild the index"):
+    with pytest.raises(
+        ConfigError, match="analyzer version 1, .* run `twokeys index` on its source again"
+    ):
         open_index(index)
     report = build_index(src, index, OPTIONS, encoder=(enc := HashEncoder()))
     assert (report.full_rebuild_reason, report.embedded_chunks, enc.encoded) == ("", 0, 0)

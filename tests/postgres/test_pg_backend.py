@@ -10,6 +10,7 @@ import pytest
 
 from conftest import HashEncoder, write_docs
 from twokeys import IndexOptions, build_index, open_index
+from twokeys.analysis import ANALYZER_VERSION
 from twokeys.errors import ConfigError, IndexFormatError
 from twokeys.migrate import copy_into_postgres
 from twokeys.store.postgres.location import PostgresLocation
@@ -176,3 +177,39 @@ def test_schema_versions_missing_newer_and_older(
         pytest.raises(IndexFormatError, match="older than this twokeys"),
     ):
         schema.check_readable(conn, loc.schema, "x")
+
+
+def test_an_index_from_an_older_twokeys_is_reanalysed_in_place(tmp_path: Path, pg_url: str) -> None:
+    """A settings row written before this twokeys (an older analyzer version, no
+    ``chunker.page_tokens``) is not searched, but indexing its source again re-analyses
+    the stored chunks in place: nothing is re-embedded, the rows stay, and the postings
+    and statistics equal a fresh build's."""
+    docs = {
+        **DOCS,
+        "api/metadata.md": "# Metadata\n\nStruct std::fs::Metadata holds a file's size.\n",
+    }
+    src = write_docs(tmp_path / "docs", docs)
+    build_index(src, pg_url, OPTIONS)
+    location = PostgresLocation.parse(pg_url)
+    s = f'"{location.schema}"'
+    with psycopg.connect(location.conninfo, autocommit=True) as conn:
+        rows_before = conn.execute(f"SELECT row_id, chunk_id FROM {s}.chunks ORDER BY 1").fetchall()
+        spec = conn.execute(f"SELECT spec FROM {s}.settings").fetchone()[0]  # type: ignore[index]
+        spec["analyzer"]["version"] = ANALYZER_VERSION - 1
+        del spec["chunker"]["page_tokens"]
+        conn.execute(f"UPDATE {s}.settings SET spec = %s", (psycopg.types.json.Jsonb(spec),))
+        conn.execute(f"DELETE FROM {s}.postings WHERE term = 'fs::metadata'")  # as v1 left it
+    with pytest.raises(ConfigError, match="analyzer version 1, .* run `twokeys index`"):
+        open_index(pg_url)
+    report = build_index(src, pg_url, OPTIONS, encoder=(enc := HashEncoder()))
+    assert (report.full_rebuild_reason, report.embedded_chunks, enc.encoded) == ("", 0, 0)
+    with open_index(pg_url) as kb:
+        assert kb.manifest.analyzer.version == ANALYZER_VERSION
+        assert kb.search("fs::Metadata", mode="bm25")[0].doc_id == "api/metadata.md"
+    with psycopg.connect(location.conninfo, autocommit=True) as conn:
+        assert conn.execute(f"SELECT row_id, chunk_id FROM {s}.chunks ORDER BY 1").fetchall() == (
+            rows_before
+        )
+    local = tmp_path / "local.twokeys"
+    build_index(src, local, OPTIONS)
+    _same(pg_url, local)

@@ -73,15 +73,41 @@ def settings(spec: IndexSpec, source: str, version: str = __version__) -> dict[s
     return {**spec.to_dict(), "twokeys_version": version, "source": source}
 
 
+def _as_written_now(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """A settings row as this twokeys writes it: settings added since it was written
+    (``chunker.page_tokens``) read as their defaults; a row it cannot read, as stored."""
+    try:
+        return {**stored, **IndexSpec.from_dict(stored).to_dict()}
+    except (KeyError, TypeError, ValueError, ConfigError):
+        return dict(stored)
+
+
+def _analyzer_version(settings_row: Mapping[str, Any]) -> int:
+    analyzer = settings_row.get("analyzer")
+    version = analyzer.get("version", 1) if isinstance(analyzer, Mapping) else 1
+    return version if isinstance(version, int) else 1
+
+
 def _incompatible(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
-    """Why chunks stored under ``old`` can't be kept under ``new`` ('' if they can)."""
+    """Why chunks stored under ``old`` can't be kept under ``new`` ('' if they can). An
+    older analyzer version is no reason: the chunks are re-analysed in place
+    (:meth:`PostgresWriter.configure`)."""
+    if _analyzer_version(old) > _analyzer_version(new):
+        return (
+            f"its analyzer is version {_analyzer_version(old)}, newer than this twokeys' "
+            f"{_analyzer_version(new)}"
+        )
     for key, what in (
         ("analyzer", "analyzer settings"),
         ("chunker", "chunker settings"),
         ("encoder", "encoder"),
     ):
-        if old.get(key) != new.get(key):
-            return f"its {what} differ ({old.get(key)} -> {new.get(key)})"
+        before, after = old.get(key), new.get(key)
+        if key == "analyzer" and isinstance(before, Mapping) and isinstance(after, Mapping):
+            before = {k: v for k, v in before.items() if k != "version"}
+            after = {k: v for k, v in after.items() if k != "version"}
+        if before != after:
+            return f"its {what} differ ({before} -> {after})"
     return ""
 
 
@@ -118,8 +144,10 @@ class PostgresWriter:
         """Record the build settings; True when the index was new (had no settings).
 
         An index built with another analyzer, chunker or encoder is refused (its chunks
-        would need re-analysing or re-embedding); BM25's k1 and b and the vector-index
-        options may change, since they are applied at query time. ``hnsw_now=False``
+        would need re-analysing or re-embedding), except one whose analyzer is an older
+        version of this one's: its chunks are re-analysed in place (:meth:`_reanalyse`),
+        keeping their rows and vectors. BM25's k1 and b and the vector-index options may
+        change, since they are applied at query time. ``hnsw_now=False``
         leaves the HNSW index to :meth:`build_vector_index` (after a bulk load).
         """
         encoder = spec.get("encoder")
@@ -128,12 +156,15 @@ class PostgresWriter:
             conn.execute(f"SELECT 1 FROM {self._s}.stats FOR UPDATE")
             old = read_spec(conn, self.location.schema)
             if old is not None:
+                old = _as_written_now(old)
                 why = _incompatible(old, spec)
                 if why:
                     raise ConfigError(
                         f"{self.where}: this index can't be updated with these settings: {why}; "
                         "index into another schema (location#name) or drop this one"
                     )
+                if _analyzer_version(old) < _analyzer_version(spec):
+                    self._reanalyse(conn, IndexSpec.from_dict(spec))
                 conn.execute(f"UPDATE {self._s}.settings SET spec = %s", (Jsonb(dict(spec)),))
                 return False
             conn.execute(f"INSERT INTO {self._s}.settings (spec) VALUES (%s)", (Jsonb(dict(spec)),))
@@ -181,6 +212,51 @@ class PostgresWriter:
         with self._pool.connection() as conn:
             rows = conn.execute(f"SELECT id, sha256 FROM {self._s}.documents").fetchall()
         return {str(i): str(h) for i, h in rows}
+
+    def _reanalyse(self, conn: Any, spec: IndexSpec) -> None:
+        """Every stored chunk's terms and length again, by ``spec``'s analyzer (a newer
+        version than the one that wrote them), in the caller's transaction: the chunks,
+        their rows and vectors stay; the postings, document frequencies, lengths and the
+        lexical statistics are replaced, and the generation advances."""
+        s = self._s
+        analyzer = analyzer_for(spec.analyzer)
+        found = conn.execute(
+            f"SELECT c.row_id, c.text, c.heading_path, d.title FROM {s}.chunks c "
+            f"JOIN {s}.documents d ON d.id = c.doc_id ORDER BY c.row_id"
+        ).fetchall()
+        postings: list[tuple[str, int, int, int]] = []
+        df: Counter[str] = Counter()
+        rows: list[int] = []
+        lengths: list[int] = []
+        for row, text, heading, title in found:
+            chunk = Chunk("", 0, text, 0, 0, tuple(heading))
+            terms = analyzer.index_terms(indexed_text(chunk, title))
+            rows.append(int(row))
+            lengths.append(len(terms))
+            for term, tf in Counter(terms).items():
+                postings.append((term, int(row), tf, len(terms)))
+                df[term] += 1
+        conn.execute(f"DELETE FROM {s}.postings")
+        conn.execute(f"DELETE FROM {s}.terms")
+        conn.execute(
+            f"UPDATE {s}.chunks c SET length = v.length "
+            "FROM unnest(%s::bigint[], %s::int[]) AS v(row_id, length) WHERE c.row_id = v.row_id",
+            (rows, lengths),
+        )
+        postings.sort()
+        with conn.cursor().copy(f"COPY {s}.postings (term, row_id, tf, dl) FROM STDIN") as copy:
+            for posting in postings:
+                copy.write_row(posting)
+        terms = sorted(df)
+        conn.execute(
+            f"INSERT INTO {s}.terms (term, df) SELECT * FROM unnest(%s::text[], %s::int[])",
+            (terms, [df[t] for t in terms]),
+        )
+        conn.execute(
+            f"UPDATE {s}.stats SET total_length = %s, n_terms = %s, n_postings = %s, "
+            "generation = generation + 1, updated_at = now()",
+            (sum(lengths), len(terms), len(postings)),
+        )
 
     def write(self, documents: Sequence[PreparedDocument], remove: Sequence[str] = ()) -> None:
         """Store ``documents`` (replacing those with the same ids) and delete ``remove``,
