@@ -132,7 +132,7 @@ def rows_of(out: Path, name: str, lexical: bool = False) -> list[Row]:
             held = scorers.held(q)
             pieces = window_pieces(hits, BUDGET, held, cosines, LABEL_WINDOWS)
             evidence = gather(index, q, hits, cosines=cosines)
-            verdict = retrieval_confidence(index, q, [h.text for h in hits[:6]]).answerable
+            verdict = retrieval_confidence(index, q).answerable
             rows.append(Row(name, item, evidence, context_recall(item.gold, pieces), verdict))
             if n % 20 == 0:
                 print(f"{name}: {n}/{len(items)}", file=sys.stderr, flush=True)
