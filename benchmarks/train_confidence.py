@@ -270,13 +270,7 @@ def calibrated(out: Path, names: Sequence[str], rows: Sequence[Row], lexical: bo
             )
             for r in rows
         ]
-        split = {s: [r for r in read if r.item.split == s] for s in ("train", "dev", "test")}
-        model = confidence.fit(
-            [r.evidence.as_features() for r in split["train"]],
-            [r.good for r in split["train"]],
-            features,
-            weights=balanced(split["train"]),
-        )
+        split, model = fit_on_train(read, features)
         threshold = choose_threshold(model, split["dev"])
         test = split["test"]
         scores = [model.probability(r.evidence.as_features()) for r in test]
@@ -305,13 +299,7 @@ def per_collection_threshold(
 ) -> None:
     """The raw model with a threshold of each collection's own: the q-th percentile of
     the model's probability on the collection's mixed questions (q chosen on dev)."""
-    split = {s: [r for r in rows if r.item.split == s] for s in ("train", "dev", "test")}
-    model = confidence.fit(
-        [r.evidence.as_features() for r in split["train"]],
-        [r.good for r in split["train"]],
-        features,
-        weights=balanced(split["train"]),
-    )
+    split, model = fit_on_train(rows, features)
     mixed = {
         name: [model.probability(f) for f in pseudo_features(out, name, lexical)[1]]
         for name in names
@@ -354,6 +342,22 @@ def choose_threshold(model: confidence.Model, rows: Sequence[Row]) -> float:
     return best
 
 
+def fit_on_train(
+    rows: Sequence[Row], features: Sequence[str], l2: float = 1.0
+) -> tuple[dict[str, list[Row]], confidence.Model]:
+    """``rows`` by split, and the model fitted on the train split's (the support KB and
+    the documentation collections weighed alike: :func:`balanced`)."""
+    split = {s: [r for r in rows if r.item.split == s] for s in ("train", "dev", "test")}
+    model = confidence.fit(
+        [r.evidence.as_features() for r in split["train"]],
+        [r.good for r in split["train"]],
+        features,
+        l2=l2,
+        weights=balanced(split["train"]),
+    )
+    return split, model
+
+
 def balanced(rows: Sequence[Row]) -> list[float]:
     """Sample weights under which the support KB and the documentation collections weigh
     the same in the fit (the KB's train split is several times larger)."""
@@ -387,15 +391,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.calibrated:
         calibrated(args.out, names, rows, args.lexical)
         return 0
-    split = {s: [r for r in rows if r.item.split == s] for s in ("train", "dev", "test")}
     features = [n for n in NAMES if not (args.lexical and n in DENSE_FEATURES)]
-    model = confidence.fit(
-        [r.evidence.as_features() for r in split["train"]],
-        [r.good for r in split["train"]],
-        features,
-        l2=args.l2,
-        weights=balanced(split["train"]),
-    )
+    split, model = fit_on_train(rows, features, l2=args.l2)
     threshold = choose_threshold(model, split["dev"])
     kind = "BM25-only indexes, bm25 retrieval" if args.lexical else "hybrid"
     model = confidence.Model(
