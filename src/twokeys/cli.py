@@ -161,12 +161,17 @@ def optimize(index_path: Path, derive: tuple[str, ...], quiet: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def info(index_path: Path | str, as_json: bool) -> None:
     """Show an index's counts, sizes and parameters, and whether its files match them."""
-    from twokeys.engine import open_index
     from twokeys.store.check import check_index
+    from twokeys.store.contract import open_reader
 
+    # The store's own report, not an Index: an index an older analyzer built can't be
+    # searched, but its counts and parameters can be shown (with what to run).
     if isinstance(index_path, str):  # a database: its own transactions keep it whole
-        with open_index(index_path) as kb:
-            data = kb.info()
+        backend = open_reader(index_path)
+        try:
+            data = backend.info()
+        finally:
+            backend.close()
         if as_json:
             out.print_json(json.dumps(data))
         else:
@@ -174,8 +179,11 @@ def info(index_path: Path | str, as_json: bool) -> None:
         return
     verdict = check_index(index_path, deep=False)
     try:
-        with open_index(index_path) as kb:
-            data = kb.info()
+        backend = open_reader(index_path)
+        try:
+            data = backend.info()
+        finally:
+            backend.close()
     except TwokeysError:
         if verdict.ok or verdict.manifest_damaged():
             raise  # no manifest: its error says why
@@ -193,6 +201,33 @@ def info(index_path: Path | str, as_json: bool) -> None:
         _print_problems(verdict)
         err.print(f"run 'twokeys check --index {index_path}' for a full check")
         sys.exit(1)
+
+
+def _older_analyzer(analyzer: dict[str, Any]) -> str:
+    """A note when an older twokeys' analyzer built the index (it can't be searched
+    until ``twokeys index`` re-derives its lexical part), else nothing."""
+    from twokeys.analysis import ANALYZER_VERSION
+
+    version = analyzer.get("version")
+    if isinstance(version, int) and version < ANALYZER_VERSION:
+        return (
+            f" (older than this twokeys' v{ANALYZER_VERSION}: run `twokeys index` on its "
+            "source again to search it; chunks and vectors are kept)"
+        )
+    return ""
+
+
+def _note_older_analyzer(index_path: Path) -> None:
+    """Whole files, but built by an older analyzer: say so (the exit status stays 0:
+    nothing is damaged, and ``twokeys index`` brings it up to date without re-embedding)."""
+    from twokeys.store.local import read_manifest
+
+    try:
+        note = _older_analyzer(read_manifest(index_path).analyzer.to_dict())
+    except TwokeysError:  # no manifest to read: the check above said so
+        return
+    if note:
+        err.print(f"note: analyzer{note}", highlight=False)
 
 
 def _print_problems(report: CheckReport) -> None:
@@ -225,7 +260,7 @@ def _print_info(data: dict[str, Any]) -> None:
     table.add_row(
         "analyzer",
         f"{analyzer['name']} v{analyzer['version']} stemmer={analyzer['stemmer']} "
-        f"stopwords={analyzer['stopwords']}",
+        f"stopwords={analyzer['stopwords']}" + _older_analyzer(analyzer),
     )
     table.add_row("chunker", ", ".join(f"{k}={v}" for k, v in data["chunker"].items()))
     table.add_row("format", f"v{data['format_version']}, {data['generation']}")
@@ -254,6 +289,7 @@ def check(index_path: Path, repair: bool, quick: bool, quiet: bool) -> None:
         if not found.ok:
             err.print(f"run 'twokeys check --repair --index {index_path}' to rebuild it")
             sys.exit(1)
+        _note_older_analyzer(index_path)
         return
     with progress_bars(quiet) as stage:
         result = repair_index(index_path, progress=stage)

@@ -41,6 +41,36 @@ def test_index_search_info_roundtrip(tmp_path: Path) -> None:
     assert code == 0 and "documents" in out
 
 
+def test_info_and_check_name_an_older_analyzer(tmp_path: Path) -> None:
+    """An index an older twokeys' analyzer built can't be searched, but ``info`` still
+    shows it and, like ``check`` (whose files do match), says which command brings it up
+    to date; the search's error names the same command."""
+    from twokeys.analysis import ANALYZER_VERSION
+
+    src = write_docs(tmp_path / "docs", DOCS)
+    index = tmp_path / "kb.twokeys"
+    assert run("index", str(src), "--index", str(index), "--no-dense", "-q")[0] == 0
+    manifest = index / "manifest.json"
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    data["analyzer"]["version"] = ANALYZER_VERSION - 1
+    manifest.write_text(json.dumps(data), encoding="utf-8")
+    code, out, _ = run("info", "--index", str(index))
+    assert code == 0 and f"older than this twokeys' v{ANALYZER_VERSION}" in out
+    assert "twokeys index" in out
+    code, out, _ = run("info", "--index", str(index), "--json")
+    assert code == 0 and json.loads(out)["analyzer"]["version"] == ANALYZER_VERSION - 1
+    code, out, err = run("check", "--index", str(index))
+    assert code == 0 and "ok" in out
+    assert err.startswith("note: analyzer (older than") and "twokeys index" in err
+    code, _, err = run("search", "ZX-4821", "--index", str(index), "--mode", "bm25")
+    assert code == 1 and "run `twokeys index` on its source again" in err
+    assert run("index", str(src), "--index", str(index), "--no-dense", "-q")[0] == 0
+    code, out, err = run("check", "--index", str(index))
+    assert code == 0 and "note:" not in err
+    code, out, _ = run("search", "ZX-4821", "--index", str(index), "--mode", "bm25")
+    assert code == 0 and out.splitlines()[0].startswith("1. a.md")
+
+
 def test_errors_are_one_line_without_traceback(tmp_path: Path) -> None:
     code, _, err = run("search", "x", "--index", str(tmp_path / "missing.twokeys"))
     assert code == 1
