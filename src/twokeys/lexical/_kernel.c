@@ -797,10 +797,20 @@ static PyObject *top_k_ids(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOnOO|OOn", &o_indptr, &o_indices, &o_weights, &o_ids, &k,
                           &o_scores, &o_touched, &o_maxw, &o_cand, &prune_from))
         return NULL;
-    Py_buffer b_ids; /* int32 values in any buffer: RawTable.encode's bytes, an array */
-    if (PyObject_GetBuffer(o_ids, &b_ids, PyBUF_SIMPLE) < 0) return NULL;
-    if (b_ids.len % 4) {
-        PyErr_SetString(PyExc_ValueError, "top_k_ids: ids must be int32 values");
+    /* int32 values: RawTable.encode's bytes (items of one byte, read four at a time) or
+     * a contiguous buffer of 4-byte integers; an int64 or float array is refused rather
+     * than read as twice as many int32 ids. */
+    Py_buffer b_ids;
+    if (PyObject_GetBuffer(o_ids, &b_ids, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    const char *fmt = b_ids.format ? b_ids.format : "B";
+    char code = fmt[strlen(fmt) - 1];
+    int bytes = b_ids.itemsize == 1 && (code == 'B' || code == 'b' || code == 'c');
+    int int32 = b_ids.itemsize == 4 && (code == 'i' || code == 'I' || code == 'l' || code == 'L');
+    if ((!bytes && !int32) || b_ids.len % 4) {
+        PyErr_Format(PyExc_ValueError,
+                     "top_k_ids: ids must be int32 values (bytes or a 4-byte integer buffer), "
+                     "got format '%s' with %zd-byte items",
+                     fmt, b_ids.itemsize);
         PyBuffer_Release(&b_ids);
         return NULL;
     }
