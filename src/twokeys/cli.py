@@ -220,12 +220,16 @@ def _older_analyzer(analyzer: dict[str, Any]) -> str:
 def _note_older_analyzer(index_path: Path) -> None:
     """Whole files, but built by an older analyzer: say so (the exit status stays 0:
     nothing is damaged, and ``twokeys index`` brings it up to date without re-embedding)."""
-    from twokeys.store.local import read_manifest
+    from twokeys.store.contract import open_reader
 
     try:
-        note = _older_analyzer(read_manifest(index_path).analyzer.to_dict())
-    except TwokeysError:  # no manifest to read: the check above said so
+        backend = open_reader(index_path)
+    except TwokeysError:  # nothing to read: the check above said so
         return
+    try:
+        note = _older_analyzer(backend.manifest.analyzer.to_dict())
+    finally:
+        backend.close()
     if note:
         err.print(f"note: analyzer{note}", highlight=False)
 
