@@ -39,8 +39,9 @@ if TYPE_CHECKING:
 #: built it without saving (no writable cache folder)
 Outcome = Literal["cached", "saved", "built"]
 
-#: bumped when the files' layout or the key's recipe changes
-CACHE_VERSION = 1
+#: bumped when the files' layout or the key's recipe changes, or when a graph built from
+#: the same fingerprint changes (2: int8 products exact on CPUs without VNNI)
+CACHE_VERSION = 2
 
 
 def default_folder() -> Path | None:
