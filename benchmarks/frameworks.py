@@ -7,8 +7,10 @@ of its BM25 retriever + a ``VectorStoreIndex`` with the same model), each in the
 own venv with only their documented packages, against ``twokeys.integrations``'
 LangChain and LlamaIndex retrievers over a twokeys index (default options: hybrid,
 MiniLM int8, ``explain`` on for the sensors' ranks in the metadata; and
-``twokeys-langchain-fast``, the same with ``explain=False``; ``twokeys-embedding``, our
-query embedding alone, the floor of our call under the same load).
+``twokeys-langchain-fast``, the same with ``explain=False``; ``twokeys-langchain-static``,
+the same with ``query_encoder="minilm-static"``, the adapters' fast mode;
+``twokeys-embedding`` and ``twokeys-static-embedding``, our query embeddings alone, the
+floor of our call under the same load).
 
 Collections: SciFact (``../shared/data/scifact``) and the two documentation collections
 of ``benchmarks/techdocs.py`` (``python-docs``, ``git-docs``; build them first with
@@ -57,9 +59,18 @@ from benchmarks.common import DATA, REPO, RESULTS, SINGLE_THREAD_ENV, WORK, log,
 
 COLLECTIONS = ("scifact", "python-docs", "git-docs")
 PEERS = ("langchain-ensemble", "llamaindex-fusion")
-#: ``-fast``: ``explain=False`` (no sensors' ranks in the metadata); ``-embedding``: our
-#: query embedding alone (no search: the floor of our call, measured among the others)
-OURS = ("twokeys-langchain", "twokeys-langchain-fast", "twokeys-llamaindex", "twokeys-embedding")
+#: ``-fast``: ``explain=False`` (no sensors' ranks in the metadata); ``-static``: queries
+#: embedded by the static ``minilm-static`` encoder (the adapters' fast mode, same index);
+#: ``-embedding``: our query embedding alone (no search: the floor of our call, measured
+#: among the others)
+OURS = (
+    "twokeys-langchain",
+    "twokeys-langchain-fast",
+    "twokeys-langchain-static",
+    "twokeys-llamaindex",
+    "twokeys-embedding",
+    "twokeys-static-embedding",
+)
 SYSTEMS = (*OURS, *PEERS)
 DEPTH = 30  # chunks fetched per query
 CUTOFF = 10  # documents scored (nDCG@10)
@@ -167,9 +178,10 @@ def ours(system: str, workdir: Path) -> tuple[Any, dict[str, Any]]:
         build_index(workdir / "corpus.jsonl", path, IndexOptions())
         stored = {"corpus": digest, "build_s": time.perf_counter() - started}
         meta.write_text(json.dumps(stored), "utf-8")
+    query_encoder = "minilm-static" if "static" in system else None
     index = open_index(path)
-    if system == "twokeys-embedding":
-        encoder = index.encoder
+    if system.endswith("-embedding"):
+        encoder = open_index(path, query_encoder=query_encoder).query_encoder
 
         def search(query: str) -> list[str]:
             encoder.encode_one(query)  # uncached, as a search's first embedding of a query
@@ -177,7 +189,9 @@ def ours(system: str, workdir: Path) -> tuple[Any, dict[str, Any]]:
     elif system.startswith("twokeys-langchain"):
         from twokeys.integrations.langchain import TwokeysRetriever as LangChainRetriever
 
-        lc = LangChainRetriever(index=index, k=DEPTH, explain=not system.endswith("-fast"))
+        lc = LangChainRetriever(
+            index=index, k=DEPTH, explain=not system.endswith("-fast"), query_encoder=query_encoder
+        )
 
         def search(query: str) -> list[str]:
             return [d.metadata["doc_id"] for d in lc.invoke(query)]
@@ -227,8 +241,9 @@ def profile(system: str, workdir: Path, count: int) -> int:
     from twokeys import open_index
 
     search, _ = ours(system, workdir)
-    index = open_index(workdir / "twokeys-index")
-    encoder = index.encoder
+    query_encoder = "minilm-static" if "static" in system else None
+    index = open_index(workdir / "twokeys-index", query_encoder=query_encoder)
+    encoder = index.query_encoder
     queries = list(json.loads((workdir / "queries.json").read_text("utf-8")).values())[:count]
 
     def fresh() -> None:

@@ -62,25 +62,42 @@ _MASKS_KEPT = 64  # filter masks kept per open index (one bool per chunk each)
 _TEMPLATES_KEPT = 256  # parsed keyword options kept per open index
 
 
-def open_index(location: str | Path, *, encoder: Encoder | None = None) -> Index:
+def open_index(
+    location: str | Path,
+    *,
+    encoder: Encoder | None = None,
+    query_encoder: str | Encoder | None = None,
+) -> Index:
     """Open the index at ``location`` for searching: a directory path, or a URL whose
     scheme names a registered backend (:mod:`twokeys.store.contract`).
 
     The encoder that built the index is loaded lazily, on the first dense or hybrid
     search. Passing ``encoder`` uses that instance instead; it must have the same id
     and weights fingerprint as the one recorded in the index.
+
+    ``query_encoder`` (a registered name or an instance) embeds the queries of dense
+    and hybrid searches instead: an encoder whose :meth:`Encoder.vector_space` is the
+    index's, such as ``"minilm-static"`` for a ``minilm`` index (faster, coarser).
     """
-    return Index(open_reader(location), encoder=encoder)
+    return Index(open_reader(location), encoder=encoder, query_encoder=query_encoder)
 
 
 class Index:
     """Searches one :class:`~twokeys.store.base.IndexBackend` in any of the modes."""
 
-    def __init__(self, backend: IndexBackend, *, encoder: Encoder | None = None) -> None:
+    def __init__(
+        self,
+        backend: IndexBackend,
+        *,
+        encoder: Encoder | None = None,
+        query_encoder: str | Encoder | None = None,
+    ) -> None:
         self.backend = backend
         self.manifest = backend.manifest
         self.analyzer = analyzer_for(self.manifest.analyzer)
         self._encoder = encoder
+        self._query_encoder_name = query_encoder if isinstance(query_encoder, str) else None
+        self._query_encoder = query_encoder if isinstance(query_encoder, Encoder) else None
         self._rerankers: dict[str, Reranker] = {}
         self._masks: dict[tuple[Filter, ...], RowMask] = {}  # filters -> allowed rows
         self._templates: dict[tuple[Any, ...], SearchRequest] = {}  # options -> request
@@ -88,6 +105,8 @@ class Index:
         self._units: dict[int, int] | None = None  # row -> its PDF page's unit (page_units)
         if encoder is not None:
             self._check_encoder(encoder)
+        if self._query_encoder is not None:
+            self._check_encoder(self._query_encoder)
 
     def __enter__(self) -> Index:
         return self
@@ -115,11 +134,26 @@ class Index:
                     self._encoder = encoder
         return self._encoder
 
+    @property
+    def query_encoder(self) -> Encoder:
+        """What embeds a search's query: the ``query_encoder`` the index was opened
+        with (loaded on first use, checked against the index), else :attr:`encoder`."""
+        if self._query_encoder is None and self._query_encoder_name is None:
+            return self.encoder
+        if self._query_encoder is None:
+            with self._lock:
+                if self._query_encoder is None:
+                    assert self._query_encoder_name is not None
+                    encoder = get_encoder(self._query_encoder_name)
+                    self._check_encoder(encoder)
+                    self._query_encoder = encoder
+        return self._query_encoder
+
     def _check_encoder(self, encoder: Encoder) -> None:
         info = self.manifest.encoder
         if info is None:
             return
-        reason = info.mismatch(encoder.id, encoder.fingerprint(), encoder.tokenizer_fingerprint())
+        reason = info.mismatch(*encoder.vector_space())
         if reason:
             raise EncoderMismatchError(
                 f"{reason}; rebuild it with 'twokeys index' or search with the original encoder"
@@ -144,7 +178,7 @@ class Index:
         vectors = self.backend.vectors
         if vectors is None:
             raise ConfigError("this index has no dense vectors; use --mode bm25")
-        dense = DenseRetriever(self.encoder, vectors, allowed=allowed)
+        dense = DenseRetriever(self.query_encoder, vectors, allowed=allowed)
         if request.retriever == "dense":
             return dense
         return HybridRetriever(

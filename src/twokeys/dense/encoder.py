@@ -52,6 +52,13 @@ class Encoder(ABC):
         no tokenizer of its own (a remote model) or its fingerprint covers it."""
         return ""
 
+    def vector_space(self) -> tuple[str, str, str]:
+        """The (id, fingerprint, tokenizer fingerprint) of the encoder whose document
+        vectors this one's query vectors are compared with: its own, unless it is a
+        query-side stand-in fitted to another encoder's space (``minilm-static``), which
+        may then search that encoder's index."""
+        return self.id, self.fingerprint(), self.tokenizer_fingerprint()
+
     @abstractmethod
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Model tokens of each text, without special tokens (used by the chunker)."""
@@ -169,5 +176,6 @@ def get_encoder(name: str) -> Encoder:
 
 # the built-in backends import this module (Encoder); named by path, they load on first use
 register_encoder("minilm", "twokeys.dense.onnx_minilm:OnnxMiniLM")
+register_encoder("minilm-static", "twokeys.dense.static_minilm:StaticMiniLM")
 register_encoder_family("ollama", "twokeys.dense.http_encoders:ollama_encoder")
 register_encoder_family("openai", "twokeys.dense.http_encoders:openai_encoder")

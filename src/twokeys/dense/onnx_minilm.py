@@ -93,6 +93,25 @@ def model_files() -> tuple[Path, Path]:
     return model, tokenizer
 
 
+def graph_fingerprint(model: Path, graph: Graph) -> str:
+    """What an index records of the encoder that runs ``graph`` of ``model``: sha256 of
+    the model file; for a fused graph, of that hash and the graph's recipe, since its
+    results differ from the shipped graph's (by float32 rounding, or by int8
+    activations). Computed without loading a session."""
+    source = _file_sha256(str(model))
+    if graph == "shipped":
+        return "sha256:" + source
+    from twokeys.dense.minilm_graph import GRAPH_RECIPE, INT8_RECIPE
+
+    recipe = INT8_RECIPE if graph == "int8" else GRAPH_RECIPE
+    return "sha256:" + hashlib.sha256(f"{source}\n{recipe}".encode()).hexdigest()
+
+
+def tokenizer_fingerprint(tokenizer: Path) -> str:
+    """sha256 of a ``tokenizer.json``: another vocabulary or normaliser is another encoder."""
+    return "sha256:" + _file_sha256(str(tokenizer))
+
+
 def fused_graph(model: Path, *, int8: bool = False) -> bytes:
     """The fused graph (:mod:`twokeys.dense.minilm_graph`) of a shipped model: float32,
     or with its output projections and feed-forward products in int8."""
@@ -201,19 +220,12 @@ class OnnxMiniLM(Encoder):
 
     def fingerprint(self) -> str:
         """sha256 of the model file; for a fused graph, of that hash and the graph's
-        recipe, since its results differ from the shipped graph's (by float32 rounding,
-        or by int8 activations)."""
-        source = _file_sha256(self._model_path)
-        if self.graph == "shipped":
-            return "sha256:" + source
-        from twokeys.dense.minilm_graph import GRAPH_RECIPE, INT8_RECIPE
-
-        recipe = INT8_RECIPE if self.graph == "int8" else GRAPH_RECIPE
-        return "sha256:" + hashlib.sha256(f"{source}\n{recipe}".encode()).hexdigest()
+        recipe (:func:`graph_fingerprint`)."""
+        return graph_fingerprint(Path(self._model_path), self.graph)
 
     def tokenizer_fingerprint(self) -> str:
         """sha256 of ``tokenizer.json``: another vocabulary or normaliser is another encoder."""
-        return "sha256:" + _file_sha256(self._tokenizer_path)
+        return tokenizer_fingerprint(Path(self._tokenizer_path))
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return self._counting()(texts)

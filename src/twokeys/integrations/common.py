@@ -27,20 +27,32 @@ BUILT_IN_FIELDS = {
 
 class Searcher:
     """The search an adapter runs: on a local index (``index=``, a path or an open
-    :class:`Index`) or through ``twokeys serve`` (``client=``), with fixed options."""
+    :class:`Index`) or through ``twokeys serve`` (``client=``), with fixed options.
+
+    ``options["query_encoder"]`` (an encoder name, such as ``"minilm-static"``) embeds
+    the queries of a local index instead of the encoder that built it
+    (:func:`~twokeys.engine.open_index`); the other options are search options."""
 
     def __init__(
         self, index: str | Path | Index | None, client: Client | None, options: dict[str, Any]
     ) -> None:
         if (index is None) == (client is None):
             raise ConfigError("give index= (a path or an open index) or client=, not both")
+        query_encoder = options.get("query_encoder")
+        if query_encoder is not None and client is not None:
+            raise ConfigError("query_encoder: applies to a local index (index=), not a client")
         self.location: str | None = None
         self.backend: Index | Client
         if isinstance(index, str | Path):
             self.location = str(index)
-            self.backend = open_index(index)
+            self.backend = open_index(index, query_encoder=query_encoder)
         elif isinstance(index, Index):
-            self.backend = index
+            # the same backend, its queries embedded by the query encoder
+            self.backend = (
+                index
+                if query_encoder is None
+                else Index(index.backend, query_encoder=query_encoder)
+            )
         elif isinstance(client, Client):
             self.backend = client
         else:
@@ -60,10 +72,18 @@ class Searcher:
         return self.backend.search(query, **options)
 
 
+#: adapter options that are not search options (:class:`Searcher`)
+ADAPTER_OPTIONS = ("query_encoder",)
+
+
 def check_options(options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` without the unset ones, checked now (a bad option fails where the
-    adapter is built, with the library's message)."""
-    given = {name: value for name, value in options.items() if value is not None}
+    """The search options of ``options``, without the unset ones, checked now (a bad
+    option fails where the adapter is built, with the library's message)."""
+    given = {
+        name: value
+        for name, value in options.items()
+        if value is not None and name not in ADAPTER_OPTIONS
+    }
     SearchRequest.parse("check", **given)
     return given
 

@@ -51,7 +51,8 @@ _SUPPORTED = (*_COMPARISONS, "in", "AND")
 class TwokeysRetriever:
     """A Haystack retriever over a twokeys index (``index=``, a path or an open index)
     or ``twokeys serve`` (``client=``); ``top_k``, ``mode``, ``filters`` (Haystack's
-    syntax) and any other :class:`~twokeys.request.SearchRequest` field as keywords."""
+    syntax) and any other :class:`~twokeys.request.SearchRequest` field as keywords;
+    ``query_encoder="minilm-static"`` embeds queries with the static encoder (fast mode)."""
 
     def __init__(
         self,

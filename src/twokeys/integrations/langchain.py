@@ -52,7 +52,8 @@ _SUPPORTED = ("field: value", *_COMPARISONS, "$in", "$and")
 class TwokeysRetriever(BaseRetriever):
     """A LangChain retriever over a twokeys index (``index=``) or ``twokeys serve``
     (``client=``). ``k``, ``mode``, ``fusion``, ``filter`` (LangChain's dict) and
-    ``filters`` (twokeys filter strings) are fields; ``options`` holds any other
+    ``filters`` (twokeys filter strings) are fields; ``query_encoder="minilm-static"``
+    embeds queries with the static encoder (fast mode); ``options`` holds any other
     :class:`~twokeys.request.SearchRequest` field. ``invoke(query, k=..., filter=...)``
     overrides ``k`` and adds a filter for one call."""
 
@@ -66,6 +67,8 @@ class TwokeysRetriever(BaseRetriever):
     filter: dict[str, Any] | None = None
     filters: list[str] | None = None
     explain: bool = True
+    #: an encoder name for the queries of a local index (``"minilm-static"``: fast mode)
+    query_encoder: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
 
     _searcher: Searcher = PrivateAttr()
@@ -74,6 +77,7 @@ class TwokeysRetriever(BaseRetriever):
     def model_post_init(self, context: Any, /) -> None:
         options = {**self.options, "mode": self.mode, "fusion": self.fusion}
         options.update(explain=self.explain, filters=self.filters, k=self.k)
+        options["query_encoder"] = self.query_encoder
         self._searcher = Searcher(self.index, self.client, options)
         self._fixed = map_filter(self.filter) if self.filter else ()
 

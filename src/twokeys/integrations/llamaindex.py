@@ -61,7 +61,8 @@ _SUPPORTED = (*(op.value for op in _COMPARISONS), "in", "AND")
 class TwokeysRetriever(BaseRetriever):
     """A LlamaIndex retriever over a twokeys index (``index=``) or ``twokeys serve``
     (``client=``); ``k``, ``mode``, ``filters`` (:class:`MetadataFilters`) and any other
-    :class:`~twokeys.request.SearchRequest` field as keywords."""
+    :class:`~twokeys.request.SearchRequest` field as keywords; ``query_encoder=
+    "minilm-static"`` embeds queries with the static encoder (fast mode)."""
 
     def __init__(
         self,
