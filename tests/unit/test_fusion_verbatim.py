@@ -34,13 +34,16 @@ def test_words_ignore_case_punctuation_and_how_extraction_spaced_them() -> None:
     assert not holds((), "anything")
 
 
-def test_a_query_of_one_word_reads_no_text() -> None:
+def test_a_query_of_one_or_two_words_reads_no_text() -> None:
     def texts(rows: Sequence[int]) -> list[str]:
         raise AssertionError("read")
 
     assert verbatim_rows("isnan", [1, 2], texts) == frozenset()
-    assert verbatim_rows("set key", [], texts) == frozenset()
-    found = verbatim_rows("set key", [4, 5, 6], lambda rows: ["set key", "key set", "x set key"])
+    assert verbatim_rows("infantile autism.", [1, 2], texts) == frozenset()  # two words
+    assert verbatim_rows("set key box", [], texts) == frozenset()
+    found = verbatim_rows(
+        "set key box", [4, 5, 6], lambda rows: ["set key box", "key set box", "x set key box"]
+    )
     assert found == {4, 6}
 
 
@@ -82,7 +85,7 @@ def test_the_hybrid_reads_its_chunks_texts(tmp_path: Path) -> None:
         assert index.search(SIGNATURE, mode="hybrid", k=1)[0].path == "matrix.md"
 
 
-@pytest.mark.parametrize("query", ["Matrix map", "const Matrix a"])
+@pytest.mark.parametrize("query", ["Matrix map (d_d", "const Matrix &a"])
 def test_queries_of_several_words_are_read(query: str) -> None:
     found = verbatim_rows(query, [7], lambda rows: [SIGNATURE])
     assert found == {7}

@@ -13,7 +13,10 @@ Fusions (``fusion=``):
   exact matching can see, by the sensors' evidence), quoted strings, lexical
   confidence, length and the two sensors' agreement, identifiers matched exactly
   ranked first
-  (:mod:`twokeys.fusion.adaptive`); given ``units`` (``Index.page_units()``, not the
+  (:mod:`twokeys.fusion.adaptive`), and above them a chunk among BM25's first hits that
+  holds the whole query word for word when the hybrid is given ``texts`` (the index's
+  chunk texts, as :meth:`twokeys.engine.Index.retriever` gives them;
+  :mod:`twokeys.fusion.verbatim`); given ``units`` (``Index.page_units()``, not the
   default), the chunks of one PDF page are scored as the page (:mod:`twokeys.fusion.units`).
 """
 
