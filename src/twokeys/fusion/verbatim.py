@@ -36,6 +36,10 @@ manuals (techdocs) and the identifier collections (git-, python-, rust-ids). Whe
 some are (SciFact: 2 of 1,109 queries, each held by one abstract, a relevant one;
 Cranfield: 1 of 225, held by three relevant documents) the held documents are the
 relevant ones.
+
+Cost: one read of 10 chunk texts per query of three words or more. Hybrid retrieval,
+query vectors cached, CPU per query on the shared 2-core machine: Cranfield 4.8 -> 5.8
+ms, the PDF pages 7.0 -> 7.5 ms.
 """
 
 from __future__ import annotations
