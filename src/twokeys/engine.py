@@ -188,7 +188,12 @@ class Index:
             fusion=request.fusion,
             k=request.rrf_k,
             lexical_weight=request.lexical_weight,
+            texts=self._chunk_texts,
         )
+
+    def _chunk_texts(self, rows: Sequence[int]) -> list[str]:
+        """The texts of the chunks at ``rows``, in order (the hybrid's verbatim rule)."""
+        return [chunk.text for chunk in self.backend.chunks(rows)]
 
     def page_units(self) -> dict[int, int]:
         """The cited unit of each chunk row on a PDF page: the row of the first chunk of

@@ -127,7 +127,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from itertools import pairwise
 
@@ -369,6 +369,7 @@ def adaptive_fusion(
     weight: float | None = None,
     levels: tuple[float, float] = (0.0, 0.0),
     units: Mapping[int, int] | None = None,
+    verbatim: Collection[int] = frozenset(),
 ) -> list[ScoredChunk]:
     """Fuse one query's runs; ``exact_matches[row]`` = how many exact terms ``row`` contains.
 
@@ -381,7 +382,9 @@ def adaptive_fusion(
     lexical and the dense run's chance levels (``RetrieverResult.chance``), read by the
     ``chance`` normalisation; ``units[row]``: the cited unit (a PDF page) of each located
     chunk row, whose chunks then score as their unit (:mod:`twokeys.fusion.units`), the
-    chunk's own score ordering a unit's chunks.
+    chunk's own score ordering a unit's chunks; ``verbatim``: the rows that hold the
+    whole query word for word (:mod:`twokeys.fusion.verbatim`), ranked above the other
+    candidates (and so above the exact tier's other chunks).
     """
     alpha = (
         lexical_weight(features, params, semantic_support(lexical, dense))
@@ -427,7 +430,7 @@ def adaptive_fusion(
         if depth is None
         else np.isin(rows, np.concatenate([lex_rows[:depth], dense_rows[:depth]]))
     )
-    if features.exact_terms or (inside is not None and not inside.all()):
+    if features.exact_terms or verbatim or (inside is not None and not inside.all()):
         if features.exact_terms:
             exact = _per_row(rows, exact_matches)
             if features.one_word:  # a bare name: among the chunks that hold it, BM25's order
@@ -435,6 +438,8 @@ def adaptive_fusion(
                 at[np.searchsorted(rows, lex_rows)] = np.arange(len(lex_rows))
                 keys.append(np.where(exact != 0, at, 0))
             keys.append(-exact)
+        if verbatim:
+            keys.append(_outside(rows, verbatim))
         if inside is not None:
             keys.append(~inside)
     order = np.lexsort(keys)
@@ -444,6 +449,11 @@ def adaptive_fusion(
             zip(rows[order].tolist(), fused[order].tolist(), strict=True)
         )
     ]
+
+
+def _outside(rows: npt.NDArray[np.int64], held: Collection[int]) -> npt.NDArray[np.bool_]:
+    """A sort key: False for the rows in ``held`` (they sort first), True for the rest."""
+    return ~np.isin(rows, np.fromiter(held, np.int64, len(held)))
 
 
 def _entries(rows: npt.NDArray[np.int64], scores: npt.NDArray[np.float64]) -> list[ScoredChunk]:

@@ -13,7 +13,10 @@ Fusions (``fusion=``):
   exact matching can see, by the sensors' evidence), quoted strings, lexical
   confidence, length and the two sensors' agreement, identifiers matched exactly
   ranked first
-  (:mod:`twokeys.fusion.adaptive`); given ``units`` (``Index.page_units()``, not the
+  (:mod:`twokeys.fusion.adaptive`), and above them a chunk among BM25's first hits that
+  holds the whole query word for word when the hybrid is given ``texts`` (the index's
+  chunk texts, as :meth:`twokeys.engine.Index.retriever` gives them;
+  :mod:`twokeys.fusion.verbatim`); given ``units`` (``Index.page_units()``, not the
   default), the chunks of one PDF page are scored as the page (:mod:`twokeys.fusion.units`).
 """
 
@@ -37,6 +40,7 @@ from twokeys.fusion.adaptive import (
 from twokeys.fusion.convex import convex_combination
 from twokeys.fusion.normalization import NORMALIZERS, normalized_scores, normalizer
 from twokeys.fusion.rrf import DEFAULT_K, check_k, rrf, rrf_term
+from twokeys.fusion.verbatim import LEXICAL_TOP, verbatim_rows
 from twokeys.retrievers.base import Retriever, RetrieverResult
 from twokeys.retrievers.dense import DenseRetriever
 from twokeys.retrievers.lexical import BM25Retriever
@@ -62,6 +66,7 @@ class HybridRetriever(Retriever):
         lexical_weight: float = DEFAULT_LEXICAL_WEIGHT,
         adaptive: AdaptiveParams | None = None,
         units: Mapping[int, int] | None = None,
+        texts: Callable[[Sequence[int]], Sequence[str]] | None = None,
     ) -> None:
         if candidates < 1:
             raise ConfigError(f"candidates: must be >= 1, got {candidates}")
@@ -79,6 +84,9 @@ class HybridRetriever(Retriever):
         self.adaptive = adaptive or AdaptiveParams()
         #: row -> cited unit (a PDF page) for the adaptive fusion (:mod:`twokeys.fusion.units`)
         self.units = units or {}
+        #: the texts of chunk rows, for the adaptive fusion's verbatim rule
+        #: (:mod:`twokeys.fusion.verbatim`); None: the rule is off
+        self.texts = texts
 
     def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
         depth = max(k, self.candidates)
@@ -177,6 +185,10 @@ class HybridRetriever(Retriever):
             alpha = lexical_weight(features, self.adaptive, support)
             method = self.adaptive.normalization
             exact = _exact_matches(features, lex, self.lexical, self.candidates)
+            held: frozenset[int] = frozenset()
+            if self.texts is not None and not features.one_word:
+                top_rows = [h.row for h in lexical_run[: min(LEXICAL_TOP, self.candidates)]]
+                held = verbatim_rows(query, top_rows, self.texts)
             fused = adaptive_fusion(
                 lexical_run,
                 dense_run,
@@ -187,6 +199,7 @@ class HybridRetriever(Retriever):
                 alpha,
                 (lex.chance, dense_chance),
                 self.units,
+                held,
             )
         else:
             alpha = self.lexical_weight

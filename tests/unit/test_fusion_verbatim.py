@@ -1,0 +1,91 @@
+"""The verbatim rule: which texts hold a query word for word, the adaptive fusion ranking
+them above the other candidates, and the hybrid reading chunk texts from its index."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from conftest import HashEncoder, write_docs
+from twokeys import IndexOptions, build_index, open_index
+from twokeys.fusion.adaptive import AdaptiveParams, QueryFeatures, adaptive_fusion
+from twokeys.fusion.verbatim import holds, verbatim_rows, words
+from twokeys.request import SearchRequest
+from twokeys.retrievers.hybrid import HybridRetriever
+from twokeys.types import ScoredChunk
+
+SIGNATURE = "Matrix map (d_d_Mapper f, const Matrix &a)"
+
+
+def run(*pairs: tuple[int, float]) -> list[ScoredChunk]:
+    return [ScoredChunk(row, score, i + 1) for i, (row, score) in enumerate(pairs)]
+
+
+def test_words_ignore_case_punctuation_and_how_extraction_spaced_them() -> None:
+    assert words(SIGNATURE) == ("matrix", "map", "d", "d", "mapper", "f", "const", "matrix", "a")
+    printed = "Matrix map (d d Mapper f,\nconst Matrix &a)\nvoid map (d d Mapper f)"
+    assert holds(words(SIGNATURE), printed)
+    # the overload of the next class: the same terms, not the same words
+    assert not holds(words(SIGNATURE), "ComplexMatrix map (d d Mapper f, const ComplexMatrix &a)")
+    assert not holds(words("termoption set"), "set termoption font")  # order counts
+    assert not holds(words("set term"), "set termoption")  # whole words only
+    assert not holds((), "anything")
+
+
+def test_a_query_of_one_or_two_words_reads_no_text() -> None:
+    def texts(rows: Sequence[int]) -> list[str]:
+        raise AssertionError("read")
+
+    assert verbatim_rows("isnan", [1, 2], texts) == frozenset()
+    assert verbatim_rows("infantile autism.", [1, 2], texts) == frozenset()  # two words
+    assert verbatim_rows("set key box", [], texts) == frozenset()
+    found = verbatim_rows(
+        "set key box", [4, 5, 6], lambda rows: ["set key box", "key set box", "x set key box"]
+    )
+    assert found == {4, 6}
+
+
+def test_a_chunk_holding_the_query_outranks_a_near_tie_the_dense_model_prefers() -> None:
+    lexical = run((1, 18.907), (2, 18.901), (3, 15.0))  # BM25: a near tie between 1 and 2
+    dense = run((2, 0.62), (1, 0.58), (3, 0.55))
+    features = QueryFeatures((), (), (), 1.0, 9)
+    params = AdaptiveParams()
+    plain = adaptive_fusion(lexical, dense, features, {}, params, depth=100, weight=0.45)
+    assert [h.row for h in plain] == [2, 1, 3]
+    held = adaptive_fusion(
+        lexical, dense, features, {}, params, depth=100, weight=0.45, verbatim={1}
+    )
+    assert [h.row for h in held] == [1, 2, 3]
+    assert [h.rank for h in held] == [1, 2, 3]
+    # a row outside the candidates is not lifted by holding the query
+    deep = adaptive_fusion(lexical, dense, features, {}, params, depth=2, weight=0.45, verbatim={3})
+    assert [h.row for h in deep] == [2, 1, 3]
+
+
+def test_the_hybrid_reads_its_chunks_texts(tmp_path: Path) -> None:
+    docs = write_docs(
+        tmp_path / "docs",
+        {
+            "matrix.md": "# Matrix\n\nMatrix map (d_d_Mapper f, const Matrix &a) applies f.\n",
+            "complex.md": "# Complex\n\nComplexMatrix map (d_d_Mapper f, const ComplexMatrix &a)"
+            " applies f to a complex matrix, matrix by matrix.\n",
+        },
+    )
+    encoder = HashEncoder()
+    build_index(docs, tmp_path / "kb.twokeys", IndexOptions(encoder="test-hash"), encoder=encoder)
+    with open_index(tmp_path / "kb.twokeys", encoder=encoder) as index:
+        retriever = index.retriever(SearchRequest(SIGNATURE))
+        assert isinstance(retriever, HybridRetriever) and retriever.texts is not None
+        rows = [0, 1]
+        assert list(retriever.texts(rows)) == [c.text for c in index.backend.chunks(rows)]
+        first = retriever.retrieve(SIGNATURE, 2).run[0].row
+        assert index.backend.chunks([first])[0].doc_id == "matrix.md"
+        assert index.search(SIGNATURE, mode="hybrid", k=1)[0].path == "matrix.md"
+
+
+@pytest.mark.parametrize("query", ["Matrix map (d_d", "const Matrix &a"])
+def test_queries_of_several_words_are_read(query: str) -> None:
+    found = verbatim_rows(query, [7], lambda rows: [SIGNATURE])
+    assert found == {7}
