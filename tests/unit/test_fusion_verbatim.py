@@ -89,3 +89,19 @@ def test_the_hybrid_reads_its_chunks_texts(tmp_path: Path) -> None:
 def test_queries_of_several_words_are_read(query: str) -> None:
     found = verbatim_rows(query, [7], lambda rows: [SIGNATURE])
     assert found == {7}
+
+
+def test_holds_agrees_with_reading_every_word() -> None:
+    """The substring pre-check only skips texts that cannot hold the words: the answer
+    is the same as tokenising every text, case-folding included (``ß``, ``İ``)."""
+    import random
+
+    rng = random.Random(7)
+    vocabulary = ["Straße", "strasse", "İstanbul", "map", "Matrix", "d_d_Mapper", "a", "&", "x1"]
+    for _ in range(2000):
+        text = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(0, 8)))
+        query = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(1, 4)))
+        wanted = words(query)
+        joined = " " + " ".join(words(text)) + " "
+        expected = bool(wanted) and " " + " ".join(wanted) + " " in joined
+        assert holds(wanted, text) == expected, (query, text)
