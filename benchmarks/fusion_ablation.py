@@ -21,6 +21,8 @@ the library's own fusion functions and prints one markdown row per variant. The
 * ``one-word weight as others'``: a one-word query weighted as any other query (0.45
   for BM25), not ``one_word_lexical_weight``; ``both (before)``: both, the fusion
   before these two rules;
+* ``shared name tiers``: an identifier in a query with other words tiers though BM25's
+  next chunks hold it too (the rule before :func:`twokeys.fusion.adaptive.words_pick`);
 * ``300 deep (before)``: the fusion before its top stopped depending on depth: the
   support rule's floor and the exact tier read all 300 chunks of each run;
 * the fixed fusions, for reference.
@@ -139,6 +141,7 @@ def adaptive(
     true_support: bool = True,
     bare_by_bm25: bool = True,
     one_word_weight: bool = True,
+    single_out: bool = True,
 ) -> Fuse:
     """The hybrid's adaptive fusion (``HybridRetriever._fuse``), with switches."""
     params = params or AdaptiveParams()
@@ -153,7 +156,9 @@ def adaptive(
         if confirm:
             features = replace(
                 features,
-                unconfirmed=unconfirmed(features.identifiers, s.evidence, features.one_word),
+                unconfirmed=unconfirmed(
+                    features.identifiers, s.evidence, features.one_word, single_out
+                ),
             )
         support = semantic_support(
             s.lexical, s.dense[:pool], s.similarity if true_support else None
@@ -195,7 +200,9 @@ def before() -> Fuse:
             return s.dense
         found = anchor_terms(s.evidence, params.anchor_share, params.rare_chunk_share)
         features = replace(s.features, anchors=found)
-        features = replace(features, unconfirmed=unconfirmed(features.identifiers, s.evidence))
+        features = replace(
+            features, unconfirmed=unconfirmed(features.identifiers, s.evidence, single_out=False)
+        )
         alpha = lexical_weight(features, params, semantic_support(s.lexical, s.dense))
         fused = convex_combination(
             {"bm25": s.lexical, "dense": s.dense},
@@ -244,6 +251,7 @@ VARIANTS: dict[str, Fuse] = {
     "bare name's tier by fused score": adaptive(bare_by_bm25=False),
     "one-word weight as others'": adaptive(one_word_weight=False),
     "both (before)": adaptive(bare_by_bm25=False, one_word_weight=False),
+    "shared name tiers": adaptive(single_out=False),
     "300 deep (before)": before(),
     "fixed minmax": fixed("minmax"),
     "fixed zscore": fixed("zscore"),

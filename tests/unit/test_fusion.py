@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -17,6 +18,7 @@ from twokeys.fusion.adaptive import (
     lexical_weight,
     semantic_support,
     unconfirmed,
+    words_pick,
 )
 from twokeys.fusion.convex import convex_combination
 from twokeys.fusion.normalization import chance, dbsf, minmax, normalizer, zscore
@@ -448,3 +450,26 @@ def test_adaptive_fusion_on_arrays_is_the_plain_loop_bit_for_bit() -> None:
         assert [(h.row, h.score.hex(), h.rank) for h in fused] == _loop_fusion(
             lexical, dense, features, exact, params, depth, alpha, levels
         )
+
+
+def test_a_name_beside_words_tiers_only_when_it_singles_the_top_hit_out() -> None:
+    """Among a query's words, a name BM25's next chunks hold too (``functools.partial``
+    in the asyncio, inspect and functools pages) does not tier: the words pick the page;
+    a bare name still tiers (issue 33)."""
+    shared = TermEvidence("functools.partial", 0.4, False, 3, in_lexical_rest=True)
+    single = TermEvidence("zx-4821", 0.7, False, 4, in_lexical_rest=False)
+    assert words_pick(shared) and not words_pick(single)
+    ids = ("functools.partial", "zx-4821")
+    assert unconfirmed(ids, [shared, single]) == ("functools.partial",)
+    assert unconfirmed(ids, [shared, single], single_out=False) == ()
+    assert unconfirmed(ids, [shared, single], whole_query=True) == ()
+    # the fusion: the chunk the words point to (row 3) is no longer put below the ones
+    # that merely write the name (rows 1 and 2)
+    features = QueryFeatures(ids[:1], (), (), 0.9, 5, n_words=5)
+    lex = run((1, 5.0), (2, 4.8), (3, 4.5))
+    den = run((3, 0.9), (1, 0.5), (2, 0.45))
+    p = AdaptiveParams()
+    tiered = adaptive_fusion(lex, den, features, {1: 1, 2: 1}, p)
+    assert [h.row for h in tiered][:2] == [1, 2]
+    kept = replace(features, unconfirmed=unconfirmed(ids[:1], [shared]))
+    assert adaptive_fusion(lex, den, kept, {1: 1, 2: 1}, p)[0].row == 3
