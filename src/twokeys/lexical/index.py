@@ -333,7 +333,7 @@ class ArrayLexicalIndex(LexicalIndex):
             )
             if w > 0:
                 out.append((term, qtf * w))
-        return tuple(sorted(out, key=lambda tw: (-tw[1], tw[0])))
+        return tuple(sorted(out, key=_by_weight))
 
     def explain_many(
         self, terms: Sequence[str], rows: Sequence[int]
@@ -356,7 +356,8 @@ class ArrayLexicalIndex(LexicalIndex):
             for i, w in zip(held.tolist(), weights, strict=True):
                 if w > 0:
                     found[i].append((term, qtf * w))
-        return [tuple(sorted(f, key=lambda tw: (-tw[1], tw[0]))) for f in found]
+        # a row with one matched term (or none) is in order already
+        return [tuple(f) if len(f) < 2 else tuple(sorted(f, key=_by_weight)) for f in found]
 
     def has_term(self, term: str) -> bool:
         return term in self._vocabulary
@@ -393,6 +394,11 @@ def _run(rows: npt.NDArray[np.int64], values: npt.NDArray[np.float32]) -> list[S
         ScoredChunk(row=r, score=s, rank=i + 1)
         for i, (r, s) in enumerate(zip(rows.tolist(), values.tolist(), strict=True))
     ]
+
+
+def _by_weight(term_weight: tuple[str, float]) -> tuple[float, str]:
+    """The order of a row's matched terms: heaviest first, then by term."""
+    return (-term_weight[1], term_weight[0])
 
 
 #: the slots of a :class:`ScoredChunk`, for :func:`slotted_values`
