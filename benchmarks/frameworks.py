@@ -238,6 +238,12 @@ def profile(system: str, workdir: Path, count: int) -> int:
     import io
     import pstats
 
+    # one thread, as the benchmark gives its children: numpy's BLAS reads this when it is
+    # first imported (by ``ours``); with its threads, a loaded machine's two cores made a
+    # dense search of the Python docs cost 8 ms of CPU instead of 0.3
+    if "numpy" in sys.modules:
+        log("--profile: numpy was imported before the thread limits were set")
+    os.environ.update(SINGLE_THREAD_ENV)
     from twokeys import open_index
 
     search, _ = ours(system, workdir)

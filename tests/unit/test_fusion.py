@@ -22,7 +22,8 @@ from twokeys.fusion.adaptive import (
 )
 from twokeys.fusion.convex import convex_combination
 from twokeys.fusion.normalization import chance, dbsf, minmax, normalizer, zscore
-from twokeys.types import ScoredChunk
+from twokeys.retrievers.hybrid import _weighted_evidence
+from twokeys.types import Evidence, ScoredChunk
 
 
 def run(*pairs: tuple[int, float]) -> list[ScoredChunk]:
@@ -450,6 +451,38 @@ def test_adaptive_fusion_on_arrays_is_the_plain_loop_bit_for_bit() -> None:
         assert [(h.row, h.score.hex(), h.rank) for h in fused] == _loop_fusion(
             lexical, dense, features, exact, params, depth, alpha, levels
         )
+        # a limit makes the first entries of the same run, and no more
+        limit = rng.choice([0, 1, 10, 500])
+        first = adaptive_fusion(
+            lexical, dense, features, exact, params, depth, alpha, levels, limit=limit
+        )
+        assert first == fused[:limit]
+
+
+def test_weighted_evidence_is_the_evidence_constructed_field_by_field() -> None:
+    """The hybrid's explained evidence, made in one call, equals (and hashes as) the
+    values ``Evidence(...)`` makes, per row in the runs' order; a row no run holds gets
+    none."""
+    lexical = {
+        4: (Evidence("bm25", 1, 7.5, matched_terms=(("zx", 5.0), ("code", 2.5))),),
+        9: (Evidence("bm25", 2, 3.25),),
+    }
+    dense = {9: (Evidence("dense", 1, 0.75),), 2: (Evidence("dense", 2, 0.5),)}
+    parts = {"bm25": {4: 0.45, 9: 0.2}, "dense": {9: 0.55}}
+    weights = {"bm25": 0.45, "dense": 0.55}
+    made = _weighted_evidence([9, 4, 2, 7], (("bm25", lexical), ("dense", dense)), parts, weights)
+    expected = {
+        9: (
+            Evidence("bm25", 2, 3.25, fused=0.2, weight=0.45),
+            Evidence("dense", 1, 0.75, fused=0.55, weight=0.55),
+        ),
+        4: (Evidence("bm25", 1, 7.5, 0.45, 0.45, (("zx", 5.0), ("code", 2.5))),),
+        2: (Evidence("dense", 2, 0.5, fused=0.0, weight=0.55),),
+        7: (),
+    }
+    assert made == expected and list(made) == [9, 4, 2, 7]
+    assert hash(made[9]) == hash(expected[9])
+    assert _weighted_evidence([], (("bm25", lexical),), parts, weights) == {}
 
 
 def test_a_name_beside_words_tiers_only_when_it_singles_the_top_hit_out() -> None:

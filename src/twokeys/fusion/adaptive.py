@@ -147,6 +147,7 @@ from twokeys.fusion.convex import combine
 from twokeys.fusion.normalization import normalized_scores, normalizer
 from twokeys.fusion.rrf import check_weight
 from twokeys.fusion.units import unit_scores
+from twokeys.lexical.index import RUN_SLOTS, slotted_values
 from twokeys.types import ScoredChunk
 
 _QUOTED = re.compile(r'"([^"]+)"')
@@ -405,6 +406,7 @@ def adaptive_fusion(
     levels: tuple[float, float] = (0.0, 0.0),
     units: Mapping[int, int] | None = None,
     verbatim: Collection[int] = frozenset(),
+    limit: int | None = None,
 ) -> list[ScoredChunk]:
     """Fuse one query's runs; ``exact_matches[row]`` = how many exact terms ``row`` contains.
 
@@ -419,7 +421,9 @@ def adaptive_fusion(
     chunk row, whose chunks then score as their unit (:mod:`twokeys.fusion.units`), the
     chunk's own score ordering a unit's chunks; ``verbatim``: the rows that hold the
     whole query word for word (:mod:`twokeys.fusion.verbatim`), ranked above the other
-    candidates (and so above the exact tier's other chunks).
+    candidates (and so above the exact tier's other chunks); ``limit``: only the first
+    ``limit`` entries of the fused run are made (None: all of them), the same as the
+    first ``limit`` of the whole run.
     """
     alpha = (
         lexical_weight(features, params, semantic_support(lexical, dense))
@@ -477,13 +481,10 @@ def adaptive_fusion(
             keys.append(_outside(rows, verbatim))
         if inside is not None:
             keys.append(~inside)
-    order = np.lexsort(keys)
-    return [
-        ScoredChunk(row, score, i + 1)
-        for i, (row, score) in enumerate(
-            zip(rows[order].tolist(), fused[order].tolist(), strict=True)
-        )
-    ]
+    order = np.lexsort(keys)[:limit]  # [:None]: all
+    ranks = list(range(1, len(order) + 1))
+    columns = (rows[order].tolist(), fused[order].tolist(), ranks)
+    return slotted_values(ScoredChunk, RUN_SLOTS, columns)
 
 
 def _outside(rows: npt.NDArray[np.int64], held: Collection[int]) -> npt.NDArray[np.bool_]:

@@ -100,19 +100,26 @@ def hit_metadata(hit: Hit) -> dict[str, Any]:
     """A hit's metadata, flat and JSON-ready: where it is from (source, title, cite,
     locator), its ids, score and rank, and each sensor's rank (None where that sensor did
     not retrieve it, or without ``explain``)."""
-    ranks = {e.retriever: e.rank for e in hit.evidence}
+    bm25_rank = dense_rank = None
+    for e in hit.evidence:  # a sensor's last evidence, if it gave several
+        if e.retriever == "bm25":
+            bm25_rank = e.rank
+        elif e.retriever == "dense":
+            dense_rank = e.rank
+    chunk = hit.chunk  # read once (a lazy hit's first read loads it)
+    locator = chunk.locator
     return {
         "source": hit.path,
         "title": hit.title,
-        "heading": hit.chunk.heading,
+        "heading": chunk.heading,
         "cite": hit.cite,
-        "locator": hit.locator.to_dict() if hit.locator else {},
-        "doc_id": hit.doc_id,
-        "chunk_id": hit.chunk_id,
+        "locator": locator.to_dict() if locator else {},
+        "doc_id": chunk.doc_id,
+        "chunk_id": chunk.id,
         "score": hit.score,
         "rank": hit.rank,
-        "bm25_rank": ranks.get("bm25"),
-        "dense_rank": ranks.get("dense"),
+        "bm25_rank": bm25_rank,
+        "dense_rank": dense_rank,
     }
 
 

@@ -135,7 +135,7 @@ class ArrayLexicalIndex(LexicalIndex):
             ranks = (
                 _RANKS[: len(rows)] if len(rows) <= len(_RANKS) else list(range(1, len(rows) + 1))
             )
-            return slotted_values(ScoredChunk, _RUN_SLOTS, (rows, values, ranks))
+            return slotted_values(ScoredChunk, RUN_SLOTS, (rows, values, ranks))
         ids = self._query_ids(terms)
         if not ids:
             return []
@@ -167,7 +167,7 @@ class ArrayLexicalIndex(LexicalIndex):
             self._indptr, self._indices, self._weights, ids, k, scores, touched, *pruning
         )
         ranks = _RANKS[: len(rows)] if len(rows) <= len(_RANKS) else list(range(1, len(rows) + 1))
-        return slotted_values(ScoredChunk, _RUN_SLOTS, (rows, values, ranks))
+        return slotted_values(ScoredChunk, RUN_SLOTS, (rows, values, ranks))
 
     def _term_maxima(self) -> npt.NDArray[np.float32]:
         """Each term's largest weight as the kernel has found it (-1: not yet). Threads
@@ -333,7 +333,7 @@ class ArrayLexicalIndex(LexicalIndex):
             )
             if w > 0:
                 out.append((term, qtf * w))
-        return tuple(sorted(out, key=lambda tw: (-tw[1], tw[0])))
+        return tuple(sorted(out, key=_by_weight))
 
     def explain_many(
         self, terms: Sequence[str], rows: Sequence[int]
@@ -350,11 +350,14 @@ class ArrayLexicalIndex(LexicalIndex):
                 continue
             postings = self._indices[start:end]
             at = np.minimum(np.searchsorted(postings, wanted), end - start - 1)
-            for i in np.flatnonzero(postings[at] == wanted).tolist():
-                w = float(self._weights[start + int(at[i])])
+            held = np.flatnonzero(postings[at] == wanted)
+            # the rows' weights read in one call (tolist(): the same float32 values)
+            weights = self._weights[start + at[held]].tolist()
+            for i, w in zip(held.tolist(), weights, strict=True):
                 if w > 0:
                     found[i].append((term, qtf * w))
-        return [tuple(sorted(f, key=lambda tw: (-tw[1], tw[0]))) for f in found]
+        # a row with one matched term (or none) is in order already
+        return [tuple(f) if len(f) < 2 else tuple(sorted(f, key=_by_weight)) for f in found]
 
     def has_term(self, term: str) -> bool:
         return term in self._vocabulary
@@ -393,7 +396,13 @@ def _run(rows: npt.NDArray[np.int64], values: npt.NDArray[np.float32]) -> list[S
     ]
 
 
-_RUN_SLOTS = ("row", "score", "rank")
+def _by_weight(term_weight: tuple[str, float]) -> tuple[float, str]:
+    """The order of a row's matched terms: heaviest first, then by term."""
+    return (-term_weight[1], term_weight[0])
+
+
+#: the slots of a :class:`ScoredChunk`, for :func:`slotted_values`
+RUN_SLOTS = ("row", "score", "rank")
 _RANKS = list(range(1, 1025))  # 1, 2, ... for the usual runs
 _ONES = [1.0] * 256  # the query weights of a query without repeated terms
 

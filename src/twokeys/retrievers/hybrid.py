@@ -41,6 +41,7 @@ from twokeys.fusion.convex import convex_combination
 from twokeys.fusion.normalization import NORMALIZERS, normalized_scores, normalizer
 from twokeys.fusion.rrf import DEFAULT_K, check_k, rrf, rrf_term
 from twokeys.fusion.verbatim import LEXICAL_TOP, verbatim_rows
+from twokeys.lexical.index import slotted_values
 from twokeys.retrievers.base import Retriever, RetrieverResult
 from twokeys.retrievers.dense import DenseRetriever
 from twokeys.retrievers.lexical import BM25Retriever
@@ -99,28 +100,21 @@ class HybridRetriever(Retriever):
         def similarity(row: int) -> float:
             return self.dense.index.similarity(vector, row)
 
-        fused, weights, parts = self._fuse(query, runs, lex, den.chance, similarity, explain)
+        fused, weights, parts = self._fuse(
+            query, runs, lex, den.chance, similarity, explain, limit=k
+        )
         fused = fused[:k]
         evidence: dict[int, tuple[Evidence, ...]] = {}
         if explain:
             returned = {hit.row for hit in fused}
             lexical = self.lexical.explain_hits(query, [h for h in lex.run if h.row in returned])
             dense = self.dense.explain_hits([h for h in den.run if h.row in returned])
-            for hit in fused:
-                items: list[Evidence] = []
-                for name, found in ((self.lexical.name, lexical), (self.dense.name, dense)):
-                    for ev in found.get(hit.row, ()):
-                        items.append(
-                            Evidence(
-                                ev.retriever,
-                                ev.rank,
-                                ev.score,
-                                fused=parts[name].get(hit.row, 0.0),
-                                weight=weights[name],
-                                matched_terms=ev.matched_terms,
-                            )
-                        )
-                evidence[hit.row] = tuple(items)
+            evidence = _weighted_evidence(
+                [hit.row for hit in fused],
+                ((self.lexical.name, lexical), (self.dense.name, dense)),
+                parts,
+                weights,
+            )
         return RetrieverResult(fused, evidence)
 
     def _fuse(
@@ -131,10 +125,12 @@ class HybridRetriever(Retriever):
         dense_chance: float,
         similarity: Callable[[int], float],
         explain: bool = False,
+        limit: int | None = None,
     ) -> tuple[list[ScoredChunk], dict[str, float], dict[str, dict[int, float]]]:
         """Fused run, per-run weights, and, to ``explain`` a search, each run's
         contribution per row (``dense_chance``: the dense run's chance level, BM25's is 0;
-        ``similarity(row)``: a chunk's cosine to the query)."""
+        ``similarity(row)``: a chunk's cosine to the query). ``limit``: the fused run
+        may stop after that many entries (the caller reads no more)."""
         lname, dname = self.lexical.name, self.dense.name
         if not runs[lname] and self.fusion not in ("rrf", "rrf-confidence"):
             # no lexical evidence (a query of stopwords or punctuation): the dense run
@@ -200,6 +196,7 @@ class HybridRetriever(Retriever):
                 (lex.chance, dense_chance),
                 self.units,
                 held,
+                limit,
             )
         else:
             alpha = self.lexical_weight
@@ -219,6 +216,48 @@ class HybridRetriever(Retriever):
                     )
                 parts[name] = dict(zip([h.row for h in run], scores.tolist(), strict=True))
         return fused, weights, parts
+
+
+#: the slots of an :class:`Evidence`, in the order of its fields
+_EVIDENCE_SLOTS = ("retriever", "rank", "score", "fused", "weight", "matched_terms")
+
+
+def _weighted_evidence(
+    rows: Sequence[int],
+    found: Sequence[tuple[str, Mapping[int, tuple[Evidence, ...]]]],
+    parts: Mapping[str, Mapping[int, float]],
+    weights: Mapping[str, float],
+) -> dict[int, tuple[Evidence, ...]]:
+    """Per row of ``rows``, each run's evidence of it (``found``: a run's name and its
+    retriever's evidence per row, in the order the runs are listed) with that run's
+    share of the fused score (``parts[name][row]``, 0.0 where absent) and weight.
+
+    The values are made in one call (:func:`slotted_values`), the fields those
+    ``Evidence(retriever, rank, score, fused=..., weight=..., matched_terms=...)`` sets."""
+    owners: list[int] = []
+    sources: list[Evidence] = []
+    shares: list[float] = []
+    run_weights: list[float] = []
+    for row in rows:
+        for name, table in found:
+            for ev in table.get(row, ()):
+                owners.append(row)
+                sources.append(ev)
+                shares.append(parts[name].get(row, 0.0))
+                run_weights.append(weights[name])
+    columns = (
+        [ev.retriever for ev in sources],
+        [ev.rank for ev in sources],
+        [ev.score for ev in sources],
+        shares,
+        run_weights,
+        [ev.matched_terms for ev in sources],
+    )
+    made = slotted_values(Evidence, _EVIDENCE_SLOTS, columns) if sources else []
+    out: dict[int, list[Evidence]] = {row: [] for row in rows}
+    for row, ev in zip(owners, made, strict=True):
+        out[row].append(ev)
+    return {row: tuple(items) for row, items in out.items()}
 
 
 def _exact_matches(

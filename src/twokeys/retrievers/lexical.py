@@ -60,11 +60,15 @@ class BM25Retriever(Retriever):
         runs = self.index.search_many([self.analyzer.query_terms(q) for q in queries], k)
         return [RetrieverResult(run) for run in runs]
 
-    def confidence(self, query: str, run: Sequence[ScoredChunk]) -> float:
-        """Share of the query's idf mass matched by the run's top hit (see fusion.confidence)."""
+    def confidence(
+        self, query: str, run: Sequence[ScoredChunk], terms: Sequence[str] | None = None
+    ) -> float:
+        """Share of the query's idf mass matched by the run's top hit (see fusion.confidence);
+        ``terms``: the query's terms, if the caller has them."""
         if not run:
             return 0.0
-        terms = self.analyzer.query_terms(query)
+        if terms is None:
+            terms = self.analyzer.query_terms(query)
         counts = {t: float(c) for t, c in Counter(terms).items()}
         idf = dict(zip(counts, self.index.idf(list(counts)), strict=True))
         matched = [t for t, _ in self.index.explain(terms, run[0].row)]
@@ -74,10 +78,13 @@ class BM25Retriever(Retriever):
         """What query-adaptive fusion reads from ``query`` and this retriever's result."""
         found: list[str] = []
         missing: list[str] = []
-        for token in self.analyzer.tokens(query):
+        # the query's words analysed once each (the analysis is a pure function of the text)
+        tokens = self.analyzer.tokens(query)
+        token_terms = [self.analyzer.query_terms(token.text) for token in tokens]
+        for token, terms_of_token in zip(tokens, token_terms, strict=True):
             if not (token.is_identifier and is_identifier_like(token.text)):
                 continue
-            whole = self.analyzer.query_terms(token.text)[:1]
+            whole = terms_of_token[:1]
             if whole:
                 (found if self.index.has_term(whole[0]) else missing).append(whole[0])
         quoted = []
@@ -85,15 +92,14 @@ class BM25Retriever(Retriever):
             terms = tuple(t for t in dict.fromkeys(self.analyzer.query_terms(text)))
             if terms and all(self.index.has_term(t) for t in terms):
                 quoted.append(terms)
-        words = sum(
-            1 for token in self.analyzer.tokens(query) if self.analyzer.query_terms(token.text)
-        )
+        words = sum(1 for terms_of_token in token_terms if terms_of_token)
+        query_terms = self.analyzer.query_terms(query)
         return QueryFeatures(
             identifiers=tuple(dict.fromkeys(found)),
             missing_identifiers=tuple(dict.fromkeys(missing)),
             quoted=tuple(quoted),
-            lexical_confidence=self.confidence(query, result.run),
-            n_terms=len(self.analyzer.query_terms(query)),
+            lexical_confidence=self.confidence(query, result.run, query_terms),
+            n_terms=len(query_terms),
             n_words=words,
         )
 
