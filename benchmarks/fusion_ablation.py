@@ -23,6 +23,8 @@ the library's own fusion functions and prints one markdown row per variant. The
   before these two rules;
 * ``shared name tiers``: an identifier in a query with other words tiers though BM25's
   next chunks hold it too (the rule before :func:`twokeys.fusion.adaptive.words_pick`);
+* ``no verbatim rule``: a chunk holding the whole query word for word is not ranked first
+  (:mod:`twokeys.fusion.verbatim`);
 * ``300 deep (before)``: the fusion before its top stopped depending on depth: the
   support rule's floor and the exact tier read all 300 chunks of each run;
 * the fixed fusions, for reference.
@@ -63,6 +65,7 @@ from twokeys.fusion.adaptive import (
 from twokeys.fusion.convex import convex_combination
 from twokeys.fusion.normalization import normalizer
 from twokeys.fusion.rrf import DEFAULT_K, rrf
+from twokeys.fusion.verbatim import LEXICAL_TOP, verbatim_rows
 from twokeys.request import SearchRequest
 from twokeys.retrievers.hybrid import DEFAULT_CANDIDATES, DEFAULT_LEXICAL_WEIGHT, HybridRetriever
 from twokeys.types import ScoredChunk
@@ -82,6 +85,7 @@ class Sensed:
     matched: dict[int, frozenset[str]]  # lexical row -> query terms it holds
     chance: float  # the dense run's chance level (BM25's is 0)
     similarity: float  # the cosine of BM25's top hit to the query (0.0: no BM25 hit)
+    verbatim: frozenset[int]  # BM25's first rows holding the whole query (fusion.verbatim)
 
 
 Fuse = Callable[[Sensed], list[ScoredChunk]]
@@ -115,14 +119,22 @@ def sense(root: Path, split: str, index_path: Path | None = None) -> Sensing:
             evidence = lexical.term_evidence(text, lex.run, top, dense.encoder.count_tokens)
             terms = lexical.analyzer.query_terms(text)
             held = lexical.index.explain_many(terms, [h.row for h in lex.run]) if lex.run else []
+            features = lexical.features(text, lex)
+            top_rows = [h.row for h in lex.run[: min(LEXICAL_TOP, DEFAULT_CANDIDATES)]]
+            whole = (  # as HybridRetriever._fuse reads them
+                frozenset()
+                if features.one_word
+                else verbatim_rows(text, top_rows, index._chunk_texts)
+            )
             out[qid] = Sensed(
                 list(lex.run),
                 list(den.run),
-                lexical.features(text, lex),
+                features,
                 evidence,
                 {h.row: frozenset(t for t, _ in m) for h, m in zip(lex.run, held, strict=True)},
                 den.chance,
                 dense.index.similarity(vector, lex.run[0].row) if lex.run else 0.0,
+                whole,
             )
             rows.update(h.row for h in lex.run)
             rows.update(h.row for h in den.run)
@@ -142,6 +154,7 @@ def adaptive(
     bare_by_bm25: bool = True,
     one_word_weight: bool = True,
     single_out: bool = True,
+    verbatim: bool = True,
 ) -> Fuse:
     """The hybrid's adaptive fusion (``HybridRetriever._fuse``), with switches."""
     params = params or AdaptiveParams()
@@ -184,6 +197,7 @@ def adaptive(
             DEFAULT_CANDIDATES,
             alpha,
             (0.0, s.chance),
+            verbatim=s.verbatim if verbatim else frozenset(),
         )
 
     return fuse
@@ -252,6 +266,7 @@ VARIANTS: dict[str, Fuse] = {
     "one-word weight as others'": adaptive(one_word_weight=False),
     "both (before)": adaptive(bare_by_bm25=False, one_word_weight=False),
     "shared name tiers": adaptive(single_out=False),
+    "no verbatim rule": adaptive(verbatim=False),
     "300 deep (before)": before(),
     "fixed minmax": fixed("minmax"),
     "fixed zscore": fixed("zscore"),
@@ -306,7 +321,8 @@ def sensed(spec: str, cache: Path | None) -> tuple[str, Sensing]:
     name = f"{root.name} {split}"
     stored = None
     if cache is not None:
-        key = hashlib.sha256(f"{root.resolve()}|{split}|{index}".encode()).hexdigest()[:12]
+        # v2: the runs carry the verbatim rule's rows
+        key = hashlib.sha256(f"v2|{root.resolve()}|{split}|{index}".encode()).hexdigest()[:12]
         stored = cache / f"{root.name}-{split}-{key}.pickle"
         if stored.exists():
             with open(stored, "rb") as fh:
