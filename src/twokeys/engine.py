@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from twokeys.analysis import analyzer_for
-from twokeys.dense.encoder import Encoder, get_encoder
+from twokeys.dense.encoder import Encoder, check_encoder_name, get_encoder
 from twokeys.errors import ConfigError, EncoderMismatchError
 from twokeys.filters import Filter
 from twokeys.lexical.index import slotted_values
@@ -52,7 +52,7 @@ from twokeys.retrievers.base import RetrieverResult
 from twokeys.retrievers.catalog import EXTRA_RETRIEVERS
 from twokeys.retrievers.reranking import RerankingRetriever
 from twokeys.store.base import IndexBackend, RowMask
-from twokeys.store.contract import IndexReader, open_reader
+from twokeys.store.contract import open_reader, reader_info
 from twokeys.types import Chunk, Hit
 
 __all__ = ["MODES", "Filter", "Index", "SearchRequest", "open_index"]
@@ -106,7 +106,9 @@ class Index:
         if encoder is not None:
             self._check_encoder(encoder)
         if self._query_encoder is not None:
-            self._check_encoder(self._query_encoder)
+            self._check_encoder(self._query_encoder, queries_only=True)
+        elif self._query_encoder_name is not None:
+            check_encoder_name(self._query_encoder_name)  # a bad name fails here, not at search
 
     def __enter__(self) -> Index:
         return self
@@ -145,15 +147,23 @@ class Index:
                 if self._query_encoder is None:
                     assert self._query_encoder_name is not None
                     encoder = get_encoder(self._query_encoder_name)
-                    self._check_encoder(encoder)
+                    self._check_encoder(encoder, queries_only=True)
                     self._query_encoder = encoder
         return self._query_encoder
 
-    def _check_encoder(self, encoder: Encoder) -> None:
+    def _check_encoder(self, encoder: Encoder, *, queries_only: bool = False) -> None:
+        """Refuse an encoder whose vectors the index's can't be compared with: the
+        index's own encoder must match it exactly (it also embeds documents: ``ask``'s
+        sentences, a rebuild through the service); a query encoder must embed into
+        its vector space (:meth:`Encoder.vector_space`)."""
         info = self.manifest.encoder
         if info is None:
             return
-        reason = info.mismatch(*encoder.vector_space())
+        if queries_only:
+            space = encoder.vector_space()
+        else:
+            space = (encoder.id, encoder.fingerprint(), encoder.tokenizer_fingerprint())
+        reason = info.mismatch(*space)
         if reason:
             raise EncoderMismatchError(
                 f"{reason}; rebuild it with 'twokeys index' or search with the original encoder"
@@ -345,9 +355,7 @@ class Index:
 
     def info(self) -> dict[str, Any]:
         """Counts, parameters and sizes, as the backend reports them (:meth:`IndexReader.info`)."""
-        if isinstance(self.backend, IndexReader):
-            return self.backend.info()
-        return IndexReader.info(self.backend)  # type: ignore[arg-type]  # a bare IndexBackend
+        return reader_info(self.backend)
 
 
 def _request(query: str | SearchRequest, options: dict[str, Any]) -> SearchRequest:

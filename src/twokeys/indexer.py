@@ -85,6 +85,15 @@ class IndexOptions:
         or another one: named "custom" when the options name none)."""
         info = None
         if encoder is not None:
+            own = (encoder.id, encoder.fingerprint(), encoder.tokenizer_fingerprint())
+            if encoder.vector_space() != own:  # a query-side stand-in (minilm-static)
+                name = self.encoder or encoder.id
+                raise ConfigError(
+                    f"encoder: {name!r} embeds queries only, in another encoder's vector "
+                    f"space ({encoder.vector_space()[0]}); build the index with that "
+                    "encoder and search it with query_encoder="
+                    f"{name!r}"
+                )
             info = EncoderInfo(
                 name=self.encoder if self.encoder is not None else "custom",
                 id=encoder.id,

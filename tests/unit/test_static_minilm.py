@@ -66,6 +66,10 @@ def test_table_is_built_once_then_loaded_and_rebuilt_when_damaged(
     assert built == [1, 1]
     np.testing.assert_array_equal(load_table(path), first)
     assert built == [1, 1]
+    # a table of another vocabulary's size (another tokenizer) is rebuilt, not indexed
+    np.save(path, np.zeros((3, DIM), np.float32))
+    np.testing.assert_array_equal(load_table(path, rows=4), first)
+    assert built == [1, 1, 1]
 
 
 def test_table_path_is_in_the_user_cache_and_names_the_recipe(
@@ -108,7 +112,7 @@ def test_vectors_are_close_to_the_full_models_on_held_out_text(
 @pytest.mark.slow
 def test_a_minilm_index_is_searched_with_static_queries(tmp_path: Path) -> None:
     from twokeys import IndexOptions, build_index, open_index
-    from twokeys.errors import EncoderMismatchError
+    from twokeys.errors import ConfigError, EncoderMismatchError
     from twokeys.integrations.common import Searcher
 
     path = tmp_path / "kb.twokeys"
@@ -121,10 +125,21 @@ def test_a_minilm_index_is_searched_with_static_queries(tmp_path: Path) -> None:
     assert hits and "ZX-4821" in hits[0].text
     searcher = Searcher(path, None, {"query_encoder": "minilm-static", "k": 3})
     assert [h.chunk_id for h in searcher.search("ZX-4821")] == [h.chunk_id for h in hits]
-    lexical = tmp_path / "bm25.twokeys"
-    build_index(SUPPORT_KB / "docs", lexical, IndexOptions(encoder="minilm-static"))
+    # a query-side stand-in embeds no index, and is no index's own encoder
+    with pytest.raises(ConfigError, match="'minilm-static' embeds queries only"):
+        build_index(
+            SUPPORT_KB / "docs", tmp_path / "s.twokeys", IndexOptions(encoder="minilm-static")
+        )
+    assert not (tmp_path / "s.twokeys").exists()
+    with pytest.raises(EncoderMismatchError, match="encoder"):
+        open_index(path, encoder=static)
+    with pytest.raises(ConfigError, match="unknown encoder 'minilm-sttic'"):
+        open_index(path, query_encoder="minilm-sttic")  # at open, not at the first search
+    # another space: a bm25-only index's queries can't be embedded; another model is refused
+    other = tmp_path / "hash.twokeys"
+    build_index(SUPPORT_KB / "docs", other, IndexOptions(encoder="test-hash"))
     with pytest.raises(EncoderMismatchError):
-        open_index(lexical, query_encoder=OnnxMiniLM(threads=1))
+        open_index(other, query_encoder=static)
 
 
 def test_query_encoder_is_refused_for_a_client() -> None:

@@ -159,19 +159,27 @@ def encoder_names() -> list[str]:
     return sorted(_REGISTRY) + [f"{p}:MODEL" for p in sorted(_FAMILIES)]
 
 
+def check_encoder_name(name: str) -> None:
+    """A :class:`ConfigError` when ``name`` names no registered encoder nor a family's
+    model; loads nothing (a bad name fails where it is given, not at first use)."""
+    if name in _REGISTRY:
+        return
+    prefix, _, model = name.partition(":")
+    if not model or prefix not in _FAMILIES:
+        raise ConfigError(
+            f"encoder: unknown encoder {name!r}; available: {', '.join(encoder_names())}"
+        )
+
+
 def get_encoder(name: str) -> Encoder:
     """Instantiate a registered encoder, or one of a family (``ollama:nomic-embed-text``);
     unknown names are a :class:`ConfigError`."""
+    check_encoder_name(name)
     factory = _REGISTRY.get(name)
     if factory is not None:
         return cast(Encoder, resolve(factory)())
     prefix, _, model = name.partition(":")
-    family = _FAMILIES.get(prefix) if model else None
-    if family is None:
-        raise ConfigError(
-            f"encoder: unknown encoder {name!r}; available: {', '.join(encoder_names())}"
-        )
-    return cast(Encoder, resolve(family)(model))
+    return cast(Encoder, resolve(_FAMILIES[prefix])(model))
 
 
 # the built-in backends import this module (Encoder); named by path, they load on first use

@@ -77,7 +77,8 @@ class TwokeysRetriever(BaseRetriever):
     def model_post_init(self, context: Any, /) -> None:
         options = {**self.options, "mode": self.mode, "fusion": self.fusion}
         options.update(explain=self.explain, filters=self.filters, k=self.k)
-        options["query_encoder"] = self.query_encoder
+        if self.query_encoder is not None:  # else options' own, if any, stands
+            options["query_encoder"] = self.query_encoder
         self._searcher = Searcher(self.index, self.client, options)
         self._fixed = map_filter(self.filter) if self.filter else ()
 
