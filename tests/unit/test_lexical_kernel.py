@@ -246,12 +246,15 @@ def test_top_k_ids_refuses_what_top_k_refuses() -> None:
     with pytest.raises(ValueError, match="int32"):
         kernel.top_k_ids(indptr, indices, weights, b"abc", 2, scores, touched)
     # an int64 or float array is refused, not read as twice as many int32 ids
-    for wrong in (np.array([1], np.int64), np.array([1.0], np.float32)):
+    swapped = np.array([1], np.int32).astype(np.dtype(np.int32).newbyteorder())
+    for wrong in (np.array([1], np.int64), np.array([1.0], np.float32), swapped):
         with pytest.raises(ValueError, match="4-byte integer buffer"):
             kernel.top_k_ids(indptr, indices, weights, wrong, 2, scores, touched)
     assert not scores.any()
     raw = np.array([1, 1], np.int32).tobytes()  # RawTable.encode's form: bytes
     assert kernel.top_k_ids(indptr, indices, weights, raw, 2, scores, touched) == ([1], [2.0])
+    native = np.array([1, 1], np.dtype("=i4"))  # an explicit native order is fine
+    assert kernel.top_k_ids(indptr, indices, weights, native, 2, scores, touched) == ([1], [2.0])
     # unknown (-1) skipped, repeats counted: term 1 twice is weight 2
     got = kernel.top_k_ids(
         indptr, indices, weights, np.array([1, -1, 1], np.int32), 2, scores, touched

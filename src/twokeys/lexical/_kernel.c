@@ -803,10 +803,17 @@ static PyObject *top_k_ids(PyObject *self, PyObject *args) {
     Py_buffer b_ids;
     if (PyObject_GetBuffer(o_ids, &b_ids, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return NULL;
     const char *fmt = b_ids.format ? b_ids.format : "B";
-    char code = fmt[strlen(fmt) - 1];
+    size_t fmt_len = strlen(fmt);
+    /* one type code, optionally after a byte-order mark naming this machine's order
+     * ('@', '=', or '<' / '>' where it is the native one): a byte-swapped array
+     * would be read as other term ids */
+    const unsigned int probe = 1;
+    const char native = *(const unsigned char *)&probe ? '<' : '>';
+    int order_ok = fmt_len == 1 || (fmt_len == 2 && (fmt[0] == '@' || fmt[0] == '=' || fmt[0] == native));
+    char code = fmt_len ? fmt[fmt_len - 1] : '\0';
     int bytes = b_ids.itemsize == 1 && (code == 'B' || code == 'b' || code == 'c');
     int int32 = b_ids.itemsize == 4 && (code == 'i' || code == 'I' || code == 'l' || code == 'L');
-    if ((!bytes && !int32) || b_ids.len % 4) {
+    if (!order_ok || (!bytes && !int32) || b_ids.len % 4) {
         PyErr_Format(PyExc_ValueError,
                      "top_k_ids: ids must be int32 values (bytes or a 4-byte integer buffer), "
                      "got format '%s' with %zd-byte items",
