@@ -162,14 +162,14 @@ def optimize(index_path: Path, derive: tuple[str, ...], quiet: bool) -> None:
 def info(index_path: Path | str, as_json: bool) -> None:
     """Show an index's counts, sizes and parameters, and whether its files match them."""
     from twokeys.store.check import check_index
-    from twokeys.store.contract import open_reader
+    from twokeys.store.contract import open_reader, reader_info
 
     # The store's own report, not an Index: an index an older analyzer built can't be
     # searched, but its counts and parameters can be shown (with what to run).
     if isinstance(index_path, str):  # a database: its own transactions keep it whole
         backend = open_reader(index_path)
         try:
-            data = backend.info()
+            data = reader_info(backend)
         finally:
             backend.close()
         if as_json:
@@ -181,7 +181,7 @@ def info(index_path: Path | str, as_json: bool) -> None:
     try:
         backend = open_reader(index_path)
         try:
-            data = backend.info()
+            data = reader_info(backend)
         finally:
             backend.close()
     except TwokeysError:

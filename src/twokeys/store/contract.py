@@ -234,6 +234,14 @@ def open_reader(location: str | Path) -> IndexReader:
     return reader
 
 
+def reader_info(backend: IndexBackend) -> dict[str, Any]:
+    """``backend``'s counts, parameters and sizes (:meth:`IndexReader.info`), also for a
+    registered backend that implements only the older :class:`IndexBackend`."""
+    if isinstance(backend, IndexReader):
+        return backend.info()
+    return IndexReader.info(backend)  # type: ignore[arg-type]  # a bare IndexBackend
+
+
 def _resolve(opener: Any) -> Any:
     if isinstance(opener, str):
         module, _, name = opener.partition(":")
