@@ -67,8 +67,10 @@ def table_path(folder: Path | None = None) -> Path:
     from twokeys.cachedir import cache_home
     from twokeys.dense.onnx_cache import cache_key
 
-    model, _ = model_files()
-    source = f"{graph_fingerprint(model, 'int8')}\n{TABLE_RECIPE}"
+    model, tokenizer = model_files()  # rows are the tokenizer's ids: its file keys them too
+    source = (
+        f"{graph_fingerprint(model, 'int8')}\n{tokenizer_fingerprint(tokenizer)}\n{TABLE_RECIPE}"
+    )
     key = cache_key(source, 0)
     return (cache_home() / "static" if folder is None else folder) / f"minilm-{key}.npy"
 
@@ -96,13 +98,15 @@ def build_table() -> npt.NDArray[np.float32]:
     return table
 
 
-def load_table(path: Path | None = None) -> npt.NDArray[np.float32]:
-    """The cached table (memory-mapped), built and saved first when it is missing or
-    does not load. Where the cache can't be written, the table is kept in memory only."""
+def load_table(path: Path | None = None, *, rows: int | None = None) -> npt.NDArray[np.float32]:
+    """The cached table (memory-mapped), built and saved first when it is missing, does
+    not load, or is not ``rows`` (the vocabulary's size, when given) by 384. Where the
+    cache can't be written, the table is kept in memory only."""
     path = table_path() if path is None else path
     with contextlib.suppress(OSError, ValueError):
         loaded = np.load(path, mmap_mode="r", allow_pickle=False)
-        if loaded.dtype == np.float32 and loaded.ndim == 2 and loaded.shape[1] == DIM:
+        shape_ok = loaded.ndim == 2 and loaded.shape[1] == DIM
+        if loaded.dtype == np.float32 and shape_ok and rows in (None, loaded.shape[0]):
             return np.asarray(loaded)
     table = build_table()
     try:
@@ -165,7 +169,7 @@ class StaticMiniLM(Encoder):
         self._tokenizer.no_padding()
         self._tokenizer.no_truncation()
         self._count_with: Callable[[Sequence[str]], list[int]] | None = None
-        self._table = load_table(table)
+        self._table = load_table(table, rows=self._tokenizer.get_vocab_size())
         weights = load_map()
         self._linear = np.ascontiguousarray(weights[:DIM])
         self._bias = np.ascontiguousarray(weights[DIM])
