@@ -219,3 +219,46 @@ def test_batches_respect_the_token_budget() -> None:
     for rows, width in shapes:
         assert rows <= 16 and (rows == 1 or rows * width <= 300), shapes
     assert vectors.shape == (len(texts), 384)
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_int8_product_equals_exact_integer_arithmetic(signed: bool) -> None:
+    """One ``_int8_matmul`` on values chosen to saturate an int16 pair sum (activations
+    at the row's peak, weights at -128/127), against numpy's int64 arithmetic of the
+    same quantisation: the unsigned form is exact on every CPU, the signed form only
+    where :func:`signed_products_exact` says so (elsewhere it differs: saturation)."""
+    import onnxruntime as ort
+
+    from twokeys.dense import onnx_proto as pb
+    from twokeys.dense.minilm_graph import _int8_matmul, _Writer
+
+    rng = np.random.default_rng(3)
+    rows, columns, tokens = 64, 16, 5
+    q = rng.choice(np.array([-128, -127, 127], np.int8), size=(rows, columns))
+    scale = rng.uniform(0.01, 0.02, size=(1, columns)).astype(np.float32)
+    x = rng.choice(np.array([-1.0, 1.0], np.float32), size=(1, tokens, rows)) * 3.0
+    g = _Writer({}, int8=True, signed=signed)
+    g.op("Shape", ["input_ids"], "batch.tokens")
+    _int8_matmul(g, "x", "m", Quantized(q, scale), "y")
+    graph = pb.model(
+        name="one-product",
+        nodes=g.nodes,
+        initializers=g.inits,
+        inputs=[
+            pb.value_info("x", pb.FLOAT, [1, tokens, rows]),
+            pb.value_info("input_ids", pb.INT64, [1, tokens]),
+        ],
+        outputs=[pb.value_info("y", pb.FLOAT, [1, tokens, columns])],
+        opsets={"": 17},
+    )
+    session = ort.InferenceSession(graph, providers=["CPUExecutionProvider"])
+    (y,) = session.run(["y"], {"x": x, "input_ids": np.zeros((1, tokens), np.int64)})
+    # the same steps in exact arithmetic: each row to 127 at its peak, + 128 as uint8
+    x2 = x.reshape(tokens, rows)
+    row_scale = np.float32(np.abs(x2).max(axis=1) * np.float32(1 / 127))
+    xq = np.clip(np.rint(x2 / row_scale[:, None]) + 128, 0, 255).astype(np.int64)
+    sums = (xq - 128) @ q.astype(np.int64)
+    expected = (sums.astype(np.float32) * scale.reshape(-1)) * row_scale[:, None]
+    exact = np.allclose(y.reshape(tokens, columns), expected, rtol=1e-6, atol=0)
+    if not signed or signed_products_exact():
+        assert exact, np.abs(y.reshape(tokens, columns) - expected).max()

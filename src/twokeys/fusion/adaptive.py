@@ -314,7 +314,14 @@ def words_pick(evidence: TermEvidence) -> bool:
     writes it above the one the words point to, which often writes the name in another
     form (the page defining ``partial`` under ``.. module:: functools``). A name only
     BM25's top hit holds among its first chunks is what singles that hit out, and tiers
-    as before (issue 33, mixed queries)."""
+    as before (issue 33, mixed queries).
+
+    This reads identifier-shaped names only. A name that is also an anchor by its share
+    of BM25's top hit (:func:`anchor_terms`: at least ``anchor_share`` of the hit's
+    score, cut into pieces by the dense tokenizer or holding digits) still tiers when
+    BM25's next chunks hold it: that branch does not read ``in_lexical_rest``. Applying
+    the same condition there is untested on the measured collections (found in review,
+    left for a measured change)."""
     return evidence.in_lexical_rest
 
 
