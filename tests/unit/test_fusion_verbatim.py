@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from conftest import HashEncoder, write_docs
 from twokeys import IndexOptions, build_index, open_index
+from twokeys.dense.encoder import Kind
 from twokeys.fusion.adaptive import AdaptiveParams, QueryFeatures, adaptive_fusion
 from twokeys.fusion.verbatim import holds, verbatim_rows, words
 from twokeys.request import SearchRequest
@@ -83,6 +86,43 @@ def test_the_hybrid_reads_its_chunks_texts(tmp_path: Path) -> None:
         first = retriever.retrieve(SIGNATURE, 2).run[0].row
         assert index.backend.chunks([first])[0].doc_id == "matrix.md"
         assert index.search(SIGNATURE, mode="hybrid", k=1)[0].path == "matrix.md"
+
+
+class _PrefersComplex(HashEncoder):
+    """A dense model that can't tell the overloads apart and leans to the wrong one:
+    the query and any text naming ``ComplexMatrix`` share one direction."""
+
+    def embed_batch(self, texts: Sequence[str], kind: Kind) -> npt.NDArray[np.float32]:
+        out = np.full((len(texts), self.dim), 1e-3, np.float32)
+        for i, text in enumerate(texts):
+            out[i, 0 if kind == "query" or "ComplexMatrix" in text else 1] = 1.0
+        return out
+
+
+def test_the_rule_decides_the_hybrids_order_end_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through ``Index.search``: the dense model prefers the other overload and BM25
+    nearly ties them, so without the rule the hybrid ranks the wrong page first; with
+    it, the page holding the signature word for word."""
+    import twokeys.retrievers.hybrid as hybrid
+
+    docs = write_docs(
+        tmp_path / "docs",
+        {
+            "matrix.md": "# Matrix\n\nMatrix map (d_d_Mapper f, const Matrix &a) applies f.\n",
+            "complex.md": "# Complex\n\nComplexMatrix map (d_d_Mapper f, const ComplexMatrix &a)"
+            " applies f to a complex matrix, matrix by matrix.\n",
+        },
+    )
+    encoder = _PrefersComplex()
+    build_index(docs, tmp_path / "kb.twokeys", IndexOptions(encoder="test-hash"), encoder=encoder)
+    with open_index(tmp_path / "kb.twokeys", encoder=encoder) as index:
+        assert index.search(SIGNATURE, mode="dense", k=1)[0].path == "complex.md"
+        assert index.search(SIGNATURE, mode="hybrid", k=1)[0].path == "matrix.md"
+    monkeypatch.setattr(hybrid, "verbatim_rows", lambda *args: frozenset())
+    with open_index(tmp_path / "kb.twokeys", encoder=encoder) as index:
+        assert index.search(SIGNATURE, mode="hybrid", k=1)[0].path == "complex.md"
 
 
 @pytest.mark.parametrize("query", ["Matrix map (d_d", "const Matrix &a"])
