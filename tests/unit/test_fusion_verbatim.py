@@ -67,7 +67,8 @@ def test_a_chunk_holding_the_query_outranks_a_near_tie_the_dense_model_prefers()
     assert [h.row for h in deep] == [2, 1, 3]
 
 
-def test_the_hybrid_reads_its_chunks_texts(tmp_path: Path) -> None:
+def _index_overloads(tmp_path: Path, encoder: HashEncoder) -> None:
+    """Two overloads' pages, BM25 nearly tied on the signature, as ``kb.twokeys``."""
     docs = write_docs(
         tmp_path / "docs",
         {
@@ -76,8 +77,12 @@ def test_the_hybrid_reads_its_chunks_texts(tmp_path: Path) -> None:
             " applies f to a complex matrix, matrix by matrix.\n",
         },
     )
-    encoder = HashEncoder()
     build_index(docs, tmp_path / "kb.twokeys", IndexOptions(encoder="test-hash"), encoder=encoder)
+
+
+def test_the_hybrid_reads_its_chunks_texts(tmp_path: Path) -> None:
+    encoder = HashEncoder()
+    _index_overloads(tmp_path, encoder)
     with open_index(tmp_path / "kb.twokeys", encoder=encoder) as index:
         retriever = index.retriever(SearchRequest(SIGNATURE))
         assert isinstance(retriever, HybridRetriever) and retriever.texts is not None
@@ -107,16 +112,8 @@ def test_the_rule_decides_the_hybrids_order_end_to_end(
     it, the page holding the signature word for word."""
     import twokeys.retrievers.hybrid as hybrid
 
-    docs = write_docs(
-        tmp_path / "docs",
-        {
-            "matrix.md": "# Matrix\n\nMatrix map (d_d_Mapper f, const Matrix &a) applies f.\n",
-            "complex.md": "# Complex\n\nComplexMatrix map (d_d_Mapper f, const ComplexMatrix &a)"
-            " applies f to a complex matrix, matrix by matrix.\n",
-        },
-    )
     encoder = _PrefersComplex()
-    build_index(docs, tmp_path / "kb.twokeys", IndexOptions(encoder="test-hash"), encoder=encoder)
+    _index_overloads(tmp_path, encoder)
     with open_index(tmp_path / "kb.twokeys", encoder=encoder) as index:
         assert index.search(SIGNATURE, mode="dense", k=1)[0].path == "complex.md"
         assert index.search(SIGNATURE, mode="hybrid", k=1)[0].path == "matrix.md"
