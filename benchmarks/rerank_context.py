@@ -70,13 +70,16 @@ class Run:
     ms: float  # CPU ms of features (idf weights included)
 
 
-def collect(out: Path, split: str, names: Sequence[str] | None = None) -> list[Run]:
+def collect(
+    out: Path, split: str, names: Sequence[str] | None = None, mode: str = "hybrid"
+) -> list[Run]:
     """Every answerable question of ``split``: its fused top DEPTH (explained), features,
     labels. Cached per collection in ``OUT/<name>/rerank-<split>.pickle`` (delete it after
     re-indexing or changing the features)."""
     runs: list[Run] = []
     for name in names or collections(out):
-        cached = out / name / f"rerank-{split}.pickle"
+        suffix = "" if mode == "hybrid" else f"-{mode}"
+        cached = out / name / f"rerank-{split}{suffix}.pickle"
         if cached.exists():
             got: list[Run] = pickle.loads(cached.read_bytes())
             if all(r.x.shape[1] == len(NAMES) for r in got):
@@ -85,7 +88,7 @@ def collect(out: Path, split: str, names: Sequence[str] | None = None) -> list[R
         got = []
         with open_index(index_of(out / name)) as index:
             for item in (i for i in questions(name, split) if i.answerable):
-                hits = index.search(item.question, mode="hybrid", k=DEPTH, explain=True)
+                hits = index.search(item.question, mode=mode, k=DEPTH, explain=True)
                 start = time.process_time()
                 held = idf_held(index, item.question)
                 x = features(hits, held)
@@ -263,12 +266,13 @@ def train(out: Path, write: bool, names: Sequence[str] | None = None) -> int:
     return 0
 
 
-def evaluate(out: Path, split: str, json_path: Path | None) -> int:
-    runs = collect(out, split)
+def evaluate(out: Path, split: str, json_path: Path | None, mode: str = "hybrid") -> int:
+    runs = collect(out, split, mode=mode)
     model = shipped_model()
     names = sorted({r.name for r in runs})
-    report: dict[str, object] = {"split": split, "budgets": list(BUDGETS), "collections": {}}
-    print(f"{split}: {len(runs)} answerable questions\n")
+    report: dict[str, object] = {"split": split, "mode": mode, "budgets": list(BUDGETS)}
+    report["collections"] = {}
+    print(f"{split}, {mode} search: {len(runs)} answerable questions\n")
     print("| collection | questions | packing | " + " | ".join(f"{b:,}" for b in BUDGETS) + " |")
     print("|---|---|---|" + "---|" * len(BUDGETS))
     for group in [*names, "all"]:
@@ -336,10 +340,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     e.add_argument("out", type=Path)
     e.add_argument("--split", default="dev")
     e.add_argument("--json", type=Path)
+    e.add_argument("--mode", default="hybrid", help="search mode (the model is fitted on hybrid)")
     args = parser.parse_args(argv)
     if args.command == "train":
         return train(args.out, args.write, args.only)
-    return evaluate(args.out, args.split, args.json)
+    return evaluate(args.out, args.split, args.json, args.mode)
 
 
 if __name__ == "__main__":

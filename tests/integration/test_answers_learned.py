@@ -126,7 +126,7 @@ def test_the_learned_order_packs_the_re_ranked_hits_and_judges_the_fused(
     from twokeys.rag.rerank_context import rerank as learned_order
 
     question = "Why does the hub show a red light after a firmware update?"
-    fused = AskOptions(mode="bm25", decompose="none", confidence="learned")
+    fused = AskOptions(mode="bm25", decompose="none", confidence="learned", order="fused")
     learned = AskOptions(mode="bm25", decompose="none", confidence="learned", order="learned")
     depth = retrieval_depth(fused.k, fused.budget.context_floor)
     with open_index(support_kb_bm25) as kb:
