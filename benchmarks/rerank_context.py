@@ -81,11 +81,11 @@ def collect(
         suffix = "" if mode == "hybrid" else f"-{mode}"
         cached = out / name / f"rerank-{split}{suffix}.pickle"
         if cached.exists():
-            got: list[Run] = pickle.loads(cached.read_bytes())
-            if all(r.x.shape[1] == len(NAMES) for r in got):
-                runs += got
+            rows = pickle.loads(cached.read_bytes())  # plain tuples: loadable from any entry point
+            if all(isinstance(t, tuple) and t[3].shape[1] == len(NAMES) for t in rows):
+                runs += [Run(*t) for t in rows]
                 continue
-        got = []
+        got: list[Run] = []
         with open_index(index_of(out / name)) as index:
             for item in (i for i in questions(name, split) if i.answerable):
                 hits = index.search(item.question, mode=mode, k=DEPTH, explain=True)
@@ -100,7 +100,7 @@ def collect(
                     ]
                 )
                 got.append(Run(name, item, list(hits), x, y, ms))
-        cached.write_bytes(pickle.dumps(got))
+        cached.write_bytes(pickle.dumps([(r.name, r.item, r.hits, r.x, r.y, r.ms) for r in got]))
         print(f"{name}: {split} collected", file=sys.stderr, flush=True)
         runs += got
     return runs
