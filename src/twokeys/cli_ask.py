@@ -20,6 +20,8 @@ from twokeys.engine import MODES, open_index
 from twokeys.rag.ask import (
     CONFIDENCES,
     CONTEXTS,
+    ORDERS,
+    RERANK_DEPTH,
     Answer,
     AskOptions,
     Done,
@@ -53,9 +55,9 @@ def budget_option(default: int, text: str) -> Callable[[_Command], _Command]:
 
 
 def evidence_options(command: _Command) -> _Command:
-    """``--context`` (sentence windows or whole chunks) and ``--confidence`` (the learned
-    confidence or the grounding rules): how ``ask`` packs and judges its evidence, for
-    ``ask`` and ``eval-answers`` alike."""
+    """``--context`` (sentence windows or whole chunks), ``--order`` (fused or learned)
+    and ``--confidence`` (the learned confidence or the grounding rules): how ``ask``
+    packs and judges its evidence, for ``ask`` and ``eval-answers`` alike."""
     command = click.option(
         "--confidence",
         "confidence_kind",
@@ -63,6 +65,15 @@ def evidence_options(command: _Command) -> _Command:
         default=_ASK.confidence,
         show_default=True,
         help="What decides abstention: the learned confidence or the grounding rules.",
+    )(command)
+    command = click.option(
+        "--order",
+        "order_kind",
+        type=click.Choice(ORDERS),
+        default=_ASK.order,
+        show_default=True,
+        help="The order hits are packed in: the search's fused order, or the fused top "
+        f"{RERANK_DEPTH} re-ranked by the learned context re-ranker.",
     )(command)
     return click.option(
         "--context",
@@ -165,6 +176,7 @@ def ask(
     strict: bool,
     no_abstain: bool,
     context_kind: str,
+    order_kind: str,
     confidence_kind: str,
     llm_stages: tuple[str, ...],
     earlier: tuple[str, ...],
@@ -187,6 +199,7 @@ def ask(
         abstain=not no_abstain,
         strict=strict,
         context=context_kind,
+        order=order_kind,
         confidence=confidence_kind,
         llm_stages=tuple(dict.fromkeys(llm_stages)),
         support=SupportBudget(support_sentences, support_tokens, support_seconds),

@@ -116,3 +116,34 @@ def test_a_lexical_index_gets_the_model_fitted_without_dense_features(
     assert all(hybrid.probability(f) < hybrid.threshold for f in answerable)
     assert sum(lexical.probability(f) < lexical.threshold for f in answerable) <= 9
     assert sum(lexical.probability(f) < lexical.threshold for f in unanswerable) >= 6
+
+
+def test_the_learned_order_packs_the_re_ranked_hits_and_judges_the_fused(
+    support_kb_bm25: Path,
+) -> None:
+    from twokeys.rag.ask import RERANK_DEPTH, prepare, retrieval_depth
+    from twokeys.rag.evidence import idf_held
+    from twokeys.rag.rerank_context import rerank as learned_order
+
+    question = "Why does the hub show a red light after a firmware update?"
+    fused = AskOptions(mode="bm25", decompose="none", confidence="learned", order="fused")
+    learned = AskOptions(mode="bm25", decompose="none", confidence="learned", order="learned")
+    depth = retrieval_depth(fused.k, fused.budget.context_floor)
+    with open_index(support_kb_bm25) as kb:
+        before = prepare(kb, question, options=fused)
+        after = prepare(kb, question, options=learned)
+        deep = kb.search(question, mode="bm25", k=RERANK_DEPTH, explain=True)
+        expected = learned_order(deep, idf_held(kb, question))[:depth]
+    # packed: the shipped model's order of the fused top RERANK_DEPTH, cut to the depth
+    assert [h.chunk_id for h in after.runs[0].hits] == [h.chunk_id for h in expected]
+    assert [h.chunk_id for h in after.runs[0].hits] != [h.chunk_id for h in before.runs[0].hits]
+    # abstention still reads the fused hits it was fitted on
+    assert after.confidence[0].probability == before.confidence[0].probability
+    assert after.context.blocks[0].chunk_ids != before.context.blocks[0].chunk_ids
+
+
+def test_order_must_be_known() -> None:
+    from twokeys.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="order"):
+        AskOptions(order="reranked")

@@ -1,0 +1,200 @@
+"""Re-ranking the fused hits for the answer's context: a linear model over the evidence
+any hybrid search gives.
+
+The fused order ranks a chunk by what it alone shares with the question. In a manual the
+right page is usually found, but the chunk that holds the answer is often not the one
+that repeats the question's words: those stand in its heading or in the chunk before,
+and the answer follows. This re-ranker scores each of the fused top N by evidence that
+is about the chunk *in its page*, all of it read from the hits themselves (no model call,
+no text encoded):
+
+* its own fused rank and score, and its BM25 and dense ranks and scores (from the
+  search's ``explain`` evidence; a sensor that did not return it counts as rank N);
+* its page's rank (pages ordered by their best chunk) and its rank among its page's
+  chunks;
+* its neighbours: the fused score of the previous and of the next chunk of the page when
+  they are among the hits, and the share of the question's idf mass each of them holds;
+* the share of the question's idf mass its text and its heading path hold;
+* its place in the page and its length.
+
+:class:`Model` is a linear score over standardised features; the shipped weights
+(``rerank_context_weights.json`` beside this module) are fitted by
+``python -m benchmarks.rerank_context train OUT --write`` on the train splits of the
+blind answer sets (a chunk is relevant when it is from a gold page and holds a gold
+fact). :func:`rerank` returns the hits in the model's order (ties keep the fused order),
+each with its fused rank and score unchanged, for a packer to read in that order.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from twokeys.errors import ConfigError
+from twokeys.text.tokens import approx_token_counter
+from twokeys.types import Hit
+
+WEIGHTS = Path(__file__).with_name("rerank_context_weights.json")
+
+#: the features, in the order :func:`features` writes them
+NAMES = (
+    "log_rank",
+    "score_ratio",
+    "bm25_log_rank",
+    "bm25_ratio",
+    "dense_log_rank",
+    "dense_gap",
+    "page_log_rank",
+    "in_page_log_rank",
+    "prev_score_ratio",
+    "next_score_ratio",
+    "prev_held",
+    "next_held",
+    "held",
+    "heading_held",
+    "log_position",
+    "log_tokens",
+)
+
+Held = Callable[[str], float]
+
+
+def _sensor(hit: Hit, kind: str) -> tuple[int, float] | None:
+    """The (rank, score) the sensor of ``kind`` ("bm25" or "dense") gave ``hit``, if any."""
+    for evidence in hit.evidence:
+        if evidence.retriever == kind:
+            return evidence.rank, evidence.score
+    return None
+
+
+def features(hits: Sequence[Hit], held: Held) -> npt.NDArray[np.float64]:
+    """One row of :data:`NAMES` per hit of one fused run (in fused order), read from the
+    hits alone; ``held(text)`` is the share of the question's idf mass ``text`` holds."""
+    n = len(hits)
+    out = np.zeros((n, len(NAMES)), dtype=np.float64)
+    if n == 0:
+        return out
+    missing = math.log1p(n)
+    top = hits[0].score or 1.0
+    sensors = {kind: [_sensor(h, kind) for h in hits] for kind in ("bm25", "dense")}
+    bm25_top = max((s[1] for s in sensors["bm25"] if s is not None), default=1.0) or 1.0
+    dense_top = max((s[1] for s in sensors["dense"] if s is not None), default=0.0)
+    dense_floor = min((s[1] for s in sensors["dense"] if s is not None), default=0.0)
+    page_rank: dict[str, int] = {}
+    in_page: list[int] = []
+    seen: dict[str, int] = {}
+    by_id: dict[str, int] = {}
+    for i, hit in enumerate(hits):
+        doc = hit.chunk.doc_id
+        page_rank.setdefault(doc, len(page_rank))
+        in_page.append(seen.get(doc, 0))
+        seen[doc] = seen.get(doc, 0) + 1
+        by_id[hit.chunk.id] = i
+    held_text = [held(h.text) for h in hits]
+    for i, hit in enumerate(hits):
+        chunk = hit.chunk
+        bm25, dense = sensors["bm25"][i], sensors["dense"][i]
+        prev = by_id.get(f"{chunk.doc_id}#{chunk.position - 1}")
+        nxt = by_id.get(f"{chunk.doc_id}#{chunk.position + 1}")
+        out[i] = (
+            math.log1p(i),
+            hit.score / top,
+            math.log1p(bm25[0]) if bm25 is not None else missing,
+            bm25[1] / bm25_top if bm25 is not None else 0.0,
+            math.log1p(dense[0]) if dense is not None else missing,
+            (dense[1] if dense is not None else dense_floor) - dense_top,
+            math.log1p(page_rank[chunk.doc_id]),
+            math.log1p(in_page[i]),
+            hits[prev].score / top if prev is not None else 0.0,
+            hits[nxt].score / top if nxt is not None else 0.0,
+            held_text[prev] if prev is not None else 0.0,
+            held_text[nxt] if nxt is not None else 0.0,
+            held_text[i],
+            held(" ".join(chunk.heading_path)) if chunk.heading_path else 0.0,
+            math.log1p(chunk.position),
+            math.log1p(approx_token_counter([hit.text])[0]),
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Model:
+    """A linear score over standardised features: ``bias + sum(w * (x - mean) / scale)``."""
+
+    names: tuple[str, ...]
+    means: tuple[float, ...]
+    scales: tuple[float, ...]
+    weights: tuple[float, ...]
+    bias: float = 0.0
+    trained_on: str = ""
+
+    def __post_init__(self) -> None:
+        sizes = {len(self.names), len(self.means), len(self.scales), len(self.weights)}
+        if len(sizes) != 1:
+            raise ConfigError("rerank_context: names, means, scales and weights differ in length")
+        if any(s <= 0 for s in self.scales):
+            raise ConfigError("rerank_context: every scale must be positive")
+
+    def scores(self, rows: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """The score of each row (features in :attr:`names` order)."""
+        means = np.asarray(self.means)
+        scales = np.asarray(self.scales)
+        return np.asarray(self.bias + ((rows - means) / scales) @ np.asarray(self.weights))
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "names": list(self.names),
+            "means": list(self.means),
+            "scales": list(self.scales),
+            "weights": list(self.weights),
+            "bias": self.bias,
+            "trained_on": self.trained_on,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> Model:
+        try:
+            names = tuple(str(n) for n in data["names"])  # type: ignore[attr-defined]
+            floats = {
+                key: tuple(float(x) for x in data[key])  # type: ignore[attr-defined]
+                for key in ("means", "scales", "weights")
+            }
+            bias = float(data.get("bias", 0.0))  # type: ignore[arg-type]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"rerank_context: bad weights ({exc})") from exc
+        if names != NAMES:
+            raise ConfigError(
+                "rerank_context: the weights are for other features "
+                f"({', '.join(names)}); refit them"
+            )
+        return cls(
+            names,
+            floats["means"],
+            floats["scales"],
+            floats["weights"],
+            bias,
+            str(data.get("trained_on", "")),
+        )
+
+
+@cache
+def shipped_model() -> Model:
+    """The weights that ship beside this module."""
+    return Model.from_dict(json.loads(WEIGHTS.read_text(encoding="utf-8")))
+
+
+def rerank(hits: Sequence[Hit], held: Held, model: Model | None = None) -> list[Hit]:
+    """``hits`` (one fused run, best first, with ``explain`` evidence) in the model's
+    order, best first; equal scores keep the fused order. Hits are returned unchanged."""
+    if len(hits) < 2:
+        return list(hits)
+    scores = (model or shipped_model()).scores(features(hits, held))
+    order = sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i))
+    return [hits[i] for i in order]

@@ -1,0 +1,113 @@
+"""The context re-ranker: its features read the hits as documented, and its order follows
+the model's weights."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from twokeys.errors import ConfigError
+from twokeys.rag.rerank_context import NAMES, Model, features, rerank, shipped_model
+from twokeys.types import Chunk, Evidence, Hit
+
+
+def _hit(
+    rank: int,
+    score: float,
+    doc: str,
+    position: int,
+    text: str,
+    bm25: int | None = None,
+    dense: tuple[int, float] | None = None,
+    heading: tuple[str, ...] = (),
+) -> Hit:
+    chunk = Chunk(doc, position, text, 0, len(text), heading)
+    evidence = []
+    if bm25 is not None:
+        evidence.append(Evidence("bm25", bm25, 10.0 / (bm25 + 1)))
+    if dense is not None:
+        evidence.append(Evidence("dense", dense[0], dense[1]))
+    return Hit(rank, score, chunk, doc, f"{doc}.md", tuple(evidence))
+
+
+def _held(words: set[str]):  # type: ignore[no-untyped-def]
+    def held(text: str) -> float:
+        found = {w.strip(".,").lower() for w in text.split()}
+        return len(words & found) / len(words)
+
+    return held
+
+
+HITS = [
+    _hit(
+        1, 0.9, "a", 3, "How to set the stash option.", bm25=0, dense=(1, 0.6), heading=("Stash",)
+    ),
+    _hit(2, 0.6, "b", 0, "Unrelated words here.", dense=(0, 0.7)),
+    _hit(3, 0.5, "a", 4, "It keeps the index intact.", bm25=1),
+    _hit(4, 0.3, "a", 9, "Other text.", bm25=2, dense=(2, 0.4)),
+]
+
+
+def test_features_read_the_hits() -> None:
+    x = features(HITS, _held({"stash", "option"}))
+    assert x.shape == (4, len(NAMES))
+    col = {name: x[:, i] for i, name in enumerate(NAMES)}
+    assert list(col["log_rank"]) == pytest.approx([math.log1p(i) for i in range(4)])
+    assert list(col["score_ratio"]) == pytest.approx([1.0, 0.6 / 0.9, 0.5 / 0.9, 0.3 / 0.9])
+    # a sensor that did not return the hit counts as rank N
+    assert col["bm25_log_rank"][1] == pytest.approx(math.log1p(4))
+    assert col["dense_log_rank"][2] == pytest.approx(math.log1p(4))
+    assert col["dense_gap"][1] == pytest.approx(0.0)  # the best cosine
+    assert col["dense_gap"][2] == pytest.approx(0.4 - 0.7)  # missing: the lowest seen
+    # pages by their best chunk; a chunk's rank among its page's
+    assert list(col["page_log_rank"]) == pytest.approx([0, math.log1p(1), 0, 0])
+    assert list(col["in_page_log_rank"]) == pytest.approx([0, 0, math.log1p(1), math.log1p(2)])
+    # neighbours: a#4 follows a#3, which holds the question's words; a#9 has none here
+    assert col["prev_score_ratio"][2] == pytest.approx(1.0)
+    assert col["prev_held"][2] == pytest.approx(1.0)
+    assert col["next_held"][0] == 0.0 and col["next_held"][3] == 0.0
+    assert col["next_score_ratio"][0] == pytest.approx(0.5 / 0.9)
+    assert col["prev_score_ratio"][3] == 0.0 and col["next_score_ratio"][3] == 0.0
+    assert col["heading_held"][0] == pytest.approx(0.5) and col["heading_held"][2] == 0.0
+    assert list(col["log_position"]) == pytest.approx([math.log1p(p) for p in (3, 0, 4, 9)])
+
+
+def _model(**weights: float) -> Model:
+    n = len(NAMES)
+    return Model(NAMES, (0.0,) * n, (1.0,) * n, tuple(weights.get(k, 0.0) for k in NAMES))
+
+
+def test_order_follows_the_weights() -> None:
+    held = _held({"stash", "option"})
+    # only the fused rank: the fused order
+    assert rerank(HITS, held, _model(log_rank=-1.0)) == HITS
+    # the chunk after a strong chunk first
+    after = rerank(HITS, held, _model(prev_score_ratio=1.0))
+    assert after[0] is HITS[2]
+    assert after[1:] == [HITS[0], HITS[1], HITS[3]]  # ties keep the fused order
+    # a zero model changes nothing
+    assert rerank(HITS, held, _model()) == HITS
+    assert rerank(HITS[:1], held, _model(log_rank=5.0)) == HITS[:1]
+
+
+def test_model_round_trip_and_refusals() -> None:
+    model = _model(held=2.0, log_rank=-1.0)
+    again = Model.from_dict(model.to_dict())
+    assert again == model
+    rows = features(HITS, _held({"stash"}))
+    assert np.allclose(again.scores(rows), model.scores(rows))
+    with pytest.raises(ConfigError, match="other features"):
+        Model.from_dict(
+            {**model.to_dict(), "names": ["x"], "means": [0], "scales": [1], "weights": [1]}
+        )
+    with pytest.raises(ConfigError, match="positive"):
+        Model(NAMES, (0.0,) * len(NAMES), (0.0,) * len(NAMES), (1.0,) * len(NAMES))
+
+
+def test_shipped_weights_load() -> None:
+    model = shipped_model()
+    assert model.names == NAMES
+    assert model.trained_on  # says what it was fitted on
+    assert any(w != 0 for w in model.weights)
