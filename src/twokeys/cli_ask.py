@@ -19,7 +19,6 @@ from twokeys.cliutil import index_option, make_llm, model_options, query_argumen
 from twokeys.engine import MODES, open_index
 from twokeys.rag.ask import (
     CONFIDENCES,
-    CONTEXTS,
     Answer,
     AskOptions,
     Done,
@@ -53,24 +52,15 @@ def budget_option(default: int, text: str) -> Callable[[_Command], _Command]:
 
 
 def evidence_options(command: _Command) -> _Command:
-    """``--context`` (sentence windows or whole chunks) and ``--confidence`` (the learned
-    confidence or the grounding rules): how ``ask`` packs and judges its evidence, for
-    ``ask`` and ``eval-answers`` alike."""
-    command = click.option(
+    """``--confidence`` (the learned confidence or the grounding rules): how ``ask``
+    judges its evidence, for ``ask`` and ``eval-answers`` alike."""
+    return click.option(
         "--confidence",
         "confidence_kind",
         type=click.Choice(CONFIDENCES),
         default=_ASK.confidence,
         show_default=True,
         help="What decides abstention: the learned confidence or the grounding rules.",
-    )(command)
-    return click.option(
-        "--context",
-        "context_kind",
-        type=click.Choice(CONTEXTS),
-        default=_ASK.context,
-        show_default=True,
-        help="How evidence is packed: sentence windows from many hits, or whole chunks.",
     )(command)
 
 
@@ -164,7 +154,6 @@ def ask(
     decompose_with_llm: bool,
     strict: bool,
     no_abstain: bool,
-    context_kind: str,
     confidence_kind: str,
     llm_stages: tuple[str, ...],
     earlier: tuple[str, ...],
@@ -186,7 +175,6 @@ def ask(
         prompt_style=prompt_style,
         abstain=not no_abstain,
         strict=strict,
-        context=context_kind,
         confidence=confidence_kind,
         llm_stages=tuple(dict.fromkeys(llm_stages)),
         support=SupportBudget(support_sentences, support_tokens, support_seconds),
