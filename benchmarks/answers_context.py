@@ -4,19 +4,18 @@
 collections ``python -m benchmarks.answer_corpora OUT`` writes (indexing each into
 ``OUT/<name>/pages.twokeys`` once, default MiniLM encoder) and the questions of
 ``benchmarks/answers/<name>-qa*.jsonl`` of one split, retrieves each question once
-(hybrid, fused top 40) and packs the same hits three ways at each context budget:
+(hybrid, fused top 40) and packs the same hits two ways at each context budget:
 
 * ``top-k``: whole chunks in rank order while they fit (the naive baseline);
 * ``pack``: :func:`twokeys.rag.packing.pack` (fair rounds, merging neighbours,
-  near-duplicate removal, a cut that keeps the query's best sentence);
-* ``windows``: :func:`twokeys.rag.windows.pack_windows` (query-aware sentence windows
-  from many chunks).
+  near-duplicate removal, a cut that keeps the query's best sentence).
 
 Context recall: the share of an answerable question's gold facts found verbatim in a
 block from the gold page (:func:`twokeys.evaluation.answers.context_recall`); budgets
 are context tokens (:func:`~twokeys.text.tokens.approx_token_counter`).
-``--grid`` tries window settings on the chosen split (use ``--split train``) and prints
-each one's mean recall over the budgets.
+Query-aware sentence windows from many chunks (``twokeys.rag.windows``, once ``ask
+--context windows``) measured below ``pack`` on the train, dev and test splits (README
+"Answers") and were removed; the README keeps their figures.
 
 ``--diagnose`` says where the misses come from: each sensor's recall ceiling by depth
 (the share of gold facts inside a retrieved chunk of their page, bm25 / dense / the
@@ -50,19 +49,18 @@ around them (units of the top 250-token chunks added as candidates).
 
 ``--variants`` compares packings of the same fused top 40 (``--split train`` to choose,
 ``dev`` to confirm): whole chunks in rank order stopping at the first that does not fit
-(``top-k``) or skipping it (``top-k skip``), :func:`pack`, windows, every chunk trimmed to
+(``top-k``) or skipping it (``top-k skip``), :func:`pack`, every chunk trimmed to
 its best sentence and two neighbours either side, one more chunk of an already chosen
 page counted as half a rank lower (diversity across pages), k cut at the first fused
 score gap over 30%, and chunks chosen by an expected-recall-per-token prior
 (``rank^-1.3 / tokens``, the exponent fitted to the train splits' gold ranks). The
 chunk variants count tokens as ``top-k`` does (texts and separators, no labels);
-``pack`` and windows pay for their labels.
+``pack`` pays for its labels.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -79,7 +77,6 @@ from twokeys.evaluation.answers import Piece, QAItem, context_recall, holds, loa
 from twokeys.filters import Filter
 from twokeys.rag.evidence import idf_held
 from twokeys.rag.packing import SEPARATOR, Budget, SubQueryHits, pack
-from twokeys.rag.windows import WindowOptions, pack_windows
 from twokeys.text.sentences import split_sentences
 from twokeys.text.tokens import approx_token_counter
 from twokeys.types import Chunk, Hit
@@ -163,19 +160,6 @@ def pack_pieces(
         focus=lambda _q, text: held(text),
     )
     return [Piece(b.path, b.render()) for b in context.blocks]
-
-
-def window_pieces(
-    hits: Sequence[Hit],
-    budget: int,
-    held: Callable[[str], float],
-    cosines: Callable[[Sequence[str]], Sequence[float]] | None,
-    options: WindowOptions,
-) -> list[Piece]:
-    blocks = pack_windows(
-        hits, budget, approx_token_counter, held=held, cosines=cosines, options=options
-    )
-    return [Piece(b.path, b.render()) for b in blocks]
 
 
 def topk_skip_pieces(hits: Sequence[Hit], budget: int) -> list[Piece]:
@@ -269,7 +253,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--split", default="test")
     parser.add_argument("--budget", type=int, action="append")
     parser.add_argument("--only", action="append")
-    parser.add_argument("--grid", action="store_true")
     parser.add_argument("--diagnose", action="store_true")
     parser.add_argument("--variants", action="store_true")
     parser.add_argument("--pages", action="store_true")
@@ -303,29 +286,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.variants:
         variants(runs, budgets)
         return 0
-    if args.grid:
-        grid = itertools.product((20, 30), (0, 1), (0, 1), (0.5, 1.0))
-        for depth, before, after, prior in grid:
-            options = WindowOptions(depth=depth, before=before, after=after, prior=prior)
-            recalls = [
-                context_recall(
-                    r.item.gold,
-                    window_pieces(
-                        r.hits, b, s.held(r.item.question), s.cosines(r.item.question), options
-                    ),
-                )
-                for _, s, rs in runs
-                for r in rs
-                for b in budgets
-            ]
-            print(f"{options}: {_mean(recalls):.3f}", flush=True)
-        return 0
-    print("| collection | questions | budget | top-k | pack | windows |")
-    print("|---|---|---|---|---|---|")
+    print("| collection | questions | budget | top-k | pack |")
+    print("|---|---|---|---|---|")
     totals: dict[tuple[int, str], list[float]] = {}
     for name, scorers, retrieved in runs:
         for budget in budgets:
-            row: dict[str, list[float]] = {"top-k": [], "pack": [], "windows": []}
+            row: dict[str, list[float]] = {"top-k": [], "pack": []}
             for r in retrieved:
                 q = r.item.question
                 held = scorers.held(q)
@@ -333,8 +299,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 row["pack"].append(
                     context_recall(r.item.gold, pack_pieces(q, r.hits, budget, held))
                 )
-                pieces = window_pieces(r.hits, budget, held, scorers.cosines(q), WindowOptions())
-                row["windows"].append(context_recall(r.item.gold, pieces))
             for system, values in row.items():
                 totals.setdefault((budget, system), []).extend(values)
             print(
@@ -346,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for budget in budgets:
         print(
             f"| all | {len(totals[(budget, 'top-k')])} | {budget:,} | "
-            + " | ".join(f"{_mean(totals[(budget, s)]):.2f}" for s in ("top-k", "pack", "windows"))
+            + " | ".join(f"{_mean(totals[(budget, s)]):.2f}" for s in ("top-k", "pack"))
             + " |"
         )
     return 0
@@ -359,7 +323,6 @@ def variants(runs: Sequence[tuple[str, Scorers, list[Retrieved]]], budgets: Sequ
         "top-k": lambda r, held, b: topk_pieces(r.hits, b),
         "top-k skip": lambda r, held, b: topk_skip_pieces(r.hits, b),
         "pack": lambda r, held, b: pack_pieces(r.item.question, r.hits, b, held),
-        "windows": lambda r, held, b: window_pieces(r.hits, b, held, None, WindowOptions()),
         "trimmed +-2": lambda r, held, b: trimmed_pieces(r.hits, b, held),
         "page diversity": lambda r, held, b: diverse_pieces(r.hits, b),
         "k by score gap": lambda r, held, b: gap_pieces(r.hits, b),

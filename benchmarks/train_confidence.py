@@ -2,9 +2,9 @@
 
 ``python -m benchmarks.train_confidence OUT [--write]`` reads the collections of
 ``python -m benchmarks.answer_corpora OUT`` and every question of the blind answer sets
-(``benchmarks/answers/``), retrieves each once (hybrid, top 40), packs the default
-sentence windows at 2,000 context tokens, and reads its retrieval evidence
-(:func:`twokeys.rag.evidence.gather`). A question is *good to answer* when it is
+(``benchmarks/answers/``), retrieves each once (hybrid, top 40), packs it as ``ask``
+does (:func:`twokeys.rag.packing.pack`) at 2,000 context tokens, and reads its retrieval
+evidence (:func:`twokeys.rag.evidence.gather`). A question is *good to answer* when it is
 answerable and a gold fact is in that context; unanswerable questions and questions
 whose gold passage retrieval missed are not.
 
@@ -55,20 +55,16 @@ from benchmarks.answers_context import (
     Scorers,
     collections,
     index_of,
+    pack_pieces,
     questions,
-    window_pieces,
 )
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.evaluation.answers import QAItem, context_recall, load_qa
 from twokeys.rag import confidence
 from twokeys.rag.evidence import NAMES, Evidence, gather
 from twokeys.rag.grounding import retrieval_confidence
-from twokeys.rag.windows import WindowOptions
 
 BUDGET = 2000
-# the context a label reads: windows as first set (the caches were built with these);
-# ask's defaults were then chosen on train by benchmarks.answers_context --grid
-LABEL_WINDOWS = WindowOptions(depth=30, before=1, after=1)
 
 
 @dataclass(frozen=True)
@@ -76,7 +72,7 @@ class Row:
     collection: str
     item: QAItem
     evidence: Evidence
-    recall: float  # of the windows context at BUDGET
+    recall: float  # of the packed context at BUDGET
     rules: bool  # the rule-based verdict (twokeys.rag.grounding) says answerable
 
     @property
@@ -130,7 +126,7 @@ def rows_of(out: Path, name: str, lexical: bool = False) -> list[Row]:
             hits = index.search(q, mode="bm25" if lexical else "hybrid", k=DEPTH)
             cosines = scorers.cosines(q)
             held = scorers.held(q)
-            pieces = window_pieces(hits, BUDGET, held, cosines, LABEL_WINDOWS)
+            pieces = pack_pieces(q, hits, BUDGET, held)
             evidence = gather(index, q, hits, cosines=cosines)
             verdict = retrieval_confidence(index, q).answerable
             rows.append(Row(name, item, evidence, context_recall(item.gold, pieces), verdict))

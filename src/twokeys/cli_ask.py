@@ -19,7 +19,6 @@ from twokeys.cliutil import index_option, make_llm, model_options, query_argumen
 from twokeys.engine import MODES, open_index
 from twokeys.rag.ask import (
     CONFIDENCES,
-    CONTEXTS,
     ORDERS,
     RERANK_DEPTH,
     Answer,
@@ -55,9 +54,9 @@ def budget_option(default: int, text: str) -> Callable[[_Command], _Command]:
 
 
 def evidence_options(command: _Command) -> _Command:
-    """``--context`` (sentence windows or whole chunks), ``--order`` (fused or learned)
-    and ``--confidence`` (the learned confidence or the grounding rules): how ``ask``
-    packs and judges its evidence, for ``ask`` and ``eval-answers`` alike."""
+    """``--order`` (fused or learned) and ``--confidence`` (the learned confidence or the
+    grounding rules): how ``ask`` packs and judges its evidence, for ``ask`` and
+    ``eval-answers`` alike."""
     command = click.option(
         "--confidence",
         "confidence_kind",
@@ -66,7 +65,7 @@ def evidence_options(command: _Command) -> _Command:
         show_default=True,
         help="What decides abstention: the learned confidence or the grounding rules.",
     )(command)
-    command = click.option(
+    return click.option(
         "--order",
         "order_kind",
         type=click.Choice(ORDERS),
@@ -74,14 +73,6 @@ def evidence_options(command: _Command) -> _Command:
         show_default=True,
         help="The order hits are packed in: the search's fused order, or the fused top "
         f"{RERANK_DEPTH} re-ranked by the learned context re-ranker.",
-    )(command)
-    return click.option(
-        "--context",
-        "context_kind",
-        type=click.Choice(CONTEXTS),
-        default=_ASK.context,
-        show_default=True,
-        help="How evidence is packed: sentence windows from many hits, or whole chunks.",
     )(command)
 
 
@@ -175,7 +166,6 @@ def ask(
     decompose_with_llm: bool,
     strict: bool,
     no_abstain: bool,
-    context_kind: str,
     order_kind: str,
     confidence_kind: str,
     llm_stages: tuple[str, ...],
@@ -198,7 +188,6 @@ def ask(
         prompt_style=prompt_style,
         abstain=not no_abstain,
         strict=strict,
-        context=context_kind,
         order=order_kind,
         confidence=confidence_kind,
         llm_stages=tuple(dict.fromkeys(llm_stages)),

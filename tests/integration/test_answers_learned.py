@@ -1,4 +1,4 @@
-"""The learned confidence and sentence windows through `ask` and `eval-answers --html`
+"""The learned confidence through `ask` and `eval-answers --html`
 on the example support KB (BM25 index: the dense features read 0)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from twokeys.rag.ask import AskOptions, ask
 from twokeys.rag.confidence import shipped
 
 SUPPORT_KB = Path(__file__).resolve().parents[2] / "examples" / "support-kb"
-LEARNED = AskOptions(mode="bm25", confidence="learned", context="windows")
+LEARNED = AskOptions(mode="bm25", confidence="learned")
 
 pytestmark = pytest.mark.usefixtures("no_llm_from_environment")
 
@@ -48,8 +48,6 @@ def test_eval_answers_writes_the_html_report(support_kb_bm25: Path, tmp_path: Pa
         "dev",
         "--confidence",
         "learned",
-        "--context",
-        "windows",
         "--html",
         str(report),
         "--recall-budget",

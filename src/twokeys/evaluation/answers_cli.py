@@ -82,7 +82,6 @@ def eval_answers(
     base_url: str | None,
     timeout: float,
     docs: Path | None,
-    context_kind: str,
     order_kind: str,
     confidence_kind: str,
     html_path: Path | None,
@@ -93,9 +92,7 @@ def eval_answers(
     items = load_qa(qa_file, split=split)
     llm = make_llm(llm_spec, base_url, timeout, context_tokens=budget)
     try:
-        options = AskOptions(
-            mode=mode, context=context_kind, order=order_kind, confidence=confidence_kind
-        )
+        options = AskOptions(mode=mode, order=order_kind, confidence=confidence_kind)
         with open_index(index_path) as kb:
             result = evaluate_answers(kb, items, budget=budget, options=options, llm=llm, docs=docs)
             if html_path is not None:

@@ -32,7 +32,7 @@ from twokeys.llm.http import ServiceError
 from twokeys.rag.confidence import shipped as shipped_model
 from twokeys.rag.conversation import Conversation
 from twokeys.rag.decompose import DEFAULT_MAX_PARTS, decompose, decompose_with_llm
-from twokeys.rag.evidence import gather, idf_held, sentence_cosines
+from twokeys.rag.evidence import gather, idf_held
 from twokeys.rag.extractive import EXTRACTIVE_NOTE, Similarity, extract
 from twokeys.rag.followup import Followup, standalone_query
 from twokeys.rag.grounding import Confidence, retrieval_confidence
@@ -47,11 +47,9 @@ from twokeys.rag.support import (
     strict_text,
     with_added_citations,
 )
-from twokeys.rag.windows import pack_context
 from twokeys.text.tokens import TokenCounter, approx_token_counter
 
 DECOMPOSE = ("rules", "llm", "none")
-CONTEXTS = ("windows", "chunks")
 CONFIDENCES = ("learned", "rules")
 ORDERS = ("fused", "learned")
 RERANK_DEPTH = 100  # hits the learned order re-ranks (twokeys.rag.rerank_context)
@@ -86,7 +84,6 @@ class AskOptions:
     abstain: bool = True  # answer "the sources do not answer this" when retrieval is weak
     strict: bool = False  # drop generated sentences its cited blocks do not back
     filters: tuple[str, ...] = ()  # a search's filters (all hold): only these documents
-    context: str = "chunks"  # "windows": sentence windows (twokeys.rag.windows); "chunks": pack
     confidence: str = "rules"  # "learned": twokeys.rag.confidence; "rules": grounding's rules
     # the order hits are packed in: "learned": the fused top RERANK_DEPTH re-ranked by
     # twokeys.rag.rerank_context (abstention still reads the fused order); "fused": the
@@ -105,7 +102,6 @@ class AskOptions:
             "mode": MODES,
             "decompose": DECOMPOSE,
             "prompt_style": PROMPT_STYLES,
-            "context": CONTEXTS,
             "confidence": CONFIDENCES,
             "order": ORDERS,
         }
@@ -450,26 +446,15 @@ def _plan(
     fixed = {"instructions": template.instructions, "question": asked}
     # how much of part i a text holds: the share of its idf mass, so rare words count most
     held = [idf_held(index, run.query) for run in runs]
-    if options.context == "windows":
-        context = pack_context(
-            runs,
-            options.budget,
-            counter or approx_token_counter,
-            held=held,
-            cosines=[sentence_cosines(index, run.query) for run in runs],
-            fixed=fixed,
-            deferred=deferred,
-        )
-    else:
-        context = pack(
-            runs,
-            options.budget,
-            counter or approx_token_counter,
-            fixed=fixed,
-            deferred=deferred,
-            first=options.k,
-            focus=lambda i, text: held[i](text),
-        )
+    context = pack(
+        runs,
+        options.budget,
+        counter or approx_token_counter,
+        fixed=fixed,
+        deferred=deferred,
+        first=options.k,
+        focus=lambda i, text: held[i](text),
+    )
     return Plan(
         question=question,
         parts=parts,
@@ -551,15 +536,7 @@ def _extractive_events(
         text_terms=index.analyzer.index_terms,
         similarity=similarity,
         unanswered=skip,
-        # windows hold only sentences chosen for their part: each may be quoted
-        evidence=(
-            [
-                {c for b in plan.context.blocks if i in b.queries for c in b.chunk_ids}
-                for i in range(len(plan.runs))
-            ]
-            if options.context == "windows"
-            else quote_evidence(plan.runs, plan.context, options.k)
-        ),
+        evidence=quote_evidence(plan.runs, plan.context, options.k),
     )
     text = quoted.text
     if model_error is not None:  # say why there is no generated answer
