@@ -5,8 +5,8 @@
 text delta, done) for a CLI or a server to stream; :func:`ask` consumes them.
 
 Each part retrieves ``k`` hits, or one per :data:`FILL_TOKENS` tokens of the context
-when that is more, so a larger budget holds more evidence; with ``order="learned"`` (the
-default) it retrieves :data:`RERANK_DEPTH` and packs the first of them in the order of
+when that is more, so a larger budget holds more evidence; with ``order="learned"`` it
+retrieves :data:`RERANK_DEPTH` and packs the first of them in the order of
 :mod:`twokeys.rag.rerank_context`. Abstention is read on the
 first ``k`` hits (:mod:`twokeys.rag.grounding`, or the learned
 :mod:`twokeys.rag.confidence`): when no part is answerable the answer says so and lists
@@ -85,11 +85,11 @@ class AskOptions:
     strict: bool = False  # drop generated sentences its cited blocks do not back
     filters: tuple[str, ...] = ()  # a search's filters (all hold): only these documents
     confidence: str = "rules"  # "learned": twokeys.rag.confidence; "rules": grounding's rules
-    # the order hits are packed in: "learned": the fused top RERANK_DEPTH re-ranked by
-    # twokeys.rag.rerank_context (abstention still reads the fused order); "fused": the
-    # search's. Learned is the default: it wins on the answer sets' train and dev splits
-    # (README "A learned order") for a few ms a question
-    order: str = "learned"
+    # the order hits are packed in: "fused" (the search's), or "learned": the fused top
+    # RERANK_DEPTH re-ranked by twokeys.rag.rerank_context (abstention still reads the
+    # fused order). Not the default: it wins on the answer sets' train and dev splits but
+    # loses 0.016 of context recall on the example support KB (README "A learned order")
+    order: str = "fused"
     # with a model (twokeys.rag.judge): "rerank", "verdict", "rewrite" (the follow-up made
     # standalone and the question split by the model), "support" (each sentence judged)
     llm_stages: tuple[str, ...] = ()
