@@ -414,6 +414,7 @@ def adaptive_fusion(
     units: Mapping[int, int] | None = None,
     verbatim: Collection[int] = frozenset(),
     limit: int | None = None,
+    headed: Collection[int] = frozenset(),
 ) -> list[ScoredChunk]:
     """Fuse one query's runs; ``exact_matches[row]`` = how many exact terms ``row`` contains.
 
@@ -430,7 +431,9 @@ def adaptive_fusion(
     whole query word for word (:mod:`twokeys.fusion.verbatim`), ranked above the other
     candidates (and so above the exact tier's other chunks); ``limit``: only the first
     ``limit`` entries of the fused run are made (None: all of them), the same as the
-    first ``limit`` of the whole run.
+    first ``limit`` of the whole run; ``headed``: the rows whose heading line names the
+    query's name (:mod:`twokeys.fusion.headings`), ranked first among the rows of equal
+    exact-term count (below the exact tier and the verbatim rule, above the fused score).
     """
     alpha = (
         lexical_weight(features, params, semantic_support(lexical, dense))
@@ -476,13 +479,16 @@ def adaptive_fusion(
         if depth is None
         else np.isin(rows, np.concatenate([lex_rows[:depth], dense_rows[:depth]]))
     )
-    if features.exact_terms or verbatim or (inside is not None and not inside.all()):
-        if features.exact_terms:
-            exact = _per_row(rows, exact_matches)
-            if features.one_word:  # a bare name: among the chunks that hold it, BM25's order
-                at = np.zeros(len(rows), np.int64)
-                at[np.searchsorted(rows, lex_rows)] = np.arange(len(lex_rows))
-                keys.append(np.where(exact != 0, at, 0))
+    if features.exact_terms or verbatim or headed or (inside is not None and not inside.all()):
+        exact = _per_row(rows, exact_matches) if features.exact_terms else None
+        if exact is not None and features.one_word:
+            # a bare name: among the chunks that hold it, BM25's order
+            at = np.zeros(len(rows), np.int64)
+            at[np.searchsorted(rows, lex_rows)] = np.arange(len(lex_rows))
+            keys.append(np.where(exact != 0, at, 0))
+        if headed:  # the section about the name before those using it
+            keys.append(_outside(rows, headed))
+        if exact is not None:
             keys.append(-exact)
         if verbatim:
             keys.append(_outside(rows, verbatim))
