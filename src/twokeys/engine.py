@@ -207,12 +207,13 @@ class Index:
         """The texts of the chunks at ``rows``, in order (the hybrid's verbatim rule)."""
         return [chunk.text for chunk in self.backend.chunks(rows)]
 
-    def _chunk_headings(self, rows: Sequence[int]) -> list[str]:
-        """The heading lines of the chunks at ``rows``, in order, as the index prepends
-        them to each chunk's text: the heading path, or the document's title where the
-        chunk has none (the hybrid's heading rule, :mod:`twokeys.fusion.headings`)."""
+    def _chunk_headings(self, rows: Sequence[int]) -> list[tuple[str, str]]:
+        """The document id and heading line of the chunks at ``rows``, in order, the
+        line as the index prepends it to each chunk's text: the heading path, or the
+        document's title where the chunk has none (the hybrid's heading rule,
+        :mod:`twokeys.fusion.headings`)."""
         return [
-            heading_line(chunk.heading_path, title)
+            (chunk.doc_id, heading_line(chunk.heading_path, title))
             for chunk, title, _ in self.backend.chunks_with_source(rows)
         ]
 

@@ -60,10 +60,15 @@ def test_only_the_identifiers_words_give_forms() -> None:
 
 def test_headed_rows_read_each_heading_line_once_and_only_when_asked() -> None:
     analyzer = Analyzer()
-    lines = {1: "DebugStruct in std::fmt", 2: "Debug in std::fmt", 3: "DebugStruct in std::fmt"}
+    lines = {
+        1: ("fmt/struct.DebugStruct", "DebugStruct in std::fmt"),
+        2: ("fmt/trait.Debug", "Debug in std::fmt"),
+        3: ("fmt/struct.DebugStruct", "DebugStruct in std::fmt"),
+        4: ("debug.md", "Debug > DebugStruct"),
+    }
     asked: list[list[int]] = []
 
-    def headings(rows: Sequence[int]) -> list[str]:
+    def headings(rows: Sequence[int]) -> list[tuple[str, str]]:
         asked.append(list(rows))
         return [lines[r] for r in rows]
 
@@ -74,6 +79,12 @@ def test_headed_rows_read_each_heading_line_once_and_only_when_asked() -> None:
     assert len(asked) == 1  # nothing read without forms or rows
     # a heading that holds the name's words but not the name: not headed
     assert headed_rows([2], headings, {"debugstruct"}, analyzer.index_terms) == frozenset()
+    # two documents (or two sections) headed by the name: a topic they share, nothing
+    # is singled out
+    assert headed_rows([1, 3, 4], headings, {"debugstruct"}, analyzer.index_terms) == frozenset()
+    assert headed_rows([2, 4], headings, {"debugstruct"}, analyzer.index_terms) == {4}
+    lines[5] = ("debug.md", "Debug > DebugStruct > Examples")
+    assert headed_rows([4, 5], headings, {"debugstruct"}, analyzer.index_terms) == frozenset()
 
 
 def test_headed_rows_rank_first_below_the_exact_tier() -> None:
@@ -130,11 +141,9 @@ def test_the_hybrid_reads_its_chunks_heading_lines(tmp_path: Path) -> None:
         retriever = index.retriever(SearchRequest(QUERY))
         assert isinstance(retriever, HybridRetriever) and retriever.headings is not None
         rows = [0, 1]
-        by_doc = {
-            c.doc_id: line
-            for c, line in zip(index.backend.chunks(rows), retriever.headings(rows), strict=True)
-        }
-        assert by_doc == {"debugstruct.md": "DebugStruct", "debug.md": "Debug"}
+        read = list(retriever.headings(rows))
+        assert [doc for doc, _ in read] == [c.doc_id for c in index.backend.chunks(rows)]
+        assert dict(read) == {"debugstruct.md": "DebugStruct", "debug.md": "Debug"}
 
 
 def test_the_rule_decides_the_hybrids_order_end_to_end(
@@ -154,7 +163,7 @@ def test_the_rule_decides_the_hybrids_order_end_to_end(
         bare = index.retriever(SearchRequest("DebugStruct"))
         assert isinstance(bare, HybridRetriever)
 
-        def unread(rows: Sequence[int]) -> list[str]:
+        def unread(rows: Sequence[int]) -> list[tuple[str, str]]:
             raise AssertionError("read")
 
         bare.headings = unread

@@ -18,9 +18,15 @@ whole identifier, its shorter ``::``/``.`` paths and joined parts as the analyze
 them (``slice::from_raw_parts`` -> ``from_raw_parts``), and its last name when that is an
 identifier itself (``std::fmt::DebugStruct`` -> ``debugstruct``). :func:`headed_rows`
 keeps the candidate rows whose heading line holds one of them, read with the analyzer
-the index was built with. The adaptive fusion ranks those rows first among the rows of
-equal exact-term count (:func:`twokeys.fusion.adaptive.adaptive_fusion`, ``headed``):
-below the exact tier and the verbatim rule, above the fused score. A one-word query is
+the index was built with, when they are all under one heading of one document: a
+reference documents a thing in one place, while a name several documents are titled by,
+or several sections headed by, is a topic they share (SciFact's abstracts titled by
+``IL-10``, ``PD-1``, ``HIV-1``; gnuplot's sections on the ``PostScript`` terminal), and
+the heading then singles nothing out, as a name several chunks hold does not (the condition
+:func:`twokeys.fusion.adaptive.words_pick` reads). The adaptive fusion ranks those rows
+first among the rows of equal exact-term count
+(:func:`twokeys.fusion.adaptive.adaptive_fusion`, ``headed``): below the exact tier and
+the verbatim rule, above the fused score. A one-word query is
 left to the bare-name rules (its exact tier is ordered by BM25), and a heading that does
 not hold the name (most headings: a manual's sections are titled by topic, ``Built-in
 Types``, ``git-config(1)``) changes nothing.
@@ -66,24 +72,27 @@ def name_forms(
 
 def headed_rows(
     rows: Sequence[int],
-    headings: Callable[[Sequence[int]], Sequence[str]],
+    headings: Callable[[Sequence[int]], Sequence[tuple[str, str]]],
     forms: Collection[str],
     terms_of: Callable[[str], Iterable[str]],
 ) -> frozenset[int]:
-    """The rows of ``rows`` whose heading line holds one of ``forms``.
+    """The rows of ``rows`` whose heading line holds one of ``forms``, when they are all
+    under one heading of one document; none when several headings hold the name.
 
-    ``headings(rows)``: each row's heading line, in order; ``terms_of``: the analyzer's
-    index terms of a text (the terms BM25 indexed the heading line under). Nothing is
-    read when ``forms`` or ``rows`` is empty."""
+    ``headings(rows)``: each row's document id and heading line, in order;
+    ``terms_of``: the analyzer's index terms of a text (the terms BM25 indexed the
+    heading line under). Nothing is read when ``forms`` or ``rows`` is empty."""
     if not forms or not rows:
         return frozenset()
     wanted = set(forms)
     cache: dict[str, bool] = {}  # a document's chunks share its title
     out: set[int] = set()
-    for row, line in zip(rows, headings(rows), strict=True):
+    places: set[tuple[str, str]] = set()  # (document, heading line) holding the name
+    for row, (document, line) in zip(rows, headings(rows), strict=True):
         held = cache.get(line)
         if held is None:
             held = cache[line] = not wanted.isdisjoint(terms_of(line))
         if held:
             out.add(row)
-    return frozenset(out)
+            places.add((document, line))
+    return frozenset(out) if len(places) == 1 else frozenset()

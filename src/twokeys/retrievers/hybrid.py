@@ -18,9 +18,10 @@ Fusions (``fusion=``):
   chunk texts, as :meth:`twokeys.engine.Index.retriever` gives them;
   :mod:`twokeys.fusion.verbatim`); given ``units`` (``Index.page_units()``, not the
   default), the chunks of one PDF page are scored as the page (:mod:`twokeys.fusion.units`);
-  given ``headings`` (the heading lines of chunk rows, as ``Index.retriever`` gives them),
-  among BM25's candidates holding a name the query writes beside words, those whose
-  heading line holds it rank first below the exact tier (:mod:`twokeys.fusion.headings`).
+  given ``headings`` (the document id and heading line of chunk rows, as
+  ``Index.retriever`` gives them), among BM25's candidates holding a name the query
+  writes beside words, those whose heading line holds it, when one heading does, rank
+  first below the exact tier (:mod:`twokeys.fusion.headings`).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class HybridRetriever(Retriever):
         adaptive: AdaptiveParams | None = None,
         units: Mapping[int, int] | None = None,
         texts: Callable[[Sequence[int]], Sequence[str]] | None = None,
-        headings: Callable[[Sequence[int]], Sequence[str]] | None = None,
+        headings: Callable[[Sequence[int]], Sequence[tuple[str, str]]] | None = None,
     ) -> None:
         if candidates < 1:
             raise ConfigError(f"candidates: must be >= 1, got {candidates}")
@@ -93,7 +94,7 @@ class HybridRetriever(Retriever):
         #: the texts of chunk rows, for the adaptive fusion's verbatim rule
         #: (:mod:`twokeys.fusion.verbatim`); None: the rule is off
         self.texts = texts
-        #: the heading lines of chunk rows, for the adaptive fusion's heading rule
+        #: the document ids and heading lines of chunk rows, for the heading rule
         #: (:mod:`twokeys.fusion.headings`); None: the rule is off
         self.headings = headings
 
@@ -229,8 +230,9 @@ class HybridRetriever(Retriever):
 
     def _headed(self, query: str, features: QueryFeatures, lex: RetrieverResult) -> frozenset[int]:
         """Among BM25's first ``candidates`` hits, the rows whose heading line holds a
-        name the query writes beside other words (:mod:`twokeys.fusion.headings`); none
-        for a one-word query, one without identifiers, or without ``headings``."""
+        name the query writes beside other words, when one heading of one document holds
+        it (:mod:`twokeys.fusion.headings`); none for a one-word query, one without
+        identifiers, or without ``headings``."""
         if self.headings is None or features.one_word or not features.identifiers:
             return frozenset()
         analyzer = self.lexical.analyzer
