@@ -16,7 +16,7 @@ from twokeys import IndexOptions, build_index, open_index
 from twokeys.analysis import Analyzer
 from twokeys.dense.encoder import Kind
 from twokeys.fusion.adaptive import AdaptiveParams, QueryFeatures, adaptive_fusion
-from twokeys.fusion.headings import headed_rows, name_forms
+from twokeys.fusion.headings import headed_rows, name_forms, names
 from twokeys.request import SearchRequest
 from twokeys.retrievers.hybrid import HybridRetriever
 from twokeys.types import ScoredChunk
@@ -58,8 +58,24 @@ def test_only_the_identifiers_words_give_forms() -> None:
     assert forms == {"atomicbool"}
 
 
-def test_headed_rows_read_each_heading_line_once_and_only_when_asked() -> None:
+def lead(text: str) -> tuple[str, ...]:
     analyzer = Analyzer()
+    tokens = analyzer.tokens(text)
+    return analyzer.terms_of(tokens[0], for_query=False) if tokens else ()
+
+
+def test_a_heading_names_what_its_innermost_heading_begins_with() -> None:
+    assert names("DebugStruct in std::fmt", {"debugstruct"}, lead)
+    assert names("Reference > html.stylesheet", {"html.stylesheet"}, lead)
+    assert names("Struct std::fmt::DebugStruct", {"struct"}, lead)
+    # mentioned inside a sentence, or in an outer heading only: not named
+    assert not names("The DebugStruct helper in std::fmt", {"debugstruct"}, lead)
+    assert not names("IL-10 > Results", {"il-10"}, lead)
+    assert not names("Production of IL-10 by monocytes", {"il-10"}, lead)
+    assert not names("", {"x"}, lead)
+
+
+def test_headed_rows_read_each_heading_line_once_and_only_when_asked() -> None:
     lines = {
         1: ("fmt/struct.DebugStruct", "DebugStruct in std::fmt"),
         2: ("fmt/trait.Debug", "Debug in std::fmt"),
@@ -72,19 +88,21 @@ def test_headed_rows_read_each_heading_line_once_and_only_when_asked() -> None:
         asked.append(list(rows))
         return [lines[r] for r in rows]
 
-    found = headed_rows([1, 2, 3], headings, {"debugstruct"}, analyzer.index_terms)
+    found = headed_rows([1, 2, 3], headings, {"debugstruct"}, lead)
     assert found == {1, 3} and asked == [[1, 2, 3]]
-    assert headed_rows([1, 2], headings, set(), analyzer.index_terms) == frozenset()
-    assert headed_rows([], headings, {"debugstruct"}, analyzer.index_terms) == frozenset()
+    assert headed_rows([1, 2], headings, set(), lead) == frozenset()
+    assert headed_rows([], headings, {"debugstruct"}, lead) == frozenset()
     assert len(asked) == 1  # nothing read without forms or rows
     # a heading that holds the name's words but not the name: not headed
-    assert headed_rows([2], headings, {"debugstruct"}, analyzer.index_terms) == frozenset()
+    assert headed_rows([2], headings, {"debugstruct"}, lead) == frozenset()
     # two documents (or two sections) headed by the name: a topic they share, nothing
     # is singled out
-    assert headed_rows([1, 3, 4], headings, {"debugstruct"}, analyzer.index_terms) == frozenset()
-    assert headed_rows([2, 4], headings, {"debugstruct"}, analyzer.index_terms) == {4}
-    lines[5] = ("debug.md", "Debug > DebugStruct > Examples")
-    assert headed_rows([4, 5], headings, {"debugstruct"}, analyzer.index_terms) == frozenset()
+    assert headed_rows([1, 3, 4], headings, {"debugstruct"}, lead) == frozenset()
+    assert headed_rows([2, 4], headings, {"debugstruct"}, lead) == {4}
+    lines[5] = ("debug.md", "Debug > DebugStruct > Examples")  # named by an outer heading
+    assert headed_rows([4, 5], headings, {"debugstruct"}, lead) == {4}
+    lines[6] = ("debug.md", "Debug > Formatter > DebugStruct")  # a second section
+    assert headed_rows([4, 6], headings, {"debugstruct"}, lead) == frozenset()
 
 
 def test_headed_rows_rank_first_below_the_exact_tier() -> None:

@@ -17,19 +17,20 @@ the name in the section that is about it and not in those that use it.
 whole identifier, its shorter ``::``/``.`` paths and joined parts as the analyzer gives
 them (``slice::from_raw_parts`` -> ``from_raw_parts``), and its last name when that is an
 identifier itself (``std::fmt::DebugStruct`` -> ``debugstruct``). :func:`headed_rows`
-keeps the candidate rows whose heading line holds one of them, read with the analyzer
-the index was built with, when they are all under one heading of one document: a
-reference documents a thing in one place, while a name several documents are titled by,
-or several sections headed by, is a topic they share (SciFact's abstracts titled by
-``IL-10``, ``PD-1``, ``HIV-1``; gnuplot's sections on the ``PostScript`` terminal), and
-the heading then singles nothing out, as a name several chunks hold does not (the condition
-:func:`twokeys.fusion.adaptive.words_pick` reads). The adaptive fusion ranks those rows
-first among the rows of equal exact-term count
+keeps the candidate rows whose heading names one of them (:func:`names`: the innermost
+heading begins with it, read with the analyzer the index was built with; a title that
+mentions the name inside a sentence does not name it), when they are all under one
+heading of one document: a reference documents a thing in one place, while a name
+several documents are titled by, or several sections headed by, is a topic they share
+(SciFact's abstracts titled by ``IL-10``, ``PD-1``, ``HIV-1``; gnuplot's sections on the
+``PostScript`` terminal), and the heading then singles nothing out, as a name several
+chunks hold does not (the condition :func:`twokeys.fusion.adaptive.words_pick` reads).
+The adaptive fusion ranks those rows first among the rows of equal exact-term count
 (:func:`twokeys.fusion.adaptive.adaptive_fusion`, ``headed``): below the exact tier and
-the verbatim rule, above the fused score. A one-word query is
-left to the bare-name rules (its exact tier is ordered by BM25), and a heading that does
-not hold the name (most headings: a manual's sections are titled by topic, ``Built-in
-Types``, ``git-config(1)``) changes nothing.
+the verbatim rule, above the fused score. A one-word query is left to the bare-name
+rules (its exact tier is ordered by BM25), and a heading that does not name it (most
+headings: a manual's sections are titled by topic, ``Built-in Types``,
+``git-config(1)``) changes nothing.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 
 from twokeys.fusion.adaptive import is_identifier_like
+from twokeys.types import HEADING_SEPARATOR
 
 _PATH = re.compile(r"::|[./]")
 
@@ -74,14 +76,14 @@ def headed_rows(
     rows: Sequence[int],
     headings: Callable[[Sequence[int]], Sequence[tuple[str, str]]],
     forms: Collection[str],
-    terms_of: Callable[[str], Iterable[str]],
+    lead_terms: Callable[[str], Iterable[str]],
 ) -> frozenset[int]:
-    """The rows of ``rows`` whose heading line holds one of ``forms``, when they are all
-    under one heading of one document; none when several headings hold the name.
+    """The rows of ``rows`` whose heading names one of ``forms`` (:func:`names`), when
+    they are all under one heading of one document; none when several headings do.
 
     ``headings(rows)``: each row's document id and heading line, in order;
-    ``terms_of``: the analyzer's index terms of a text (the terms BM25 indexed the
-    heading line under). Nothing is read when ``forms`` or ``rows`` is empty."""
+    ``lead_terms``: the analyzer's index terms of a text's first word (the terms BM25
+    indexed it under). Nothing is read when ``forms`` or ``rows`` is empty."""
     if not forms or not rows:
         return frozenset()
     wanted = set(forms)
@@ -91,8 +93,19 @@ def headed_rows(
     for row, (document, line) in zip(rows, headings(rows), strict=True):
         held = cache.get(line)
         if held is None:
-            held = cache[line] = not wanted.isdisjoint(terms_of(line))
+            held = cache[line] = names(line, wanted, lead_terms)
         if held:
             out.add(row)
             places.add((document, line))
     return frozenset(out) if len(places) == 1 else frozenset()
+
+
+def names(line: str, forms: Collection[str], lead_terms: Callable[[str], Iterable[str]]) -> bool:
+    """Whether a heading line names one of ``forms``: its innermost heading (after the
+    last :data:`~twokeys.types.HEADING_SEPARATOR`) begins with it. A heading that names
+    its section's subject puts it first (``DebugStruct in std::fmt``, ``Reference >
+    html.stylesheet``, ``unittest.mock - mock object library``); a title that mentions
+    the name inside a sentence is about something else (a study's finding about
+    ``IL-10``, SciFact's titles)."""
+    innermost = line.rsplit(HEADING_SEPARATOR, 1)[-1]
+    return not set(forms).isdisjoint(lead_terms(innermost))

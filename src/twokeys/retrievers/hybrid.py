@@ -20,7 +20,7 @@ Fusions (``fusion=``):
   default), the chunks of one PDF page are scored as the page (:mod:`twokeys.fusion.units`);
   given ``headings`` (the document id and heading line of chunk rows, as
   ``Index.retriever`` gives them), among BM25's candidates holding a name the query
-  writes beside words, those whose heading line holds it, when one heading does, rank
+  writes beside words, those whose heading names it, when one heading does, rank
   first below the exact tier (:mod:`twokeys.fusion.headings`).
 """
 
@@ -229,9 +229,9 @@ class HybridRetriever(Retriever):
         return fused, weights, parts
 
     def _headed(self, query: str, features: QueryFeatures, lex: RetrieverResult) -> frozenset[int]:
-        """Among BM25's first ``candidates`` hits, the rows whose heading line holds a
-        name the query writes beside other words, when one heading of one document holds
-        it (:mod:`twokeys.fusion.headings`); none for a one-word query, one without
+        """Among BM25's first ``candidates`` hits, the rows whose heading names a name
+        the query writes beside other words, when one heading of one document does
+        (:mod:`twokeys.fusion.headings`); none for a one-word query, one without
         identifiers, or without ``headings``."""
         if self.headings is None or features.one_word or not features.identifiers:
             return frozenset()
@@ -243,7 +243,12 @@ class HybridRetriever(Retriever):
         rows = [hit.row for hit in lex.run[: self.candidates]]
         found = self.lexical.index.explain_many(sorted(forms), rows)
         holding = [row for row, terms in zip(rows, found, strict=True) if terms]
-        return headed_rows(holding, self.headings, forms, analyzer.index_terms)
+
+        def lead_terms(text: str) -> tuple[str, ...]:
+            tokens = analyzer.tokens(text)
+            return analyzer.terms_of(tokens[0], for_query=False) if tokens else ()
+
+        return headed_rows(holding, self.headings, forms, lead_terms)
 
 
 #: the slots of an :class:`Evidence`, in the order of its fields
