@@ -328,8 +328,8 @@ def sensed(spec: str, cache: Path | None) -> tuple[str, Sensing]:
     name = f"{root.name} {split}"
     stored = None
     if cache is not None:
-        # v2: the runs carry the verbatim rule's rows; v5: the heading rule's too
-        key = hashlib.sha256(f"v5|{root.resolve()}|{split}|{index}".encode()).hexdigest()[:12]
+        # v2: the runs carry the verbatim rule's rows; v6: the heading rule's too
+        key = hashlib.sha256(f"v6|{root.resolve()}|{split}|{index}".encode()).hexdigest()[:12]
         stored = cache / f"{root.name}-{split}-{key}.pickle"
         if stored.exists():
             with open(stored, "rb") as fh:

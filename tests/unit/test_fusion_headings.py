@@ -22,6 +22,7 @@ from twokeys.retrievers.hybrid import HybridRetriever
 from twokeys.types import ScoredChunk
 
 QUERY = "DebugStruct helper for writing Debug implementations"
+TERMS = Analyzer().index_terms
 
 
 def run(*pairs: tuple[int, float]) -> list[ScoredChunk]:
@@ -88,21 +89,22 @@ def test_headed_rows_read_each_heading_line_once_and_only_when_asked() -> None:
         asked.append(list(rows))
         return [lines[r] for r in rows]
 
-    found = headed_rows([1, 2, 3], headings, {"debugstruct"}, lead)
+    found = headed_rows([1, 2, 3], headings, {"debugstruct"}, TERMS, lead)
     assert found == {1, 3} and asked == [[1, 2, 3]]
-    assert headed_rows([1, 2], headings, set(), lead) == frozenset()
-    assert headed_rows([], headings, {"debugstruct"}, lead) == frozenset()
+    assert headed_rows([1, 2], headings, set(), TERMS, lead) == frozenset()
+    assert headed_rows([], headings, {"debugstruct"}, TERMS, lead) == frozenset()
     assert len(asked) == 1  # nothing read without forms or rows
     # a heading that holds the name's words but not the name: not headed
-    assert headed_rows([2], headings, {"debugstruct"}, lead) == frozenset()
+    assert headed_rows([2], headings, {"debugstruct"}, TERMS, lead) == frozenset()
     # two documents (or two sections) headed by the name: a topic they share, nothing
     # is singled out
-    assert headed_rows([1, 3, 4], headings, {"debugstruct"}, lead) == frozenset()
-    assert headed_rows([2, 4], headings, {"debugstruct"}, lead) == {4}
-    lines[5] = ("debug.md", "Debug > DebugStruct > Examples")  # named by an outer heading
-    assert headed_rows([4, 5], headings, {"debugstruct"}, lead) == {4}
-    lines[6] = ("debug.md", "Debug > Formatter > DebugStruct")  # a second section
-    assert headed_rows([4, 6], headings, {"debugstruct"}, lead) == frozenset()
+    assert headed_rows([1, 3, 4], headings, {"debugstruct"}, TERMS, lead) == frozenset()
+    assert headed_rows([2, 4], headings, {"debugstruct"}, TERMS, lead) == {4}
+    lines[5] = ("debug.md", "Debug > DebugStruct > Examples")  # a second heading holds it
+    assert headed_rows([4, 5], headings, {"debugstruct"}, TERMS, lead) == frozenset()
+    # one heading holds it, but only mentions it
+    lines[6] = ("debug.md", "Debug > The DebugStruct helper")
+    assert headed_rows([2, 6], headings, {"debugstruct"}, TERMS, lead) == frozenset()
 
 
 def test_headed_rows_rank_first_below_the_exact_tier() -> None:

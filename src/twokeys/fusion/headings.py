@@ -17,10 +17,10 @@ the name in the section that is about it and not in those that use it.
 whole identifier, its shorter ``::``/``.`` paths and joined parts as the analyzer gives
 them (``slice::from_raw_parts`` -> ``from_raw_parts``), and its last name when that is an
 identifier itself (``std::fmt::DebugStruct`` -> ``debugstruct``). :func:`headed_rows`
-keeps the candidate rows whose heading names one of them (:func:`names`: the innermost
-heading begins with it, read with the analyzer the index was built with; a title that
-mentions the name inside a sentence does not name it), when they are all under one
-heading of one document: a reference documents a thing in one place, while a name
+keeps the candidate rows under the one heading that holds one of them (read with the
+analyzer the index was built with) when that heading names it (:func:`names`: its
+innermost heading begins with it; a title that mentions the name inside a sentence does
+not name it): a reference documents a thing in one place, while a name
 several documents are titled by, or several sections headed by, is a topic they share
 (SciFact's abstracts titled by ``IL-10``, ``PD-1``, ``HIV-1``; gnuplot's sections on the
 ``PostScript`` terminal), and the heading then singles nothing out, as a name several
@@ -76,14 +76,16 @@ def headed_rows(
     rows: Sequence[int],
     headings: Callable[[Sequence[int]], Sequence[tuple[str, str]]],
     forms: Collection[str],
+    terms_of: Callable[[str], Iterable[str]],
     lead_terms: Callable[[str], Iterable[str]],
 ) -> frozenset[int]:
-    """The rows of ``rows`` whose heading names one of ``forms`` (:func:`names`), when
-    they are all under one heading of one document; none when several headings do.
+    """The rows of ``rows`` under the one heading that holds one of ``forms``, when that
+    heading names it (:func:`names`); none when several headings of ``rows`` (of one
+    document or several) hold the name, or the one that does only mentions it.
 
-    ``headings(rows)``: each row's document id and heading line, in order;
-    ``lead_terms``: the analyzer's index terms of a text's first word (the terms BM25
-    indexed it under). Nothing is read when ``forms`` or ``rows`` is empty."""
+    ``headings(rows)``: each row's document id and heading line, in order; ``terms_of``
+    and ``lead_terms``: the analyzer's index terms of a text and of its first word (the
+    terms BM25 indexed them under). Nothing is read when ``forms`` or ``rows`` is empty."""
     if not forms or not rows:
         return frozenset()
     wanted = set(forms)
@@ -93,11 +95,13 @@ def headed_rows(
     for row, (document, line) in zip(rows, headings(rows), strict=True):
         held = cache.get(line)
         if held is None:
-            held = cache[line] = names(line, wanted, lead_terms)
+            held = cache[line] = not wanted.isdisjoint(terms_of(line))
         if held:
             out.add(row)
             places.add((document, line))
-    return frozenset(out) if len(places) == 1 else frozenset()
+    if len(places) != 1 or not names(next(iter(places))[1], wanted, lead_terms):
+        return frozenset()
+    return frozenset(out)
 
 
 def names(line: str, forms: Collection[str], lead_terms: Callable[[str], Iterable[str]]) -> bool:

@@ -20,7 +20,7 @@ Fusions (``fusion=``):
   default), the chunks of one PDF page are scored as the page (:mod:`twokeys.fusion.units`);
   given ``headings`` (the document id and heading line of chunk rows, as
   ``Index.retriever`` gives them), among BM25's candidates holding a name the query
-  writes beside words, those whose heading names it, when one heading does, rank
+  writes beside words, those under the one heading that holds and names it rank
   first below the exact tier (:mod:`twokeys.fusion.headings`).
 """
 
@@ -229,8 +229,8 @@ class HybridRetriever(Retriever):
         return fused, weights, parts
 
     def _headed(self, query: str, features: QueryFeatures, lex: RetrieverResult) -> frozenset[int]:
-        """Among BM25's first ``candidates`` hits, the rows whose heading names a name
-        the query writes beside other words, when one heading of one document does
+        """Among BM25's first ``candidates`` hits, the rows under the one heading that
+        holds a name the query writes beside other words, when that heading names it
         (:mod:`twokeys.fusion.headings`); none for a one-word query, one without
         identifiers, or without ``headings``."""
         if self.headings is None or features.one_word or not features.identifiers:
@@ -248,7 +248,7 @@ class HybridRetriever(Retriever):
             tokens = analyzer.tokens(text)
             return analyzer.terms_of(tokens[0], for_query=False) if tokens else ()
 
-        return headed_rows(holding, self.headings, forms, lead_terms)
+        return headed_rows(holding, self.headings, forms, analyzer.index_terms, lead_terms)
 
 
 #: the slots of an :class:`Evidence`, in the order of its fields
