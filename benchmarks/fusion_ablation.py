@@ -25,6 +25,8 @@ the library's own fusion functions and prints one markdown row per variant. The
   next chunks hold it too (the rule before :func:`twokeys.fusion.adaptive.words_pick`);
 * ``no verbatim rule``: a chunk holding the whole query word for word is not ranked first
   (:mod:`twokeys.fusion.verbatim`);
+* ``no heading rule``: the chunks whose heading line holds a name the query writes beside
+  words are not ranked first below the exact tier (:mod:`twokeys.fusion.headings`);
 * ``300 deep (before)``: the fusion before its top stopped depending on depth: the
   support rule's floor and the exact tier read all 300 chunks of each run;
 * the fixed fusions, for reference.
@@ -86,6 +88,7 @@ class Sensed:
     chance: float  # the dense run's chance level (BM25's is 0)
     similarity: float  # the cosine of BM25's top hit to the query (0.0: no BM25 hit)
     verbatim: frozenset[int]  # BM25's first rows holding the whole query (fusion.verbatim)
+    headed: frozenset[int] = frozenset()  # rows whose heading names the query's name
 
 
 Fuse = Callable[[Sensed], list[ScoredChunk]]
@@ -135,6 +138,7 @@ def sense(root: Path, split: str, index_path: Path | None = None) -> Sensing:
                 den.chance,
                 dense.index.similarity(vector, lex.run[0].row) if lex.run else 0.0,
                 whole,
+                hybrid._headed(text, features, lex),  # as HybridRetriever._fuse reads them
             )
             rows.update(h.row for h in lex.run)
             rows.update(h.row for h in den.run)
@@ -155,6 +159,7 @@ def adaptive(
     one_word_weight: bool = True,
     single_out: bool = True,
     verbatim: bool = True,
+    headings: bool = True,
 ) -> Fuse:
     """The hybrid's adaptive fusion (``HybridRetriever._fuse``), with switches."""
     params = params or AdaptiveParams()
@@ -198,6 +203,7 @@ def adaptive(
             alpha,
             (0.0, s.chance),
             verbatim=s.verbatim if verbatim else frozenset(),
+            headed=s.headed if headings else frozenset(),
         )
 
     return fuse
@@ -267,6 +273,7 @@ VARIANTS: dict[str, Fuse] = {
     "both (before)": adaptive(bare_by_bm25=False, one_word_weight=False),
     "shared name tiers": adaptive(single_out=False),
     "no verbatim rule": adaptive(verbatim=False),
+    "no heading rule": adaptive(headings=False),
     "300 deep (before)": before(),
     "fixed minmax": fixed("minmax"),
     "fixed zscore": fixed("zscore"),
@@ -321,8 +328,8 @@ def sensed(spec: str, cache: Path | None) -> tuple[str, Sensing]:
     name = f"{root.name} {split}"
     stored = None
     if cache is not None:
-        # v2: the runs carry the verbatim rule's rows
-        key = hashlib.sha256(f"v2|{root.resolve()}|{split}|{index}".encode()).hexdigest()[:12]
+        # v2: the runs carry the verbatim rule's rows; v6: the heading rule's too
+        key = hashlib.sha256(f"v6|{root.resolve()}|{split}|{index}".encode()).hexdigest()[:12]
         stored = cache / f"{root.name}-{split}-{key}.pickle"
         if stored.exists():
             with open(stored, "rb") as fh:

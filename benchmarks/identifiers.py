@@ -26,8 +26,9 @@ fetched with ``apt-get download`` into ``$TWOKEYS_CACHE/debs`` and unpacked with
 
 ``rust-ids`` also holds the mixed queries of ``identifiers/rust-mixed.jsonl`` (an item name
 or ``::`` path plus words), written by hand from the item pages and committed before any
-run on them (60, then 93 more in issue 33's second round); each query's split is fixed
-by the hash of its id (:func:`split_of`), a third dev.
+run on them (60, then 93 more in issue 33's second round and 113 more, ``rust-mixed-154``
+to ``-266``, in its fourth); each query's split is fixed by the hash of its id
+(:func:`split_of`), a third dev.
 
 ``python -m benchmarks.identifiers eval OUT [--split test]`` prints nDCG@10 per
 collection for bm25, dense and hybrid (``make bench BENCH=identifiers`` builds and runs

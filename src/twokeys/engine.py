@@ -53,6 +53,7 @@ from twokeys.retrievers.catalog import EXTRA_RETRIEVERS
 from twokeys.retrievers.reranking import RerankingRetriever
 from twokeys.store.base import IndexBackend, RowMask
 from twokeys.store.contract import open_reader, reader_info
+from twokeys.text.passages import heading_line
 from twokeys.types import Chunk, Hit
 
 __all__ = ["MODES", "Filter", "Index", "SearchRequest", "open_index"]
@@ -199,11 +200,22 @@ class Index:
             k=request.rrf_k,
             lexical_weight=request.lexical_weight,
             texts=self._chunk_texts,
+            headings=self._chunk_headings,
         )
 
     def _chunk_texts(self, rows: Sequence[int]) -> list[str]:
         """The texts of the chunks at ``rows``, in order (the hybrid's verbatim rule)."""
         return [chunk.text for chunk in self.backend.chunks(rows)]
+
+    def _chunk_headings(self, rows: Sequence[int]) -> list[tuple[str, str]]:
+        """The document id and heading line of the chunks at ``rows``, in order, the
+        line as the index prepends it to each chunk's text: the heading path, or the
+        document's title where the chunk has none (the hybrid's heading rule,
+        :mod:`twokeys.fusion.headings`)."""
+        return [
+            (chunk.doc_id, heading_line(chunk.heading_path, title))
+            for chunk, title, _ in self.backend.chunks_with_source(rows)
+        ]
 
     def page_units(self) -> dict[int, int]:
         """The cited unit of each chunk row on a PDF page: the row of the first chunk of

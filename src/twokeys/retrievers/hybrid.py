@@ -17,7 +17,11 @@ Fusions (``fusion=``):
   holds the whole query word for word when the hybrid is given ``texts`` (the index's
   chunk texts, as :meth:`twokeys.engine.Index.retriever` gives them;
   :mod:`twokeys.fusion.verbatim`); given ``units`` (``Index.page_units()``, not the
-  default), the chunks of one PDF page are scored as the page (:mod:`twokeys.fusion.units`).
+  default), the chunks of one PDF page are scored as the page (:mod:`twokeys.fusion.units`);
+  given ``headings`` (the document id and heading line of chunk rows, as
+  ``Index.retriever`` gives them), among BM25's candidates holding a name the query
+  writes beside words, those under the one heading that holds and names it rank
+  first below the exact tier (:mod:`twokeys.fusion.headings`).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from twokeys.fusion.adaptive import (
     unconfirmed,
 )
 from twokeys.fusion.convex import convex_combination
+from twokeys.fusion.headings import headed_rows, name_forms
 from twokeys.fusion.normalization import NORMALIZERS, normalized_scores, normalizer
 from twokeys.fusion.rrf import DEFAULT_K, check_k, rrf, rrf_term
 from twokeys.fusion.verbatim import LEXICAL_TOP, verbatim_rows
@@ -68,6 +73,7 @@ class HybridRetriever(Retriever):
         adaptive: AdaptiveParams | None = None,
         units: Mapping[int, int] | None = None,
         texts: Callable[[Sequence[int]], Sequence[str]] | None = None,
+        headings: Callable[[Sequence[int]], Sequence[tuple[str, str]]] | None = None,
     ) -> None:
         if candidates < 1:
             raise ConfigError(f"candidates: must be >= 1, got {candidates}")
@@ -88,6 +94,9 @@ class HybridRetriever(Retriever):
         #: the texts of chunk rows, for the adaptive fusion's verbatim rule
         #: (:mod:`twokeys.fusion.verbatim`); None: the rule is off
         self.texts = texts
+        #: the document ids and heading lines of chunk rows, for the heading rule
+        #: (:mod:`twokeys.fusion.headings`); None: the rule is off
+        self.headings = headings
 
     def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
         depth = max(k, self.candidates)
@@ -185,6 +194,7 @@ class HybridRetriever(Retriever):
             if self.texts is not None and not features.one_word:
                 top_rows = [h.row for h in lexical_run[: min(LEXICAL_TOP, self.candidates)]]
                 held = verbatim_rows(query, top_rows, self.texts)
+            headed = self._headed(query, features, lex)
             fused = adaptive_fusion(
                 lexical_run,
                 dense_run,
@@ -197,6 +207,7 @@ class HybridRetriever(Retriever):
                 self.units,
                 held,
                 limit,
+                headed,
             )
         else:
             alpha = self.lexical_weight
@@ -216,6 +227,28 @@ class HybridRetriever(Retriever):
                     )
                 parts[name] = dict(zip([h.row for h in run], scores.tolist(), strict=True))
         return fused, weights, parts
+
+    def _headed(self, query: str, features: QueryFeatures, lex: RetrieverResult) -> frozenset[int]:
+        """Among BM25's first ``candidates`` hits, the rows under the one heading that
+        holds a name the query writes beside other words, when that heading names it
+        (:mod:`twokeys.fusion.headings`); none for a one-word query, one without
+        identifiers, or without ``headings``."""
+        if self.headings is None or features.one_word or not features.identifiers:
+            return frozenset()
+        analyzer = self.lexical.analyzer
+        raws = [token.text for token in analyzer.tokens(query)]
+        forms = name_forms(raws, features.identifiers, analyzer.query_terms)
+        if not forms:
+            return frozenset()
+        rows = [hit.row for hit in lex.run[: self.candidates]]
+        found = self.lexical.index.explain_many(sorted(forms), rows)
+        holding = [row for row, terms in zip(rows, found, strict=True) if terms]
+
+        def lead_terms(text: str) -> tuple[str, ...]:
+            tokens = analyzer.tokens(text)
+            return analyzer.terms_of(tokens[0], for_query=False) if tokens else ()
+
+        return headed_rows(holding, self.headings, forms, analyzer.index_terms, lead_terms)
 
 
 #: the slots of an :class:`Evidence`, in the order of its fields
