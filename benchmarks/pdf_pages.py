@@ -16,7 +16,7 @@ Five PDFs (589 pages, ``PDFS``) from ``gnuplot-doc``, ``octave-doc``,
 
 ``build OUT`` runs each extractor over all the files in a fresh process and writes one
 BEIR collection per extractor, one document per page (``<file>#p<N>``), with the
-queries of ``benchmarks/pdf_pages/written.tsv`` (216 queries, 108 identifier and 108
+queries of ``benchmarks/pdf_pages/written.tsv`` (296 queries, 148 identifier and 148
 paraphrase, each with its gold page); ``markitdown OUT`` writes markitdown's collection
 alone. ``speed OUT [--pdfs ...]`` times each extractor in a fresh process: wall and CPU
 seconds (compare CPU time on a shared machine) and peak RSS. ``run OUT`` evaluates
@@ -41,6 +41,14 @@ contents and no query yet (gnuplot 10, liboctave 6, lilypond usage 6, lilypond
 extending 5, docbook-xsl 7); the page's pypdfium2 text was read and the same two kinds
 of query written from it. Five were left out by the same rules: four license pages
 (GPL, FDL) and one table-of-contents page without dot leaders (docbook-xsl p. 4).
+
+A third draw (2026-12-05, session 6; the last 80 lines), written and committed before
+any retrieval was run on them: 46 pages drawn at random (seed 3406) by the same filters
+(pages with a query left out); six were left out by the same rules: four license pages
+(gnuplot p. 21, liboctave p. 16, lilypond extending pp. 46 and 49) and two index pages
+(gnuplot pp. 309 and 311). 40 pages (gnuplot 29, liboctave 3, lilypond usage 4, lilypond
+extending 2, docbook-xsl 2), one identifier and one paraphrase query each, written from
+the page's pypdfium2 text (42 queries train, 38 test).
 
 Splits (fixed 2026-12-05, before any fusion was tuned on this collection): a query is
 in ``train`` when the first byte of the SHA-256 of its gold page's id

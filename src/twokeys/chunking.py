@@ -127,7 +127,9 @@ class ChunkerConfig:
         train against 0.938 / 0.853 from 250 and 0.879 / 0.794 on test against 0.903 /
         0.842. With 104 train queries (58 more written) and the hybrid's verbatim rule:
         0.965 / 0.831 from 64 against 0.962 / 0.859 from 250 (BM25 from 64: 0.986 /
-        0.816).
+        0.816). With 296 queries (146 train): 0.958 / 0.833 from 128 against 0.956 /
+        0.837 from 250 on train; fused by page, 128 was train's best (0.964 / 0.856) and
+        on test below the default (0.928 / 0.790 against 0.935 / 0.808).
         """
         if self.page_tokens == 0:
             return self

@@ -3,6 +3,7 @@ them above the other candidates, and the hybrid reading chunk texts from its ind
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from conftest import HashEncoder, write_docs
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.dense.encoder import Kind
 from twokeys.fusion.adaptive import AdaptiveParams, QueryFeatures, adaptive_fusion
-from twokeys.fusion.verbatim import holds, verbatim_rows, words
+from twokeys.fusion.verbatim import holds, joined_words, verbatim_rows, words
 from twokeys.request import SearchRequest
 from twokeys.retrievers.hybrid import HybridRetriever
 from twokeys.types import ScoredChunk
@@ -35,6 +36,18 @@ def test_words_ignore_case_punctuation_and_how_extraction_spaced_them() -> None:
     assert not holds(words("termoption set"), "set termoption font")  # order counts
     assert not holds(words("set term"), "set termoption")  # whole words only
     assert not holds((), "anything")
+
+
+def test_the_held_words_start_where_an_identifier_starts() -> None:
+    query = words("stdfit sqrt(WSSR/ndf)")
+    assert holds(query, "or stdfit sqrt(WSSR/ndf), the standard deviation")
+    assert not holds(query, "FIT_STDFIT = sqrt(WSSR/NDF)")  # a name of its own
+    assert not holds(words("key box width"), "set_key box width")
+    assert holds(words("set key box"), "set key box_width")  # the end is left open
+    # inside the match an underscore is a space, as the PDF may print either
+    assert holds(words(SIGNATURE), "Matrix map (d_d_Mapper f, const Matrix &a)")
+    assert holds(words("Matrix map d d Mapper"), "Matrix map (d_d_Mapper f")
+    assert joined_words("FIT_STDFIT = sqrt(WSSR/NDF)") == " fit_stdfit sqrt wssr ndf "
 
 
 def test_a_query_of_one_or_two_words_reads_no_text() -> None:
@@ -139,6 +152,16 @@ def test_holds_agrees_with_reading_every_word() -> None:
         text = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(0, 8)))
         query = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(1, 4)))
         wanted = words(query)
-        joined = " " + " ".join(words(text)) + " "
-        expected = bool(wanted) and " " + " ".join(wanted) + " " in joined
+        # the reference: identifiers split at "_", a match starting at an identifier's
+        # first part only
+        parts = [
+            (part.casefold(), k > 0)
+            for name in re.findall(r"\w+", text)
+            for k, part in enumerate(p for p in name.split("_") if p)
+        ]
+        n = len(wanted)
+        expected = n > 0 and any(
+            tuple(w for w, _ in parts[i : i + n]) == wanted and not parts[i][1]
+            for i in range(len(parts) - n + 1)
+        )
         assert holds(wanted, text) == expected, (query, text)
