@@ -33,8 +33,10 @@ own passages (:mod:`benchmarks.confidence_calibration`; kept in
 ``OUT/<collection>/calibration.json``) in several ways and compares them with the raw
 features (``calibrated``).
 
-``--write`` stores the model in ``src/twokeys/rag/confidence_weights.json``. Retrieval
-and evidence are cached in ``OUT/<collection>/evidence.pkl`` (``evidence-bm25.pkl``).
+``--write`` stores the model in ``src/twokeys/rag/confidence_weights.json``. Retrieval,
+evidence and labels are cached in ``OUT/<collection>/evidence-pack.pkl``
+(``evidence-pack-bm25.pkl``; :func:`evidence_cache`), named by the context the labels
+read, so the rows of ``evidence.pkl``, labelled from sentence windows, are not reused.
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ from twokeys.rag.evidence import NAMES, Evidence, gather
 from twokeys.rag.grounding import retrieval_confidence
 
 BUDGET = 2000
+#: the context a cached row's label read (``pack``; sentence windows before, whose rows were
+#: cached without a name): part of the cache's file name
+LABELS = "pack"
 
 
 @dataclass(frozen=True)
@@ -110,8 +115,13 @@ def index_path(out: Path, name: str, lexical: bool) -> Path:
     return path
 
 
+def evidence_cache(out: Path, name: str, lexical: bool = False) -> Path:
+    """Where :func:`rows_of` keeps a collection's rows, named by :data:`LABELS`."""
+    return out / name / f"evidence-{LABELS}{'-bm25' if lexical else ''}.pkl"
+
+
 def rows_of(out: Path, name: str, lexical: bool = False) -> list[Row]:
-    cache = out / name / ("evidence-bm25.pkl" if lexical else "evidence.pkl")
+    cache = evidence_cache(out, name, lexical)
     items = items_of(name)
     if cache.is_file():
         with open(cache, "rb") as fh:

@@ -4,6 +4,7 @@ on the example support KB (BM25 index: the dense features read 0)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,41 @@ def test_order_must_be_known() -> None:
 
     with pytest.raises(ConfigError, match="order"):
         AskOptions(order="reranked")
+
+
+def test_the_learned_order_re_ranks_only_the_fused_top_rerank_depth(
+    support_kb_bm25: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A budget that retrieves more than RERANK_DEPTH hits keeps the hits below the fused
+    top RERANK_DEPTH in the fused order: the model was fitted on (and its rank features
+    are read within) the top RERANK_DEPTH."""
+    from importlib import import_module
+
+    from twokeys.rag.rerank_context import Held
+    from twokeys.types import Hit
+
+    ask_module = import_module("twokeys.rag.ask")  # the package's `ask` shadows the module
+
+    real = ask_module.learned_order
+    seen: list[int] = []
+
+    def spy(hits: Sequence[Hit], held: Held) -> list[Hit]:
+        seen.append(len(hits))
+        return list(reversed(real(hits, held)))  # any order unlike the fused one
+
+    top = 5
+    monkeypatch.setattr(ask_module, "RERANK_DEPTH", top)
+    monkeypatch.setattr(ask_module, "learned_order", spy)
+    question = "Why does the hub show a red light after a firmware update?"
+    fused = AskOptions(mode="bm25", decompose="none", order="fused")
+    learned = AskOptions(mode="bm25", decompose="none", order="learned")
+    depth = ask_module.retrieval_depth(fused.k, fused.budget.context_floor)
+    with open_index(support_kb_bm25) as kb:
+        before = ask_module.prepare(kb, question, options=fused).runs[0].hits
+        after = ask_module.prepare(kb, question, options=learned).runs[0].hits
+    assert depth > top and len(before) > top
+    assert seen == [top]  # the model reads the fused top RERANK_DEPTH only
+    ids = [h.chunk_id for h in after]
+    assert sorted(ids[:top]) == sorted(h.chunk_id for h in before[:top])
+    assert ids[:top] != [h.chunk_id for h in before[:top]]
+    assert ids[top:] == [h.chunk_id for h in before[top:]]  # the rest: the fused order

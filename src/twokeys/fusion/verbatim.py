@@ -81,7 +81,8 @@ def words(text: str) -> tuple[str, ...]:
 
 
 def holds(wanted: Sequence[str], text: str) -> bool:
-    """Whether ``text`` holds the words ``wanted`` contiguously and in order."""
+    """Whether ``text`` holds the words ``wanted`` contiguously and in order, the first
+    where an identifier starts (not inside ``FIT_STDFIT``; module docstring)."""
     if not wanted:
         return False
     folded = text.casefold()  # each character folded alone: a word's folding is in it

@@ -6,8 +6,9 @@ text delta, done) for a CLI or a server to stream; :func:`ask` consumes them.
 
 Each part retrieves ``k`` hits, or one per :data:`FILL_TOKENS` tokens of the context
 when that is more, so a larger budget holds more evidence; with ``order="learned"`` it
-retrieves :data:`RERANK_DEPTH` and packs the first of them in the order of
-:mod:`twokeys.rag.rerank_context`. Abstention is read on the
+retrieves at least :data:`RERANK_DEPTH`, re-orders the fused top :data:`RERANK_DEPTH` by
+:mod:`twokeys.rag.rerank_context` (any further hits follow in the fused order) and packs
+the first of them. Abstention is read on the
 first ``k`` hits (:mod:`twokeys.rag.grounding`, or the learned
 :mod:`twokeys.rag.confidence`): when no part is answerable the answer says so and lists
 the closest sources; a part the sources do not answer gets only the room the others
@@ -385,9 +386,17 @@ def _retrieve(
         for part in parts
     )
     runs = judged = tuple(SubQueryHits(r.query, r.hits[:depth]) for r in searched)
-    if learned:
+    if learned:  # the fused top RERANK_DEPTH re-ranked (what the model was fitted on)
         runs = tuple(
-            SubQueryHits(r.query, tuple(learned_order(r.hits, idf_held(index, r.query))[:depth]))
+            SubQueryHits(
+                r.query,
+                tuple(
+                    [
+                        *learned_order(r.hits[:RERANK_DEPTH], idf_held(index, r.query)),
+                        *r.hits[RERANK_DEPTH:],
+                    ][:depth]
+                ),
+            )
             for r in searched
         )
     if llm is not None and "rerank" in options.llm_stages:
