@@ -88,7 +88,8 @@ class AskOptions:
     confidence: str = "rules"  # "learned": twokeys.rag.confidence; "rules": grounding's rules
     # the order hits are packed in: "fused" (the search's), or "learned": the fused top
     # RERANK_DEPTH re-ranked by twokeys.rag.rerank_context (abstention still reads the
-    # fused order). Not the default: it wins on the answer sets' train and dev splits but
+    # fused order; with the model's "rerank" stage both read the model's order of the
+    # learned one). Not the default: it wins on the answer sets' train and dev splits but
     # loses 0.016 of context recall on the example support KB (README "A learned order")
     order: str = "fused"
     # with a model (twokeys.rag.judge): "rerank", "verdict", "rewrite" (the follow-up made
