@@ -52,6 +52,25 @@ class HashEncoder(Encoder):
 
 register_encoder("test-hash", HashEncoder)
 
+#: the page about ``DebugStruct`` and the ``Debug`` trait's page, which uses it: BM25 and
+#: :class:`PrefersTheTrait` both rank the trait's page first (the heading rule's tests)
+DEBUG_PAGES = {
+    "debugstruct.md": "# DebugStruct\n\nA helper for writing formatted structs.\n",
+    "debug.md": "# Debug\n\nThe Debug trait: writing Debug implementations by hand, "
+    "with a DebugStruct helper from debug_struct; DebugStruct writes each field.\n",
+}
+
+
+class PrefersTheTrait(HashEncoder):
+    """A dense model that reads "Debug implementations" as the ``Debug`` trait: the
+    query and any text about the trait share one direction."""
+
+    def embed_batch(self, texts: Sequence[str], kind: Kind) -> npt.NDArray[np.float32]:
+        out = np.full((len(texts), self.dim), 1e-3, np.float32)
+        for i, text in enumerate(texts):
+            out[i, 0 if kind == "query" or "trait" in text else 1] = 1.0
+        return out
+
 
 class ScriptedLLM(LLM):
     """Answers every prompt with one fixed text, whatever the sources say (streamed in two

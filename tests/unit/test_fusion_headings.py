@@ -7,14 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-import numpy.typing as npt
 import pytest
 
-from conftest import HashEncoder, write_docs
+from conftest import DEBUG_PAGES, HashEncoder, PrefersTheTrait, write_docs
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.analysis import Analyzer
-from twokeys.dense.encoder import Kind
 from twokeys.fusion.adaptive import AdaptiveParams, QueryFeatures, adaptive_fusion
 from twokeys.fusion.headings import headed_rows, name_forms, names
 from twokeys.request import SearchRequest
@@ -130,27 +127,9 @@ def test_headed_rows_rank_first_below_the_exact_tier() -> None:
     assert [h.row for h in deep][-1] == 4
 
 
-class _PrefersTheTrait(HashEncoder):
-    """A dense model that reads "Debug implementations" as the ``Debug`` trait: the
-    query and any text about the trait share one direction."""
-
-    def embed_batch(self, texts: Sequence[str], kind: Kind) -> npt.NDArray[np.float32]:
-        out = np.full((len(texts), self.dim), 1e-3, np.float32)
-        for i, text in enumerate(texts):
-            out[i, 0 if kind == "query" or "trait" in text else 1] = 1.0
-        return out
-
-
 def _index_pages(tmp_path: Path, encoder: HashEncoder) -> None:
     """The page about ``DebugStruct`` and the ``Debug`` trait's page, which uses it."""
-    docs = write_docs(
-        tmp_path / "docs",
-        {
-            "debugstruct.md": "# DebugStruct\n\nA helper for writing formatted structs.\n",
-            "debug.md": "# Debug\n\nThe Debug trait: writing Debug implementations by hand, "
-            "with a DebugStruct helper from debug_struct; DebugStruct writes each field.\n",
-        },
-    )
+    docs = write_docs(tmp_path / "docs", DEBUG_PAGES)
     build_index(docs, tmp_path / "kb.twokeys", IndexOptions(encoder="test-hash"), encoder=encoder)
 
 
@@ -173,7 +152,7 @@ def test_the_rule_decides_the_hybrids_order_end_to_end(
     name first, so without the rule the hybrid does; with it, the page headed by it."""
     import twokeys.retrievers.hybrid as hybrid
 
-    encoder = _PrefersTheTrait()
+    encoder = PrefersTheTrait()
     _index_pages(tmp_path, encoder)
     with open_index(tmp_path / "kb.twokeys", encoder=encoder) as index:
         assert index.search(QUERY, mode="dense", k=1)[0].path == "debug.md"
