@@ -364,8 +364,13 @@ def evaluate(
     print(f"{split}, {mode} search: {len(runs)} answerable questions\n")
     print("| collection | questions | packing | " + " | ".join(f"{b:,}" for b in BUDGETS) + " |")
     print("|---|---|---|" + "---|" * len(BUDGETS))
-    for group in [*names, "all"]:
-        part = [r for r in runs if group in ("all", r.name)]
+    groups = [*names, "documentation", "all"] if KB in names and len(names) > 1 else [*names, "all"]
+    for group in groups:
+        part = [
+            r
+            for r in runs
+            if group in ("all", r.name) or (group == "documentation" and r.name != KB)
+        ]
         figures = recalls(part, model, out)
         means = {k: [round(_mean(v), 3) for v in vs] for k, vs in figures.items()}
         report["collections"][group] = {"questions": len(part), **means}  # type: ignore[index]
