@@ -11,7 +11,15 @@ penalty. The loss and the penalty are chosen by leave-one-collection-out on the 
 splits (context recall of the re-ranked order packed by ``pack`` and by top-k at
 1,000 / 2,000 / 4,000 tokens, mean over budgets and questions); the chosen one is then
 refitted on all the train splits and, with ``--write``, written to the weights file the
-module ships. Nothing of the dev or test splits is read.
+module ships (``--save FILE`` writes it elsewhere). Nothing of the dev or test splits is
+read.
+
+``--with-kb`` adds a second kind of collection, the example support KB
+(``examples/support-kb``: short product pages), with the split mapping
+:func:`benchmarks.train_confidence.kb_split` (``heldout2`` .. ``heldout24`` are its train
+split). The two kinds then weigh the same in the fit (each question's loss is weighted so
+that each kind's weights sum to one half), the KB is one more held-out fold, and the
+setting is chosen by the mean of the two kinds' held-out scores.
 
 ``python -m benchmarks.rerank_context eval OUT --split dev`` packs each answerable
 question's hits four ways at each budget: the fused top 40 by top-k and by ``pack``
@@ -19,7 +27,9 @@ question's hits four ways at each budget: the fused top 40 by top-k and by ``pac
 ``pack`` (its first 40), per collection and over all; it prints the gold-chunk recall at
 5 / 10 / 20 / 40 before and after, and the CPU milliseconds the re-ranking adds per
 question (features and scores; the ``explain`` search's extra cost measured separately
-against the plain search). ``--json FILE`` writes the figures.
+against the plain search). ``--json FILE`` writes the figures; ``--weights FILE`` measures
+a model ``train --save FILE`` wrote instead of the shipped one; ``--with-kb`` adds the
+support KB's questions of the split.
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ from benchmarks.answers_context import (
     questions,
     topk_pieces,
 )
+from benchmarks.train_confidence import KB, index_path, items_of
 from twokeys import open_index
 from twokeys.evaluation.answers import QAItem, context_recall, holds
 from twokeys.rag.evidence import idf_held
@@ -86,8 +97,8 @@ def collect(
                 runs += [Run(*t) for t in rows]
                 continue
         got: list[Run] = []
-        with open_index(index_of(out / name)) as index:
-            for item in (i for i in questions(name, split) if i.answerable):
+        with open_index(_index(out, name)) as index:
+            for item in (i for i in _questions(name, split) if i.answerable):
                 hits = index.search(item.question, mode=mode, k=DEPTH, explain=True)
                 start = time.process_time()
                 held = idf_held(index, item.question)
@@ -106,29 +117,61 @@ def collect(
     return runs
 
 
-def fit(runs: Sequence[Run], loss: str, penalty: float, trained_on: str = "") -> Model:
+def _index(out: Path, name: str) -> Path:
+    """The hybrid index of collection ``name`` under ``out`` (the KB's built once there)."""
+    return index_path(out, name, lexical=False) if name == KB else index_of(out / name)
+
+
+def _questions(name: str, split: str) -> list[QAItem]:
+    if name == KB:
+        return [i for i in items_of(KB) if i.split == split]
+    return questions(name, split)
+
+
+def kind_weights(runs: Sequence[Run]) -> Array:
+    """One weight per run: each kind (the support KB, the documentation) sums to the same
+    share, the questions of a kind weighing alike; all ones with a single kind."""
+    kb = np.array([r.name == KB for r in runs])
+    if kb.all() or not kb.any():
+        return np.ones(len(runs))
+    n = len(runs)
+    return np.asarray(np.where(kb, n / (2 * kb.sum()), n / (2 * (~kb).sum())), dtype=np.float64)
+
+
+def fit(
+    runs: Sequence[Run],
+    loss: str,
+    penalty: float,
+    trained_on: str = "",
+    weights: Array | None = None,
+) -> Model:
     """A linear model on ``runs``' standardised features (``loss``: listwise softmax per
-    question, or pointwise logistic), L2 ``penalty`` on the weights."""
+    question, or pointwise logistic), L2 ``penalty`` on the weights; ``weights`` (one per
+    run, default equal) scale each question's share of the loss."""
     rows = np.vstack([r.x for r in runs])
     means = rows.mean(axis=0)
     scales = rows.std(axis=0)
     scales[scales < 1e-9] = 1.0
-    xs = [(r.x - means) / scales for r in runs if r.y.any()]
-    ys = [r.y for r in runs if r.y.any()]
+    per_run = np.ones(len(runs)) if weights is None else np.asarray(weights, dtype=np.float64)
+    keep = [n for n, r in enumerate(runs) if r.y.any()]
+    xs = [(runs[n].x - means) / scales for n in keep]
+    ys = [runs[n].y for n in keep]
+    qw = per_run[keep] / per_run[keep].mean()
     allx, ally = np.vstack(xs), np.concatenate(ys)
+    roww = np.concatenate([np.full(len(y), w) for y, w in zip(ys, qw, strict=True)])
     f = len(NAMES)
 
     def listwise(w: Array) -> tuple[float, Array]:
         total, grad = 0.0, np.zeros(f)
-        for x, y in zip(xs, ys, strict=True):
+        for x, y, qweight in zip(xs, ys, qw, strict=True):
             s = x @ w
             s -= s.max()
             p = np.exp(s)
             p /= p.sum()
             pos = float((p * y).sum())
-            total -= np.log(pos)
+            total -= qweight * np.log(pos)
             # d/dw of -log(sum_pos p) = E_p[x] - E_{p|pos}[x]
-            grad += p @ x - ((p * y) / pos) @ x
+            grad += qweight * (p @ x - ((p * y) / pos) @ x)
         n = len(xs)
         return total / n + penalty * float(w @ w), grad / n + 2 * penalty * w
 
@@ -137,8 +180,9 @@ def fit(runs: Sequence[Run], loss: str, penalty: float, trained_on: str = "") ->
         z = allx @ w + b
         p = 1.0 / (1.0 + np.exp(-np.clip(z, -60, 60)))
         eps = 1e-12
-        total = -float((ally * np.log(p + eps) + (1 - ally) * np.log(1 - p + eps)).mean())
-        g = (p - ally) / len(ally)
+        losses = ally * np.log(p + eps) + (1 - ally) * np.log(1 - p + eps)
+        total = -float((roww * losses).sum() / roww.sum())
+        g = roww * (p - ally) / roww.sum()
         grad = np.concatenate([allx.T @ g, [g.sum()]])
         grad[:f] += 2 * penalty * w
         return total + penalty * float(w @ w), grad
@@ -173,7 +217,7 @@ def recalls(
     indexes = {}
     for run in runs:
         if run.name not in indexes:
-            indexes[run.name] = open_index(index_of(out / run.name))
+            indexes[run.name] = open_index(_index(out, run.name))
         held = idf_held(indexes[run.name], run.item.question)
         orders = {"fused": run.hits}
         if model is not None:
@@ -213,70 +257,120 @@ def gold_at(runs: Sequence[Run], model: Model | None, depths: Sequence[int]) -> 
     return [found[d] / facts for d in depths]
 
 
-def train(out: Path, write: bool, names: Sequence[str] | None = None) -> int:
+def train(
+    out: Path,
+    write: bool,
+    names: Sequence[str] | None = None,
+    with_kb: bool = False,
+    save: Path | None = None,
+) -> int:
     runs = collect(out, "train", names)
+    if with_kb:
+        runs += collect(out, "train", [KB])
     names = sorted({r.name for r in runs})
+    weights = kind_weights(runs)
     print(f"train: {len(runs)} answerable questions, {len(names)} collections", flush=True)
+    kinds = {
+        "documentation": [r.name != KB for r in runs],
+        "support KB": [r.name == KB for r in runs],
+    }
+    kinds = {k: v for k, v in kinds.items() if any(v)}
     base = recalls(runs, None, out)
-    print(
-        "fused: top-k "
-        + " / ".join(f"{_mean(v):.3f}" for v in base["fused top-k"])
-        + ", pack "
-        + " / ".join(f"{_mean(v):.3f}" for v in base["fused pack"]),
-        flush=True,
-    )
+    for kind, mask in kinds.items():
+        print(
+            f"fused, {kind}: top-k "
+            + " / ".join(f"{_mean(_pick(v, mask)):.3f}" for v in base["fused top-k"])
+            + ", pack "
+            + " / ".join(f"{_mean(_pick(v, mask)):.3f}" for v in base["fused pack"]),
+            flush=True,
+        )
     # held-out folds: one per collection (one question in five with a single collection)
     if len(names) > 1:
         folds = [{n for n, r in enumerate(runs) if r.name == name} for name in names]
     else:
         folds = [set(range(k, len(runs), 5)) for k in range(5)]
+    order = [n for fold in folds for n in sorted(fold)]  # held-out figures come in this order
     best: tuple[float, str, float] | None = None
     for loss in LOSSES:
         for penalty in PENALTIES:
             held_out: dict[str, list[list[float]]] = {}
             for fold in folds:
-                model = fit([r for n, r in enumerate(runs) if n not in fold], loss, penalty)
-                part = recalls([r for n, r in enumerate(runs) if n in fold], model, out)
+                rest = [n for n in range(len(runs)) if n not in fold]
+                model = fit([runs[n] for n in rest], loss, penalty, weights=weights[rest])
+                part = recalls([runs[n] for n in sorted(fold)], model, out)
                 for key, values in part.items():
                     held_out.setdefault(key, [[] for _ in BUDGETS])
                     for n, v in enumerate(values):
                         held_out[key][n] += v
-            topk = [_mean(v) for v in held_out["re-ranked top-k"]]
-            packed = [_mean(v) for v in held_out["re-ranked pack"]]
-            score = _mean([*topk, *packed])
-            print(
-                f"{loss} L2 {penalty:g}: held out: top-k "
-                + " / ".join(f"{v:.3f}" for v in topk)
-                + ", pack "
-                + " / ".join(f"{v:.3f}" for v in packed)
-                + f" (mean {score:.3f})",
-                flush=True,
-            )
+            scores = []
+            for kind, mask in kinds.items():
+                ordered = [mask[n] for n in order]
+                topk = [_mean(_pick(v, ordered)) for v in held_out["re-ranked top-k"]]
+                packed = [_mean(_pick(v, ordered)) for v in held_out["re-ranked pack"]]
+                scores.append(_mean([*topk, *packed]))
+                print(
+                    f"{loss} L2 {penalty:g}, {kind}: held out: top-k "
+                    + " / ".join(f"{v:.3f}" for v in topk)
+                    + ", pack "
+                    + " / ".join(f"{v:.3f}" for v in packed)
+                    + f" (mean {scores[-1]:.3f})",
+                    flush=True,
+                )
+            score = _mean(scores)
             if best is None or score > best[0] + 1e-9:
                 best = (score, loss, penalty)
     assert best is not None
     _, loss, penalty = best
-    model = fit(runs, loss, penalty, f"train splits of {', '.join(names)}; {loss}, L2 {penalty:g}")
+    how = "; each kind weighted equally" if len(kinds) > 1 else ""
+    model = fit(
+        runs,
+        loss,
+        penalty,
+        f"train splits of {', '.join(names)}; {loss}, L2 {penalty:g}{how}",
+        weights=weights,
+    )
     print(f"chosen: {loss}, L2 {penalty:g}")
     for name, w in zip(model.names, model.weights, strict=True):
         print(f"  {name:>18} {w:+.3f}")
-    if write:
-        WEIGHTS.write_text(json.dumps(model.to_dict(), indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {WEIGHTS}")
+    text = json.dumps(model.to_dict(), indent=1) + "\n"
+    for path in ([WEIGHTS] if write else []) + ([save] if save is not None else []):
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path}")
     return 0
 
 
-def evaluate(out: Path, split: str, json_path: Path | None, mode: str = "hybrid") -> int:
+def _pick(values: Sequence[float], mask: Sequence[bool]) -> list[float]:
+    return [v for v, m in zip(values, mask, strict=True) if m]
+
+
+def evaluate(
+    out: Path,
+    split: str,
+    json_path: Path | None,
+    mode: str = "hybrid",
+    weights: Path | None = None,
+    with_kb: bool = False,
+) -> int:
     runs = collect(out, split, mode=mode)
-    model = shipped_model()
+    if with_kb:
+        runs += collect(out, split, [KB], mode=mode)
+    if weights is not None:
+        model = Model.from_dict(json.loads(weights.read_text(encoding="utf-8")))
+    else:
+        model = shipped_model()
     names = sorted({r.name for r in runs})
     report: dict[str, object] = {"split": split, "mode": mode, "budgets": list(BUDGETS)}
     report["collections"] = {}
     print(f"{split}, {mode} search: {len(runs)} answerable questions\n")
     print("| collection | questions | packing | " + " | ".join(f"{b:,}" for b in BUDGETS) + " |")
     print("|---|---|---|" + "---|" * len(BUDGETS))
-    for group in [*names, "all"]:
-        part = [r for r in runs if group in ("all", r.name)]
+    groups = [*names, "documentation", "all"] if KB in names and len(names) > 1 else [*names, "all"]
+    for group in groups:
+        part = [
+            r
+            for r in runs
+            if group in ("all", r.name) or (group == "documentation" and r.name != KB)
+        ]
         figures = recalls(part, model, out)
         means = {k: [round(_mean(v), 3) for v in vs] for k, vs in figures.items()}
         report["collections"][group] = {"questions": len(part), **means}  # type: ignore[index]
@@ -313,7 +407,7 @@ def _explain_cost(out: Path, runs: Sequence[Run]) -> float:
     for run in runs:
         by_name.setdefault(run.name, []).append(run)
     for name, part in by_name.items():
-        with open_index(index_of(out / name)) as index:
+        with open_index(_index(out, name)) as index:
             for run in part:
                 q = run.item.question
                 index.search(q, mode="hybrid", k=PACK_DEPTH)  # warm the query's caches
@@ -336,15 +430,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     t.add_argument("out", type=Path)
     t.add_argument("--write", action="store_true")
     t.add_argument("--only", action="append", help="collections (default: all)")
+    t.add_argument("--with-kb", action="store_true", help="add the support KB as a second kind")
+    t.add_argument("--save", type=Path, help="also write the fitted weights to this file")
     e = sub.add_parser("eval")
     e.add_argument("out", type=Path)
     e.add_argument("--split", default="dev")
     e.add_argument("--json", type=Path)
     e.add_argument("--mode", default="hybrid", help="search mode (the model is fitted on hybrid)")
+    e.add_argument("--weights", type=Path, help="a model file (default: the shipped weights)")
+    e.add_argument("--with-kb", action="store_true", help="add the support KB's questions")
     args = parser.parse_args(argv)
     if args.command == "train":
-        return train(args.out, args.write, args.only)
-    return evaluate(args.out, args.split, args.json, args.mode)
+        return train(args.out, args.write, args.only, args.with_kb, args.save)
+    return evaluate(args.out, args.split, args.json, args.mode, args.weights, args.with_kb)
 
 
 if __name__ == "__main__":
