@@ -96,6 +96,13 @@ def split_of(page_id: str) -> str:
     return "train" if hashlib.sha256(page_id.encode()).digest()[0] % 2 == 0 else "test"
 
 
+def written(splits: tuple[str, ...] = ("train", "test")) -> list[list[str]]:
+    """The written queries (file, page, kind, text) whose gold page is in ``splits``."""
+    lines = (HERE / "written.tsv").read_text().splitlines()
+    rows = [line.split("\t") for line in lines]
+    return [row for row in rows if split_of(f"{row[0]}#p{row[1]}") in splits]
+
+
 def pdf_files(out: Path) -> dict[str, Path]:
     """The PDFs, the gzipped one unpacked into ``out``."""
     import gzip
@@ -342,11 +349,7 @@ def native(
     for name, path in pdf_files(out).items():
         if not (folder / name).exists():
             shutil.copyfile(path, folder / name)
-    queries = [
-        fields
-        for fields in (line.split("\t") for line in (HERE / "written.tsv").read_text().splitlines())
-        if split_of(f"{fields[0]}#p{fields[1]}") in splits
-    ]
+    queries = written(splits)
     pooled = ("all",) if {"train", "test"} <= set(splits) else ()
     layouts = {
         str(tokens or 250): (
