@@ -96,6 +96,13 @@ def split_of(page_id: str) -> str:
     return "train" if hashlib.sha256(page_id.encode()).digest()[0] % 2 == 0 else "test"
 
 
+def written(splits: tuple[str, ...] = ("train", "test")) -> list[list[str]]:
+    """The written queries (file, page, kind, text) whose gold page is in ``splits``."""
+    lines = (HERE / "written.tsv").read_text().splitlines()
+    rows = [line.split("\t") for line in lines]
+    return [row for row in rows if split_of(f"{row[0]}#p{row[1]}") in splits]
+
+
 def pdf_files(out: Path) -> dict[str, Path]:
     """The PDFs, the gzipped one unpacked into ``out``."""
     import gzip
@@ -318,7 +325,9 @@ def write_splits(folder: Path, queries: list[list[str]]) -> None:
 # -- the PDFs indexed as a user indexes them ------------------------------------------
 
 
-def native(out: Path, page_tokens: tuple[int, ...] = (0, 64)) -> dict[str, Any]:
+def native(
+    out: Path, page_tokens: tuple[int, ...] = (0, 64), splits: tuple[str, ...] = ("train", "test")
+) -> dict[str, Any]:
     """The PDFs indexed by ``twokeys index`` itself (the reader's pages, sections and
     joined small pages; chunks located by page) once per PDF chunk cap in
     ``page_tokens`` (``ChunkerConfig.page_tokens``; 0: PDF pages chunked at 250 tokens
@@ -326,7 +335,9 @@ def native(out: Path, page_tokens: tuple[int, ...] = (0, 64)) -> dict[str, Any]:
     Each query is searched by bm25, dense and the hybrid, the hybrid with every chunk
     fused on its own (as before) and with a page's chunks fused as the page
     (:mod:`twokeys.fusion.units`); the hits' pages (``hit.locator``) are scored:
-    nDCG@10 and Recall@10 per split and kind. The indexes are built under
+    nDCG@10 and Recall@10 per split and kind. Only the queries of ``splits`` are
+    searched (``("train",)``: a fusion change is decided without a test figure printed
+    beside it); the ``all`` rows only when both splits are. The indexes are built under
     ``out/native`` and reused."""
     import shutil
 
@@ -338,7 +349,8 @@ def native(out: Path, page_tokens: tuple[int, ...] = (0, 64)) -> dict[str, Any]:
     for name, path in pdf_files(out).items():
         if not (folder / name).exists():
             shutil.copyfile(path, folder / name)
-    queries = [line.split("\t") for line in (HERE / "written.tsv").read_text().splitlines()]
+    queries = written(splits)
+    pooled = ("all",) if {"train", "test"} <= set(splits) else ()
     layouts = {
         str(tokens or 250): (
             "index.twokeys" if not tokens else f"index-pages{tokens}.twokeys",
@@ -365,7 +377,7 @@ def native(out: Path, page_tokens: tuple[int, ...] = (0, 64)) -> dict[str, Any]:
                     hits = [(h.path, h.locator) for h in index.search(text, mode=mode, k=300)]
                 at = _page_rank(hits, gold)
                 ndcg = 1.0 / math.log2(at + 1) if at else 0.0
-                for split in (split_of(gold), "all"):
+                for split in (split_of(gold), *pooled):
                     for k in (kind, "all"):
                         scores[(layout, variant, split, k)].append((ndcg, 1.0 if at else 0.0))
         index.close()
@@ -494,6 +506,11 @@ def main() -> None:
         default="0,64",
         help="PDF chunk caps to index with, comma-separated (0: as other text)",
     )
+    n.add_argument(
+        "--splits",
+        default="train,test",
+        help="the splits whose queries are searched (train: decide without test figures)",
+    )
     r = sub.add_parser("run")
     r.add_argument("out", type=Path)
     r.add_argument("--extractors", default=",".join(EXTRACTORS))
@@ -509,7 +526,10 @@ def main() -> None:
         for name in args.extractors.split(","):
             write_splits(args.out / name, queries)
     elif args.command == "native":
-        found = native(args.out, tuple(int(t) for t in args.page_tokens.split(",")))
+        splits = tuple(args.splits.split(","))
+        if not splits or not set(splits) <= {"train", "test"}:
+            parser.error(f"--splits: train, test or train,test, got {args.splits!r}")
+        found = native(args.out, tuple(int(t) for t in args.page_tokens.split(",")), splits)
         if args.json:
             args.json.write_text(json.dumps(found, indent=1) + "\n")
     else:
