@@ -15,7 +15,13 @@ from conftest import HashEncoder, write_docs
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.analysis import Analyzer
 from twokeys.dense.encoder import Kind
-from twokeys.fusion.definitions import defining_rows, definition_pattern, name_spellings
+from twokeys.fusion.definitions import (
+    defines,
+    defining_rows,
+    definition_pattern,
+    name_spellings,
+    outside_code,
+)
 from twokeys.request import SearchRequest
 from twokeys.retrievers.hybrid import HybridRetriever
 
@@ -49,12 +55,14 @@ def test_a_names_spellings_are_the_token_and_the_shorter_paths_it_ends_with() ->
         ".. py:method:: dict.setdefault(key)",
         "setdefault(key[, default])¶",  # Sphinx HTML's entry term, as html.py renders it
         "Prose first.\n\n  SETDEFAULT (key)",
+        "setdefault(key, default=(1, 2)) -> object",  # an annotation after the list
+        "setdefault(key):",
         ".. data:: setdefault",
         "setdefault",  # a definition list's term on its own line
     ],
 )
 def test_a_definition_line_opens_with_the_name(text: str) -> None:
-    assert definition_pattern(("dict.setdefault", "setdefault")).search(text)
+    assert defines(text, definition_pattern(("dict.setdefault", "setdefault")))
 
 
 @pytest.mark.parametrize(
@@ -67,10 +75,14 @@ def test_a_definition_line_opens_with_the_name(text: str) -> None:
         ".. method:: setdefaults(key)",  # another name
         ".. method:: setdefault.extra",
         "setdefaultx(key)",
+        "setdefault(key).append(value)",  # calls: the line goes on after the list
+        "    setdefault(key, [])?;",
+        "setdefault(key, [",  # an argument list the line does not close
+        "```\nsetdefault(key)\n```",  # an example
     ],
 )
 def test_other_lines_do_not_define_it(text: str) -> None:
-    assert not definition_pattern(("dict.setdefault", "setdefault")).search(text)
+    assert not defines(text, definition_pattern(("dict.setdefault", "setdefault")))
 
 
 def test_defining_rows_are_one_documents_and_confirmed_by_the_dense_run() -> None:
@@ -100,6 +112,34 @@ def test_defining_rows_are_one_documents_and_confirmed_by_the_dense_run() -> Non
     assert defining_rows([1, 2], read, docs, (), {2}) == frozenset()
     assert defining_rows([], read, docs, names, {2}) == frozenset()
     assert asked == []  # nothing read without spellings or rows
+
+
+def test_an_examples_lines_do_not_define_the_name() -> None:
+    example = (
+        "A ThreadId can be retrieved from the id method.\n\n## Examples\n\n```\n"
+        "let other = thread::spawn(|| {\n    thread::current().id()\n});\n```\n"
+    )
+    assert definition_pattern(("thread::current", "current")).search(example)
+    assert not defines(example, definition_pattern(("thread::current", "current")))
+    assert outside_code(example) == (
+        "A ThreadId can be retrieved from the id method.\n\n## Examples\n\n"
+    )
+    after = "~~~~\ncurrent()\n~~~\nstill code\n~~~~\ncurrent()\n"  # a longer run closes
+    assert outside_code(after) == "current()\n"
+    # a chunk cut inside a block: its closing fence reads as opening one
+    assert outside_code("current()\n```\ncurrent()") == "current()"
+    texts = {1: example, 2: "current()\n\n   Returns a handle to the calling thread."}
+    documents = {1: "thread/struct.ThreadId", 2: "thread/fn.current"}
+
+    def read(rows: Sequence[int]) -> list[str]:
+        return [texts[r] for r in rows]
+
+    def docs(rows: Sequence[int]) -> list[str]:
+        return [documents[r] for r in rows]
+
+    names = ("thread::current", "current")
+    assert defining_rows([1, 2], read, docs, names, {1, 2}) == {2}
+    assert defining_rows([1], read, docs, names, {1}) == frozenset()
 
 
 class PrefersTheUse(HashEncoder):

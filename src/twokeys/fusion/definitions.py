@@ -14,9 +14,9 @@ name (``defaultdict``'s text mentions ``dict.setdefault``; ``shelve``'s mentions
 token whose whole term is an identifier, and its shorter paths (``dict.setdefault`` ->
 ``setdefault``: a member is defined inside its owner's entry by its own name).
 :func:`defining_rows` keeps the candidate rows whose text holds a line that *begins*
-with one of them as a definition does (:func:`definition_pattern`: after indentation and
-an optional reST directive marker ``.. kind::``, the spelling followed by an argument
-list ``(`` or the line's end), when
+with one of them as a definition does (:func:`defines`: after indentation, a reST
+directive marker ``.. kind::`` and the name, or the name alone on its line, or the name
+and an argument list that closes the line), when
 
 * those rows are all of one document: a reference defines a name once, and a name
   several pages define (an attribute of several classes) singles no page out; and
@@ -31,9 +31,15 @@ The adaptive fusion ranks those rows as it ranks a heading's that names the name
 (:func:`twokeys.fusion.adaptive.adaptive_fusion`, ``headed``): first among the rows of
 equal exact-term count, below the exact tier and the verbatim rule. A one-word query is
 left to the bare-name rules. Prose that starts a line with the name followed by other
-words (``Weak<T> does not auto-dereference``) is not a definition line, nor is a code
-line that calls it on something (``pickle.loads(data)`` is, when the query wrote
-``pickle.loads``; ``d.setdefault(k)`` is not).
+words (``Weak<T> does not auto-dereference``) is not a definition line, nor is a line
+that calls it in an expression (``d.setdefault(k)``, ``io::stdin().read_line(&mut
+s)?;``: the line goes on after the argument list, which a chunk cut inside a code block
+shows without its opening fence), nor any line of a fenced code block (Markdown's
+```` ``` ```` or ``~~~``, as :mod:`twokeys.ingest.html` writes ``<pre>``): an example
+uses names, it does not define them (``thread::current().id()`` in the ``ThreadId``
+page's example). A reference's own declarations in code (rustdoc's ``pub fn current()
+-> Thread``) open with a keyword and are not read either: the heading rule covers pages
+titled by the item.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 
 _PATH = re.compile(r"::|[./]")
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 
 
 def name_spellings(
@@ -68,15 +75,49 @@ def name_spellings(
 
 
 def definition_pattern(spellings: Sequence[str]) -> re.Pattern[str]:
-    """A line that defines one of ``spellings`` (case-insensitive): after indentation,
+    """Where a line may define one of ``spellings`` (case-insensitive): after indentation,
     either a reST directive marker (``.. function::``, ``.. py:method::``) and the
-    spelling as a whole name, or the spelling followed by an argument list ``(`` or the
-    line's end."""
+    spelling as a whole name (group ``directive``), or the spelling followed by the
+    line's end or an opening ``(`` (group ``open``), whose argument list
+    :func:`defines` then reads."""
     names = "|".join(re.escape(s) for s in spellings)
     return re.compile(
-        rf"^[ \t]*(?:\.\.[ \t]+[\w:-]+::[ \t]+(?:{names})(?![\w.:])|(?:{names})[ \t]*(?:\(|$))",
+        rf"^[ \t]*(?:(?P<directive>\.\.[ \t]+[\w:-]+::[ \t]+)(?:{names})(?![\w.:])"
+        rf"|(?:{names})[ \t]*(?:(?P<open>\()|$))",
         re.M | re.I,
     )
+
+
+def defines(text: str, pattern: re.Pattern[str]) -> bool:
+    """Whether a line of ``text`` outside its fenced code blocks (:func:`outside_code`)
+    defines a spelling of ``pattern`` (:func:`definition_pattern`): a directive naming
+    it, the name alone on its line (a definition list's term), or the name and an
+    argument list that closes the line (brackets balanced; then nothing, Sphinx's
+    ``¶``, a ``:`` or a ``->`` return annotation). A call in an expression goes on
+    after its argument list (``io::stdin().read_line(&mut s)?;``,
+    ``thread::current().id()``) and is not read as a definition."""
+    prose = outside_code(text)
+    for found in pattern.finditer(prose):
+        if found.group("directive") or not found.group("open"):
+            return True
+        end = prose.find("\n", found.end())
+        if _closes_line(prose[found.end() : end if end >= 0 else len(prose)]):
+            return True
+    return False
+
+
+def _closes_line(rest: str) -> bool:
+    """Whether an argument list opened just before ``rest`` closes and ends the line."""
+    depth = 1
+    for i, char in enumerate(rest):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0:
+                tail = rest[i + 1 :].strip()
+                return tail in ("", "\u00b6", ":") or tail.startswith("->")
+    return False
 
 
 def defining_rows(
@@ -87,7 +128,7 @@ def defining_rows(
     confirmed: Collection[int],
 ) -> frozenset[int]:
     """The rows of ``rows`` (BM25's candidates) whose text holds a line defining one of
-    ``spellings`` (:func:`definition_pattern`), when they are all of one document and one
+    ``spellings`` (:func:`defines`), when they are all of one document and one
     of them is in ``confirmed`` (the dense run's first rows); none otherwise.
 
     ``texts(rows)`` and ``documents(rows)``: each row's chunk text and document id, in
@@ -95,9 +136,30 @@ def defining_rows(
     if not spellings or not rows:
         return frozenset()
     pattern = definition_pattern(spellings)
-    found = [row for row, text in zip(rows, texts(rows), strict=True) if pattern.search(text)]
+    found = [row for row, text in zip(rows, texts(rows), strict=True) if defines(text, pattern)]
     if not any(row in confirmed for row in found):
         return frozenset()
     if len(set(documents(found))) != 1:
         return frozenset()
     return frozenset(found)
+
+
+def outside_code(text: str) -> str:
+    """``text`` without the lines of its fenced code blocks (fence lines included): from
+    a line opening with three or more backticks or tildes to the next line opening with
+    the same character run at least as long, or the text's end. A chunk cut inside a
+    block, holding its closing fence only, reads that fence as opening one: the lines
+    after it are dropped, a definition missed rather than an example read as one."""
+    kept: list[str] = []
+    fence = ""
+    for line in text.split("\n"):
+        found = _FENCE.match(line)
+        if fence:
+            if found and found.group(1)[0] == fence[0] and len(found.group(1)) >= len(fence):
+                fence = ""
+            continue
+        if found:
+            fence = found.group(1)
+            continue
+        kept.append(line)
+    return "\n".join(kept)
