@@ -333,9 +333,9 @@ def sensed(spec: str, cache: Path | None) -> tuple[str, Sensing]:
     name = f"{root.name} {split}"
     stored = None
     if cache is not None:
-        # v2: the runs carry the verbatim rule's rows; v6: the heading rule's too; v9:
-        # the definition rule's (v7, v8: its first forms)
-        key = hashlib.sha256(f"v9|{root.resolve()}|{split}|{index}".encode()).hexdigest()[:12]
+        # v2: the runs carry the verbatim rule's rows; v6: the heading rule's too; v10:
+        # the definition rule's (v7-v9: its first forms)
+        key = hashlib.sha256(f"v10|{root.resolve()}|{split}|{index}".encode()).hexdigest()[:12]
         stored = cache / f"{root.name}-{split}-{key}.pickle"
         if stored.exists():
             with open(stored, "rb") as fh:

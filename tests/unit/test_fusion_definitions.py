@@ -99,8 +99,8 @@ def test_defining_rows_are_one_documents_and_confirmed_by_the_dense_run() -> Non
         asked.append(list(rows))
         return [texts[r] for r in rows]
 
-    def docs(rows: Sequence[int]) -> list[str]:
-        return [documents[r] for r in rows]
+    def docs(rows: Sequence[int]) -> list[tuple[str, str]]:
+        return [(documents[r], "") for r in rows]
 
     names = ("dict.setdefault", "setdefault")
     assert defining_rows([1, 2, 3], read, docs, names, {2, 3}) == {2}
@@ -108,6 +108,10 @@ def test_defining_rows_are_one_documents_and_confirmed_by_the_dense_run() -> Non
     assert defining_rows([1, 2, 3], read, docs, names, {1, 3}) == frozenset()
     # two documents define the name: it singles no page out
     assert defining_rows([1, 2, 4], read, docs, names, {2, 4}) == frozenset()
+    # the query's words beside the name must be held by the entry
+    assert defining_rows([1, 2, 3], read, docs, names, {2}, lambda rows: [False] * len(rows)) == (
+        frozenset()
+    )
     asked.clear()
     assert defining_rows([1, 2], read, docs, (), {2}) == frozenset()
     assert defining_rows([], read, docs, names, {2}) == frozenset()
@@ -134,8 +138,8 @@ def test_an_examples_lines_do_not_define_the_name() -> None:
     def read(rows: Sequence[int]) -> list[str]:
         return [texts[r] for r in rows]
 
-    def docs(rows: Sequence[int]) -> list[str]:
-        return [documents[r] for r in rows]
+    def docs(rows: Sequence[int]) -> list[tuple[str, str]]:
+        return [(documents[r], "") for r in rows]
 
     names = ("thread::current", "current")
     assert defining_rows([1, 2], read, docs, names, {1, 2}) == {2}

@@ -123,9 +123,10 @@ def _closes_line(rest: str) -> bool:
 def defining_rows(
     rows: Sequence[int],
     texts: Callable[[Sequence[int]], Sequence[str]],
-    documents: Callable[[Sequence[int]], Sequence[str]],
+    places: Callable[[Sequence[int]], Sequence[tuple[str, str]]],
     spellings: Sequence[str],
     confirmed: Collection[int],
+    described: Callable[[Sequence[int]], Sequence[bool]] | None = None,
 ) -> frozenset[int]:
     """The rows of ``rows`` (BM25's candidates) whose text holds a line defining one of
     ``spellings`` (:func:`defines`), when they are all of one document and one
@@ -137,9 +138,11 @@ def defining_rows(
         return frozenset()
     pattern = definition_pattern(spellings)
     found = [row for row, text in zip(rows, texts(rows), strict=True) if defines(text, pattern)]
+    if found and described is not None:
+        found = [row for row, kept in zip(found, described(found), strict=True) if kept]
     if not any(row in confirmed for row in found):
         return frozenset()
-    if len(set(documents(found))) != 1:
+    if len(set(places(found))) != 1:
         return frozenset()
     return frozenset(found)
 

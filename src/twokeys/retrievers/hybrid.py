@@ -278,13 +278,17 @@ class HybridRetriever(Retriever):
         analyzer = self.lexical.analyzer
         raws = [token.text for token in analyzer.tokens(query)]
         spellings = name_spellings(raws, features.identifiers, analyzer.query_terms)
-        headings = self.headings
+        named = {t for s in spellings for t in analyzer.query_terms(s)}
+        words = sorted(set(analyzer.query_terms(query)) - named)
+        index = self.lexical.index
 
-        def documents(rows: Sequence[int]) -> list[str]:
-            return [document for document, _ in headings(rows)]
+        def described(rows: Sequence[int]) -> list[bool]:
+            return [bool(held) for held in index.explain_many(words, rows)]
 
         rows = [hit.row for hit in lex.run[: self.candidates]]
-        return defining_rows(rows, self.texts, documents, spellings, frozenset(dense_top))
+        return defining_rows(
+            rows, self.texts, self.headings, spellings, frozenset(dense_top), described
+        )
 
 
 #: the slots of an :class:`Evidence`, in the order of its fields
