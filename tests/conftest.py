@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +14,11 @@ import pytest
 
 from pg_fixtures import pg_server, pg_url  # noqa: F401 - one PostgreSQL per test session
 from twokeys.dense.encoder import Encoder, Kind, register_encoder
+from twokeys.engine import Index, open_index
 from twokeys.llm.base import LLM, Prompt
 from twokeys.llm.http import ServiceUnavailableError
+from twokeys.request import SearchRequest
+from twokeys.retrievers.hybrid import HybridRetriever
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -167,6 +171,29 @@ def write_docs(root: Path, files: dict[str, str]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return root
+
+
+def hash_index(tmp_path: Path, files: dict[str, str], encoder: Encoder) -> Path:
+    """``files`` written under ``tmp_path/docs`` and indexed with ``encoder`` (registered as
+    ``test-hash``) into ``tmp_path/kb.twokeys``, whose path is returned."""
+    from twokeys import IndexOptions, build_index
+
+    path = tmp_path / "kb.twokeys"
+    docs = write_docs(tmp_path / "docs", files)
+    build_index(docs, path, IndexOptions(encoder="test-hash"), encoder=encoder)
+    return path
+
+
+@contextmanager
+def open_hybrid(
+    path: Path, encoder: Encoder, query: str
+) -> Iterator[tuple[Index, HybridRetriever]]:
+    """The index at ``path`` opened with ``encoder``, and the hybrid retriever it builds for
+    ``query`` (asserted to be one)."""
+    with open_index(path, encoder=encoder) as index:
+        retriever = index.retriever(SearchRequest(query))
+        assert isinstance(retriever, HybridRetriever)
+        yield index, retriever
 
 
 @pytest.fixture(scope="module")

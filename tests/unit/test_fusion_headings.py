@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEBUG_PAGES, HashEncoder, PrefersTheTrait, write_docs
-from twokeys import IndexOptions, build_index, open_index
+from conftest import DEBUG_PAGES, HashEncoder, PrefersTheTrait, hash_index, open_hybrid
+from twokeys import open_index
 from twokeys.analysis import Analyzer
 from twokeys.fusion.adaptive import AdaptiveParams, QueryFeatures, adaptive_fusion
 from twokeys.fusion.headings import headed_rows, name_forms, names
@@ -127,21 +127,17 @@ def test_headed_rows_rank_first_below_the_exact_tier() -> None:
     assert [h.row for h in deep][-1] == 4
 
 
-def _index_pages(tmp_path: Path, encoder: HashEncoder) -> None:
+def _index_pages(tmp_path: Path, encoder: HashEncoder) -> Path:
     """The page about ``DebugStruct`` and the ``Debug`` trait's page, which uses it."""
-    docs = write_docs(tmp_path / "docs", DEBUG_PAGES)
-    build_index(docs, tmp_path / "kb.twokeys", IndexOptions(encoder="test-hash"), encoder=encoder)
+    return hash_index(tmp_path, DEBUG_PAGES, encoder)
 
 
 def test_the_hybrid_reads_its_chunks_heading_lines(tmp_path: Path) -> None:
     encoder = HashEncoder()
-    _index_pages(tmp_path, encoder)
-    with open_index(tmp_path / "kb.twokeys", encoder=encoder) as index:
-        retriever = index.retriever(SearchRequest(QUERY))
-        assert isinstance(retriever, HybridRetriever) and retriever.headings is not None
-        rows = [0, 1]
-        read = list(retriever.headings(rows))
-        assert [doc for doc, _ in read] == [c.doc_id for c in index.backend.chunks(rows)]
+    with open_hybrid(_index_pages(tmp_path, encoder), encoder, QUERY) as (index, retriever):
+        assert retriever.headings is not None
+        read = list(retriever.headings([0, 1]))
+        assert [doc for doc, _ in read] == [c.doc_id for c in index.backend.chunks([0, 1])]
         assert dict(read) == {"debugstruct.md": "DebugStruct", "debug.md": "Debug"}
 
 

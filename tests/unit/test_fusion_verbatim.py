@@ -11,13 +11,11 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from conftest import HashEncoder, write_docs
-from twokeys import IndexOptions, build_index, open_index
+from conftest import HashEncoder, hash_index, open_hybrid
+from twokeys import open_index
 from twokeys.dense.encoder import Kind
 from twokeys.fusion.adaptive import AdaptiveParams, QueryFeatures, adaptive_fusion
 from twokeys.fusion.verbatim import holds, joined_words, verbatim_rows, words
-from twokeys.request import SearchRequest
-from twokeys.retrievers.hybrid import HybridRetriever
 from twokeys.types import ScoredChunk
 
 SIGNATURE = "Matrix map (d_d_Mapper f, const Matrix &a)"
@@ -82,23 +80,22 @@ def test_a_chunk_holding_the_query_outranks_a_near_tie_the_dense_model_prefers()
 
 def _index_overloads(tmp_path: Path, encoder: HashEncoder) -> None:
     """Two overloads' pages, BM25 nearly tied on the signature, as ``kb.twokeys``."""
-    docs = write_docs(
-        tmp_path / "docs",
+    hash_index(
+        tmp_path,
         {
             "matrix.md": "# Matrix\n\nMatrix map (d_d_Mapper f, const Matrix &a) applies f.\n",
             "complex.md": "# Complex\n\nComplexMatrix map (d_d_Mapper f, const ComplexMatrix &a)"
             " applies f to a complex matrix, matrix by matrix.\n",
         },
+        encoder,
     )
-    build_index(docs, tmp_path / "kb.twokeys", IndexOptions(encoder="test-hash"), encoder=encoder)
 
 
 def test_the_hybrid_reads_its_chunks_texts(tmp_path: Path) -> None:
     encoder = HashEncoder()
     _index_overloads(tmp_path, encoder)
-    with open_index(tmp_path / "kb.twokeys", encoder=encoder) as index:
-        retriever = index.retriever(SearchRequest(SIGNATURE))
-        assert isinstance(retriever, HybridRetriever) and retriever.texts is not None
+    with open_hybrid(tmp_path / "kb.twokeys", encoder, SIGNATURE) as (index, retriever):
+        assert retriever.texts is not None
         rows = [0, 1]
         assert list(retriever.texts(rows)) == [c.text for c in index.backend.chunks(rows)]
         first = retriever.retrieve(SIGNATURE, 2).run[0].row
