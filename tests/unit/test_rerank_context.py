@@ -4,8 +4,10 @@ the model's weights."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from twokeys.errors import ConfigError
@@ -135,3 +137,16 @@ def test_relative_scores() -> None:
     assert relative([-1.0, -2.0, -3.0]) == pytest.approx([1.0, 0.5, 0.0])
     assert relative([0.0, 0.0]) == [1.0, 1.0]
     assert relative([]) == []
+
+
+def test_sentence_gap_reads_the_best_sentence_below_the_best_hit() -> None:
+    col = NAMES.index("sentence_gap")
+
+    def read(texts: Sequence[str]) -> npt.NDArray[np.float64]:
+        return np.array([0.2, 0.5, 0.9, 0.1][: len(texts)])
+
+    x = features(HITS, _held({"stash"}), read)
+    assert list(x[:, col]) == pytest.approx([-0.7, -0.4, 0.0, -0.8])
+    assert list(features(HITS, _held({"stash"}))[:, col]) == [0.0] * 4  # no reader
+    # the chunk whose sentence reads closest to the question first
+    assert rerank(HITS, _held({"stash"}), _model(sentence_gap=1.0), read)[0] is HITS[2]

@@ -41,6 +41,7 @@ from twokeys.rag.judge import NOT_ASKED, STAGES, SupportBudget, judge_sentences,
 from twokeys.rag.packing import Budget, PackedContext, SubQueryHits, pack
 from twokeys.rag.prompt import DECLINE, Template, question_text, render_prompt
 from twokeys.rag.rerank_context import rerank as learned_order
+from twokeys.rag.sentence_reader import static_reader
 from twokeys.rag.support import (
     SentenceCheck,
     check_sentences,
@@ -393,7 +394,11 @@ def _retrieve(
                 r.query,
                 tuple(
                     [
-                        *learned_order(r.hits[:RERANK_DEPTH], idf_held(index, r.query)),
+                        *learned_order(
+                            r.hits[:RERANK_DEPTH],
+                            idf_held(index, r.query),
+                            read=static_reader(r.query),
+                        ),
                         *r.hits[RERANK_DEPTH:],
                     ][:depth]
                 ),

@@ -5,8 +5,8 @@ The fused order ranks a chunk by what it alone shares with the question. In a ma
 right page is usually found, but the chunk that holds the answer is often not the one
 that repeats the question's words: those stand in its heading or in the chunk before,
 and the answer follows. This re-ranker scores each of the fused top N by evidence that
-is about the chunk *in its page*, all of it read from the hits themselves (no model call,
-no text encoded):
+is about the chunk *in its page*, read from the hits themselves (no model call; the
+sentences are compared with the question by static vectors only):
 
 * its own fused rank and score, and its BM25 and dense ranks and scores (from the
   search's ``explain`` evidence; a sensor that did not return it counts as rank N);
@@ -15,7 +15,10 @@ no text encoded):
 * its neighbours: the fused score of the previous and of the next chunk of the page when
   they are among the hits, and the share of the question's idf mass each of them holds;
 * the share of the question's idf mass its text and its heading path hold;
-* its place in the page and its length.
+* its place in the page and its length;
+* how far its best sentence's cosine to the question stands below the best one's among
+  the hits (static MiniLM vectors, :mod:`twokeys.rag.sentence_reader`: the one feature
+  that reads the text's meaning, tens of milliseconds for a hundred hits).
 
 :class:`Model` is a linear score over standardised features; the shipped weights
 (``rerank_context_weights.json`` beside this module) are fitted by
@@ -40,6 +43,7 @@ import numpy.typing as npt
 
 from twokeys.errors import ConfigError
 from twokeys.rag.linear import Linear
+from twokeys.rag.sentence_reader import Reader
 from twokeys.text.tokens import approx_token_counter
 from twokeys.types import Hit
 
@@ -63,6 +67,7 @@ NAMES = (
     "heading_held",
     "log_position",
     "log_tokens",
+    "sentence_gap",
 )
 
 Held = Callable[[str], float]
@@ -92,13 +97,23 @@ def relative(scores: Sequence[float]) -> list[float]:
     return [(s - lowest) / (best - lowest) for s in scores]
 
 
-def features(hits: Sequence[Hit], held: Held) -> npt.NDArray[np.float64]:
+def features(
+    hits: Sequence[Hit], held: Held, read: Reader | None = None
+) -> npt.NDArray[np.float64]:
     """One row of :data:`NAMES` per hit of one fused run (in fused order), read from the
-    hits alone; ``held(text)`` is the share of the question's idf mass ``text`` holds."""
+    hits alone; ``held(text)`` is the share of the question's idf mass ``text`` holds, and
+    ``read(texts)`` each text's best sentence's cosine to the question
+    (:func:`twokeys.rag.sentence_reader.static_reader`). Without ``read`` every hit's
+    ``sentence_gap`` is 0, which leaves the order to the other features."""
     n = len(hits)
     out = np.zeros((n, len(NAMES)), dtype=np.float64)
     if n == 0:
         return out
+    if read is not None:
+        cosines = read([h.text for h in hits])
+        gaps = cosines - cosines.max()
+    else:
+        gaps = np.zeros(n)
     missing = math.log1p(n)
     fused = relative([h.score for h in hits])
     sensors = {kind: [_sensor(h, kind) for h in hits] for kind in ("bm25", "dense")}
@@ -139,6 +154,7 @@ def features(hits: Sequence[Hit], held: Held) -> npt.NDArray[np.float64]:
             held(" ".join(chunk.heading_path)) if chunk.heading_path else 0.0,
             math.log1p(chunk.position),
             math.log1p(approx_token_counter([hit.text])[0]),
+            gaps[i],
         )
     return out
 
@@ -168,11 +184,15 @@ def shipped_model() -> Model:
     return Model.from_dict(json.loads(WEIGHTS.read_text(encoding="utf-8")))
 
 
-def rerank(hits: Sequence[Hit], held: Held, model: Model | None = None) -> list[Hit]:
+def rerank(
+    hits: Sequence[Hit], held: Held, model: Model | None = None, read: Reader | None = None
+) -> list[Hit]:
     """``hits`` (one fused run, best first, with ``explain`` evidence) in the model's
-    order, best first; equal scores keep the fused order. Hits are returned unchanged."""
+    order, best first; equal scores keep the fused order. Hits are returned unchanged.
+    ``read``: as :func:`features` reads it (the shipped weights were fitted with
+    :func:`~twokeys.rag.sentence_reader.static_reader`)."""
     if len(hits) < 2:
         return list(hits)
-    scores = (model or shipped_model()).scores(features(hits, held))
+    scores = (model or shipped_model()).scores(features(hits, held, read))
     order = sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i))
     return [hits[i] for i in order]
