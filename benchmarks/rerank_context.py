@@ -60,6 +60,7 @@ from twokeys import open_index
 from twokeys.evaluation.answers import QAItem, context_recall, holds
 from twokeys.rag.evidence import idf_held
 from twokeys.rag.rerank_context import NAMES, WEIGHTS, Model, features, shipped_model
+from twokeys.rag.sentence_reader import static_reader
 from twokeys.types import Hit
 
 DEPTH = 100  # hits re-ranked (the fused top 100 holds 0.96 of the gold chunks on test)
@@ -78,7 +79,7 @@ class Run:
     hits: list[Hit]
     x: Array
     y: Array
-    ms: float  # CPU ms of features (idf weights included)
+    ms: float  # CPU ms of features (idf weights and sentence cosines included)
 
 
 def collect(
@@ -102,7 +103,7 @@ def collect(
                 hits = index.search(item.question, mode=mode, k=DEPTH, explain=True)
                 start = time.process_time()
                 held = idf_held(index, item.question)
-                x = features(hits, held)
+                x = features(hits, held, static_reader(item.question))
                 ms = 1000 * (time.process_time() - start)
                 y = np.array(
                     [

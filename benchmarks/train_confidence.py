@@ -407,8 +407,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         model.scales,
         model.weights,
         model.bias,
-        threshold,
-        f"{kind}; train splits ({len(split['train'])} questions: {', '.join(names)}; "
+        threshold=threshold,
+        trained_on=f"{kind}; train splits ({len(split['train'])} questions: {', '.join(names)}; "
         f"the two kinds weighted equally); threshold on dev ({len(split['dev'])})",
     )
     print("| feature | weight (per sd) |\n|---|---|")

@@ -123,6 +123,7 @@ def test_the_learned_order_packs_the_re_ranked_hits_and_judges_the_fused(
     from twokeys.rag.ask import RERANK_DEPTH, prepare, retrieval_depth
     from twokeys.rag.evidence import idf_held
     from twokeys.rag.rerank_context import rerank as learned_order
+    from twokeys.rag.sentence_reader import static_reader
 
     question = "Why does the hub show a red light after a firmware update?"
     fused = AskOptions(mode="bm25", decompose="none", confidence="learned", order="fused")
@@ -132,7 +133,8 @@ def test_the_learned_order_packs_the_re_ranked_hits_and_judges_the_fused(
         before = prepare(kb, question, options=fused)
         after = prepare(kb, question, options=learned)
         deep = kb.search(question, mode="bm25", k=RERANK_DEPTH, explain=True)
-        expected = learned_order(deep, idf_held(kb, question))[:depth]
+        read = static_reader(question)
+        expected = learned_order(deep, idf_held(kb, question), read=read)[:depth]
     # packed: the shipped model's order of the fused top RERANK_DEPTH, cut to the depth
     assert [h.chunk_id for h in after.runs[0].hits] == [h.chunk_id for h in expected]
     assert [h.chunk_id for h in after.runs[0].hits] != [h.chunk_id for h in before.runs[0].hits]
@@ -157,6 +159,7 @@ def test_the_learned_order_re_ranks_only_the_fused_top_rerank_depth(
     from importlib import import_module
 
     from twokeys.rag.rerank_context import Held
+    from twokeys.rag.sentence_reader import Reader
     from twokeys.types import Hit
 
     ask_module = import_module("twokeys.rag.ask")  # the package's `ask` shadows the module
@@ -164,9 +167,9 @@ def test_the_learned_order_re_ranks_only_the_fused_top_rerank_depth(
     real = ask_module.learned_order
     seen: list[int] = []
 
-    def spy(hits: Sequence[Hit], held: Held) -> list[Hit]:
+    def spy(hits: Sequence[Hit], held: Held, read: Reader | None = None) -> list[Hit]:
         seen.append(len(hits))
-        return list(reversed(real(hits, held)))  # any order unlike the fused one
+        return list(reversed(real(hits, held, read=read)))  # any order unlike the fused one
 
     top = 5
     monkeypatch.setattr(ask_module, "RERANK_DEPTH", top)

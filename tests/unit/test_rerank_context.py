@@ -4,12 +4,14 @@ the model's weights."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from twokeys.errors import ConfigError
-from twokeys.rag.rerank_context import NAMES, Model, features, rerank, shipped_model
+from twokeys.rag.rerank_context import NAMES, Model, features, relative, rerank, shipped_model
 from twokeys.types import Chunk, Evidence, Hit
 
 
@@ -111,3 +113,40 @@ def test_shipped_weights_load() -> None:
     assert model.names == NAMES
     assert model.trained_on  # says what it was fitted on
     assert any(w != 0 for w in model.weights)
+
+
+def test_score_ratios_rise_with_the_score_whatever_the_top_score() -> None:
+    col = {name: i for i, name in enumerate(NAMES)}
+    for scores in ((-1.0, -2.0, -3.0, -4.0), (0.0, -0.5, -1.0, -2.0), (0.0, 0.0, 0.0, 0.0)):
+        hits = [
+            Hit(n + 1, s, h.chunk, h.doc_id, h.path, (Evidence("bm25", n, s),))
+            for n, (s, h) in enumerate(zip(scores, HITS, strict=True))
+        ]
+        x = features(hits, _held({"stash"}))
+        for name in ("score_ratio", "bm25_ratio"):
+            ratio = list(x[:, col[name]])
+            assert ratio[0] == pytest.approx(1.0)  # the best
+            assert all(0.0 <= r <= 1.0 for r in ratio)
+            assert ratio == sorted(ratio, reverse=True)  # never above a better score's
+        # a#4 follows a#3, the best hit
+        assert x[2, col["prev_score_ratio"]] == pytest.approx(1.0)
+
+
+def test_relative_scores() -> None:
+    assert relative([2.0, 1.0, -1.0]) == pytest.approx([1.0, 0.5, -0.5])
+    assert relative([-1.0, -2.0, -3.0]) == pytest.approx([1.0, 0.5, 0.0])
+    assert relative([0.0, 0.0]) == [1.0, 1.0]
+    assert relative([]) == []
+
+
+def test_sentence_gap_reads_the_best_sentence_below_the_best_hit() -> None:
+    col = NAMES.index("sentence_gap")
+
+    def read(texts: Sequence[str]) -> npt.NDArray[np.float64]:
+        return np.array([0.2, 0.5, 0.9, 0.1][: len(texts)])
+
+    x = features(HITS, _held({"stash"}), read)
+    assert list(x[:, col]) == pytest.approx([-0.7, -0.4, 0.0, -0.8])
+    assert list(features(HITS, _held({"stash"}))[:, col]) == [0.0] * 4  # no reader
+    # the chunk whose sentence reads closest to the question first
+    assert rerank(HITS, _held({"stash"}), _model(sentence_gap=1.0), read)[0] is HITS[2]

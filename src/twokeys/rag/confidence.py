@@ -24,71 +24,38 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from twokeys.errors import ConfigError
+from twokeys.rag.linear import Linear
 
 WEIGHTS = Path(__file__).with_name("confidence_weights.json")
 LEXICAL_WEIGHTS = Path(__file__).with_name("confidence_weights_lexical.json")
 
 
 @dataclass(frozen=True)
-class Model:
-    """A fitted logistic regression and its operating point."""
+class Model(Linear):
+    """A fitted logistic regression (its linear score, :class:`~twokeys.rag.linear.Linear`,
+    is the log-odds) and its operating point."""
 
-    names: tuple[str, ...]
-    means: tuple[float, ...]
-    scales: tuple[float, ...]
-    weights: tuple[float, ...]
-    bias: float
     threshold: float = 0.5  # below this probability an answer abstains
-    trained_on: str = ""
+    kind: ClassVar[str] = "confidence model"
 
     def probability(self, features: Mapping[str, float]) -> float:
-        missing = [n for n in self.names if n not in features]
-        if missing:
-            raise ConfigError(f"confidence: features missing: {', '.join(missing)}")
-        z = self.bias + sum(
-            w * (features[n] - m) / s
-            for n, m, s, w in zip(self.names, self.means, self.scales, self.weights, strict=True)
-        )
+        z = self.score(features)
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "names": list(self.names),
-            "means": list(self.means),
-            "scales": list(self.scales),
-            "weights": list(self.weights),
-            "bias": self.bias,
-            "threshold": self.threshold,
-            "trained_on": self.trained_on,
-        }
+        data = super().to_dict()
+        trained_on = data.pop("trained_on")
+        return {**data, "threshold": self.threshold, "trained_on": trained_on}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, object], where: str = "confidence") -> Model:
-        try:
-            names = tuple(str(n) for n in data["names"])  # type: ignore[attr-defined]
-            floats = {
-                key: tuple(float(x) for x in data[key])  # type: ignore[attr-defined]
-                for key in ("means", "scales", "weights")
-            }
-            model = cls(
-                names,
-                floats["means"],
-                floats["scales"],
-                floats["weights"],
-                float(data["bias"]),  # type: ignore[arg-type]
-                float(data.get("threshold", 0.5)),  # type: ignore[arg-type]
-                str(data.get("trained_on", "")),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ConfigError(f"{where}: not a confidence model: {exc}") from None
-        if not len(names) == len(model.means) == len(model.scales) == len(model.weights):
-            raise ConfigError(f"{where}: names, means, scales and weights differ in length")
-        return model
+    def _fields(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        return {**super()._fields(data), "threshold": float(data.get("threshold", 0.5))}
 
 
 def load(path: str | Path = WEIGHTS) -> Model:

@@ -5,8 +5,8 @@ The fused order ranks a chunk by what it alone shares with the question. In a ma
 right page is usually found, but the chunk that holds the answer is often not the one
 that repeats the question's words: those stand in its heading or in the chunk before,
 and the answer follows. This re-ranker scores each of the fused top N by evidence that
-is about the chunk *in its page*, all of it read from the hits themselves (no model call,
-no text encoded):
+is about the chunk *in its page*, read from the hits themselves (no model call; the
+sentences are compared with the question by static vectors only):
 
 * its own fused rank and score, and its BM25 and dense ranks and scores (from the
   search's ``explain`` evidence; a sensor that did not return it counts as rank N);
@@ -15,7 +15,10 @@ no text encoded):
 * its neighbours: the fused score of the previous and of the next chunk of the page when
   they are among the hits, and the share of the question's idf mass each of them holds;
 * the share of the question's idf mass its text and its heading path hold;
-* its place in the page and its length.
+* its place in the page and its length;
+* how far its best sentence's cosine to the question stands below the best one's among
+  the hits (static MiniLM vectors, :mod:`twokeys.rag.sentence_reader`: the one feature
+  that reads the text's meaning, tens of milliseconds for a hundred hits).
 
 :class:`Model` is a linear score over standardised features; the shipped weights
 (``rerank_context_weights.json`` beside this module) are fitted by
@@ -33,11 +36,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
 
 from twokeys.errors import ConfigError
+from twokeys.rag.linear import Linear
+from twokeys.rag.sentence_reader import Reader
 from twokeys.text.tokens import approx_token_counter
 from twokeys.types import Hit
 
@@ -61,6 +67,7 @@ NAMES = (
     "heading_held",
     "log_position",
     "log_tokens",
+    "sentence_gap",
 )
 
 Held = Callable[[str], float]
@@ -74,17 +81,44 @@ def _sensor(hit: Hit, kind: str) -> tuple[int, float] | None:
     return None
 
 
-def features(hits: Sequence[Hit], held: Held) -> npt.NDArray[np.float64]:
+def relative(scores: Sequence[float]) -> list[float]:
+    """Each score relative to the best, rising with the score and 1 for the best:
+    ``score / best`` when the best is positive; otherwise (the best is zero or negative,
+    as some fusions and sensors score) ``(score - lowest) / (best - lowest)``, and 1 for
+    every score when they are all equal."""
+    if not scores:
+        return []
+    best = max(scores)
+    if best > 0:
+        return [s / best for s in scores]
+    lowest = min(scores)
+    if best == lowest:
+        return [1.0] * len(scores)
+    return [(s - lowest) / (best - lowest) for s in scores]
+
+
+def features(
+    hits: Sequence[Hit], held: Held, read: Reader | None = None
+) -> npt.NDArray[np.float64]:
     """One row of :data:`NAMES` per hit of one fused run (in fused order), read from the
-    hits alone; ``held(text)`` is the share of the question's idf mass ``text`` holds."""
+    hits alone; ``held(text)`` is the share of the question's idf mass ``text`` holds, and
+    ``read(texts)`` each text's best sentence's cosine to the question
+    (:func:`twokeys.rag.sentence_reader.static_reader`). Without ``read`` every hit's
+    ``sentence_gap`` is 0, which leaves the order to the other features."""
     n = len(hits)
     out = np.zeros((n, len(NAMES)), dtype=np.float64)
     if n == 0:
         return out
+    if read is not None:
+        cosines = read([h.text for h in hits])
+        gaps = cosines - cosines.max()
+    else:
+        gaps = np.zeros(n)
     missing = math.log1p(n)
-    top = hits[0].score or 1.0
+    fused = relative([h.score for h in hits])
     sensors = {kind: [_sensor(h, kind) for h in hits] for kind in ("bm25", "dense")}
-    bm25_top = max((s[1] for s in sensors["bm25"] if s is not None), default=1.0) or 1.0
+    bm25_scores = {n: s[1] for n, s in enumerate(sensors["bm25"]) if s is not None}
+    bm25_ratio = dict(zip(bm25_scores, relative(list(bm25_scores.values())), strict=True))
     dense_top = max((s[1] for s in sensors["dense"] if s is not None), default=0.0)
     dense_floor = min((s[1] for s in sensors["dense"] if s is not None), default=0.0)
     page_rank: dict[str, int] = {}
@@ -105,83 +139,43 @@ def features(hits: Sequence[Hit], held: Held) -> npt.NDArray[np.float64]:
         nxt = by_id.get(f"{chunk.doc_id}#{chunk.position + 1}")
         out[i] = (
             math.log1p(i),
-            hit.score / top,
+            fused[i],
             math.log1p(bm25[0]) if bm25 is not None else missing,
-            bm25[1] / bm25_top if bm25 is not None else 0.0,
+            bm25_ratio.get(i, 0.0),
             math.log1p(dense[0]) if dense is not None else missing,
             (dense[1] if dense is not None else dense_floor) - dense_top,
             math.log1p(page_rank[chunk.doc_id]),
             math.log1p(in_page[i]),
-            hits[prev].score / top if prev is not None else 0.0,
-            hits[nxt].score / top if nxt is not None else 0.0,
+            fused[prev] if prev is not None else 0.0,
+            fused[nxt] if nxt is not None else 0.0,
             held_text[prev] if prev is not None else 0.0,
             held_text[nxt] if nxt is not None else 0.0,
             held_text[i],
             held(" ".join(chunk.heading_path)) if chunk.heading_path else 0.0,
             math.log1p(chunk.position),
             math.log1p(approx_token_counter([hit.text])[0]),
+            gaps[i],
         )
     return out
 
 
 @dataclass(frozen=True)
-class Model:
-    """A linear score over standardised features: ``bias + sum(w * (x - mean) / scale)``."""
+class Model(Linear):
+    """The re-ranker's linear score over :data:`NAMES` (standardised; see
+    :class:`~twokeys.rag.linear.Linear`)."""
 
-    names: tuple[str, ...]
-    means: tuple[float, ...]
-    scales: tuple[float, ...]
-    weights: tuple[float, ...]
-    bias: float = 0.0
-    trained_on: str = ""
-
-    def __post_init__(self) -> None:
-        sizes = {len(self.names), len(self.means), len(self.scales), len(self.weights)}
-        if len(sizes) != 1:
-            raise ConfigError("rerank_context: names, means, scales and weights differ in length")
-        if any(s <= 0 for s in self.scales):
-            raise ConfigError("rerank_context: every scale must be positive")
-
-    def scores(self, rows: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        """The score of each row (features in :attr:`names` order)."""
-        means = np.asarray(self.means)
-        scales = np.asarray(self.scales)
-        return np.asarray(self.bias + ((rows - means) / scales) @ np.asarray(self.weights))
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "names": list(self.names),
-            "means": list(self.means),
-            "scales": list(self.scales),
-            "weights": list(self.weights),
-            "bias": self.bias,
-            "trained_on": self.trained_on,
-        }
+    kind: ClassVar[str] = "rerank_context"
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> Model:
-        try:
-            names = tuple(str(n) for n in data["names"])  # type: ignore[attr-defined]
-            floats = {
-                key: tuple(float(x) for x in data[key])  # type: ignore[attr-defined]
-                for key in ("means", "scales", "weights")
-            }
-            bias = float(data.get("bias", 0.0))  # type: ignore[arg-type]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ConfigError(f"rerank_context: bad weights ({exc})") from exc
-        if names != NAMES:
+    def from_dict(cls, data: Mapping[str, object], where: str = "") -> Self:
+        """The model stored in ``data``; refused when it is for other features."""
+        model = super().from_dict(data, where)
+        if model.names != NAMES:
             raise ConfigError(
                 "rerank_context: the weights are for other features "
-                f"({', '.join(names)}); refit them"
+                f"({', '.join(model.names)}); refit them"
             )
-        return cls(
-            names,
-            floats["means"],
-            floats["scales"],
-            floats["weights"],
-            bias,
-            str(data.get("trained_on", "")),
-        )
+        return model
 
 
 @cache
@@ -190,11 +184,15 @@ def shipped_model() -> Model:
     return Model.from_dict(json.loads(WEIGHTS.read_text(encoding="utf-8")))
 
 
-def rerank(hits: Sequence[Hit], held: Held, model: Model | None = None) -> list[Hit]:
+def rerank(
+    hits: Sequence[Hit], held: Held, model: Model | None = None, read: Reader | None = None
+) -> list[Hit]:
     """``hits`` (one fused run, best first, with ``explain`` evidence) in the model's
-    order, best first; equal scores keep the fused order. Hits are returned unchanged."""
+    order, best first; equal scores keep the fused order. Hits are returned unchanged.
+    ``read``: as :func:`features` reads it (the shipped weights were fitted with
+    :func:`~twokeys.rag.sentence_reader.static_reader`)."""
     if len(hits) < 2:
         return list(hits)
-    scores = (model or shipped_model()).scores(features(hits, held))
+    scores = (model or shipped_model()).scores(features(hits, held, read))
     order = sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i))
     return [hits[i] for i in order]
