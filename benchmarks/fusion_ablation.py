@@ -27,6 +27,9 @@ the library's own fusion functions and prints one markdown row per variant. The
   (:mod:`twokeys.fusion.verbatim`);
 * ``no heading rule``: the chunks whose heading line holds a name the query writes beside
   words are not ranked first below the exact tier (:mod:`twokeys.fusion.headings`);
+* ``no near-miss rule``: a chunk writing a near-miss of the query's code (``ZX-4812`` for
+  ``ZX-4821``) and not the code is not ranked below the other candidates
+  (:mod:`twokeys.fusion.nearmiss`);
 * ``300 deep (before)``: the fusion before its top stopped depending on depth: the
   support rule's floor and the exact tier read all 300 chunks of each run;
 * the fixed fusions, for reference.
@@ -89,6 +92,7 @@ class Sensed:
     similarity: float  # the cosine of BM25's top hit to the query (0.0: no BM25 hit)
     verbatim: frozenset[int]  # BM25's first rows holding the whole query (fusion.verbatim)
     headed: frozenset[int] = frozenset()  # rows whose heading names the query's name
+    near_miss: frozenset[int] = frozenset()  # rows writing a near-miss of the query's code
 
 
 Fuse = Callable[[Sensed], list[ScoredChunk]]
@@ -139,6 +143,7 @@ def sense(root: Path, split: str, index_path: Path | None = None) -> Sensing:
                 dense.index.similarity(vector, lex.run[0].row) if lex.run else 0.0,
                 whole,
                 hybrid._headed(text, features, lex),  # as HybridRetriever._fuse reads them
+                hybrid._near_miss(text, features, lex.run, den.run),
             )
             rows.update(h.row for h in lex.run)
             rows.update(h.row for h in den.run)
@@ -160,6 +165,7 @@ def adaptive(
     single_out: bool = True,
     verbatim: bool = True,
     headings: bool = True,
+    near_miss: bool = True,
 ) -> Fuse:
     """The hybrid's adaptive fusion (``HybridRetriever._fuse``), with switches."""
     params = params or AdaptiveParams()
@@ -204,6 +210,7 @@ def adaptive(
             (0.0, s.chance),
             verbatim=s.verbatim if verbatim else frozenset(),
             headed=s.headed if headings else frozenset(),
+            near_miss=s.near_miss if near_miss else frozenset(),
         )
 
     return fuse
@@ -274,6 +281,7 @@ VARIANTS: dict[str, Fuse] = {
     "shared name tiers": adaptive(single_out=False),
     "no verbatim rule": adaptive(verbatim=False),
     "no heading rule": adaptive(headings=False),
+    "no near-miss rule": adaptive(near_miss=False),
     "300 deep (before)": before(),
     "fixed minmax": fixed("minmax"),
     "fixed zscore": fixed("zscore"),
@@ -319,6 +327,25 @@ def kinds(root: Path) -> dict[str, set[str]]:
     return out
 
 
+def _with_near_misses(data: Sensing, root: Path, split: str, index: str) -> Sensing:
+    """Runs cached before they carried the near-miss rule's rows (v6) given them, read
+    from the index as :meth:`HybridRetriever._near_miss` reads them."""
+    runs, docs, qrels = data
+    if any(s.near_miss for s in runs.values()):
+        return data
+    queries = load_collection(root, split).queries
+    with open_index(Path(index) if index else default_index_path(root)) as opened:
+        hybrid = opened.retriever(SearchRequest("x"))
+        assert isinstance(hybrid, HybridRetriever)
+        filled = {
+            qid: replace(
+                s, near_miss=hybrid._near_miss(queries.get(qid, ""), s.features, s.lexical, s.dense)
+            )
+            for qid, s in runs.items()
+        }
+    return filled, docs, qrels
+
+
 def sensed(spec: str, cache: Path | None) -> tuple[str, Sensing]:
     """``DIR[:SPLIT][=INDEX]``'s runs, read from ``cache`` when sensed before (the runs
     depend on the index and the sensors only, not on the fusion being measured)."""
@@ -334,7 +361,7 @@ def sensed(spec: str, cache: Path | None) -> tuple[str, Sensing]:
         if stored.exists():
             with open(stored, "rb") as fh:
                 data: Sensing = pickle.load(fh)  # our own cache, written below
-            return name, data
+            return name, _with_near_misses(data, root, split, index)
     print(f"sensing {name} ...", file=sys.stderr)
     data = sense(root, split, Path(index) if index else None)
     if stored is not None:

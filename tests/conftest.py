@@ -76,6 +76,29 @@ class PrefersTheTrait(HashEncoder):
         return out
 
 
+CODE_PAGES = {
+    "zx-4812.md": "# Error ZX-4812: Firmware signature check failed\n\n"
+    "The firmware update failed its signature check. Retry the firmware update.\n",
+    "zx-4821.md": "# Error ZX-4821: Power supply undervoltage\n\n"
+    "The input voltage is too low. Use the original power adapter.\n",
+    "cameras.md": "# Cameras\n\nPair a camera with the hub from the app.\n",
+}
+
+
+class ReadsCodesByPieces(HashEncoder):
+    """A dense model to which ``ZX-4812`` and ``ZX-4821`` are the same pieces: it reads
+    a query's other words, prefers any text about firmware, and places any text writing
+    a ``ZX-`` code nearer the query than one without."""
+
+    def embed_batch(self, texts: Sequence[str], kind: Kind) -> npt.NDArray[np.float32]:
+        out = np.full((len(texts), self.dim), 1e-3, np.float32)
+        for i, text in enumerate(texts):
+            out[i, 0 if kind == "query" or "firmware" in text.lower() else 1] = 1.0
+            if kind != "query" and "ZX-" in text:
+                out[i, 0] += 0.5
+        return out
+
+
 class ScriptedLLM(LLM):
     """Answers every prompt with one fixed text, whatever the sources say (streamed in two
     pieces, or whole), and records what it was asked: (prompt, stop strings, max_tokens)

@@ -427,6 +427,7 @@ def adaptive_fusion(
     verbatim: Collection[int] = frozenset(),
     limit: int | None = None,
     headed: Collection[int] = frozenset(),
+    near_miss: Collection[int] = frozenset(),
 ) -> list[ScoredChunk]:
     """Fuse one query's runs; ``exact_matches[row]`` = how many exact terms ``row`` contains.
 
@@ -445,7 +446,9 @@ def adaptive_fusion(
     ``limit`` entries of the fused run are made (None: all of them), the same as the
     first ``limit`` of the whole run; ``headed``: the rows whose heading line names the
     query's name (:mod:`twokeys.fusion.headings`), ranked first among the rows of equal
-    exact-term count (below the exact tier and the verbatim rule, above the fused score).
+    exact-term count (below the exact tier and the verbatim rule, above the fused score);
+    ``near_miss``: the rows that write a near-miss of the query's code and not the code
+    (:mod:`twokeys.fusion.nearmiss`), ranked below the other candidates.
     """
     alpha = (
         lexical_weight(features, params, semantic_support(lexical, dense))
@@ -491,7 +494,13 @@ def adaptive_fusion(
         if depth is None
         else np.isin(rows, np.concatenate([lex_rows[:depth], dense_rows[:depth]]))
     )
-    if features.exact_terms or verbatim or headed or (inside is not None and not inside.all()):
+    if (
+        features.exact_terms
+        or verbatim
+        or headed
+        or near_miss
+        or (inside is not None and not inside.all())
+    ):
         exact = _per_row(rows, exact_matches) if features.exact_terms else None
         if exact is not None and features.one_word:
             # a bare name: among the chunks that hold it, BM25's order
@@ -504,6 +513,8 @@ def adaptive_fusion(
             keys.append(-exact)
         if verbatim:
             keys.append(_outside(rows, verbatim))
+        if near_miss:  # what the user did not ask for, below the other candidates
+            keys.append(~_outside(rows, near_miss))
         if inside is not None:
             keys.append(~inside)
     order = np.lexsort(keys)[:limit]  # [:None]: all

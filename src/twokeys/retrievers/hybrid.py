@@ -43,6 +43,7 @@ from twokeys.fusion.adaptive import (
 )
 from twokeys.fusion.convex import convex_combination
 from twokeys.fusion.headings import headed_rows, name_forms
+from twokeys.fusion.nearmiss import is_code, near_miss_rows
 from twokeys.fusion.normalization import NORMALIZERS, normalized_scores, normalizer
 from twokeys.fusion.rrf import DEFAULT_K, check_k, rrf, rrf_term
 from twokeys.fusion.verbatim import LEXICAL_TOP, verbatim_rows
@@ -195,6 +196,7 @@ class HybridRetriever(Retriever):
                 top_rows = [h.row for h in lexical_run[: min(LEXICAL_TOP, self.candidates)]]
                 held = verbatim_rows(query, top_rows, self.texts)
             headed = self._headed(query, features, lex)
+            near = self._near_miss(query, features, lexical_run, dense_run)
             fused = adaptive_fusion(
                 lexical_run,
                 dense_run,
@@ -208,6 +210,7 @@ class HybridRetriever(Retriever):
                 held,
                 limit,
                 headed,
+                near,
             )
         else:
             alpha = self.lexical_weight
@@ -227,6 +230,40 @@ class HybridRetriever(Retriever):
                     )
                 parts[name] = dict(zip([h.row for h in run], scores.tolist(), strict=True))
         return fused, weights, parts
+
+    def _near_miss(
+        self,
+        query: str,
+        features: QueryFeatures,
+        lexical: Sequence[ScoredChunk],
+        dense: Sequence[ScoredChunk],
+    ) -> frozenset[int]:
+        """Among both runs' first ``candidates`` hits, the rows that write a near-miss of a
+        code the query names and the corpus holds, and not the code
+        (:mod:`twokeys.fusion.nearmiss`); none without ``texts`` and ``headings``."""
+        if self.texts is None or self.headings is None or not features.identifiers:
+            return frozenset()
+        analyzer = self.lexical.analyzer
+        held = set(features.identifiers)
+        codes = [
+            token.text
+            for token in analyzer.tokens(query)
+            if is_code(token.text)
+            and (terms := analyzer.query_terms(token.text))
+            and terms[0] in held
+        ]
+        if not codes:
+            return frozenset()
+        rows = list(
+            dict.fromkeys(h.row for h in [*lexical[: self.candidates], *dense[: self.candidates]])
+        )
+        texts, headings = self.texts, self.headings
+
+        def read(rows: Sequence[int]) -> list[str]:
+            lines = headings(rows)
+            return [f"{line}\n{text}" for (_, line), text in zip(lines, texts(rows), strict=True)]
+
+        return near_miss_rows(codes, rows, read)
 
     def _headed(self, query: str, features: QueryFeatures, lex: RetrieverResult) -> frozenset[int]:
         """Among BM25's first ``candidates`` hits, the rows under the one heading that
