@@ -59,10 +59,20 @@ def near_miss_rows(
     wanted = sorted({c.lower() for c in codes if is_code(c)})
     if not wanted or not rows:
         return frozenset()
-    patterns = [re.compile(shape(code), re.I) for code in wanted]
+    # each code's pattern, and the longest run of it that is not digits: a text without
+    # that run (most texts) holds neither the code nor a near-miss, and no pattern runs
+    patterns = [
+        (max(re.split(r"\d+", code), key=len), re.compile(shape(code), re.I)) for code in wanted
+    ]
     out = set()
     for row, text in zip(rows, read(rows), strict=True):
-        found = {m.group(0).lower() for p in patterns for m in p.finditer(text)}
+        low = text.lower()
+        found = {
+            m.group(0).lower()
+            for literal, pattern in patterns
+            if literal in low
+            for m in pattern.finditer(text)
+        }
         if found and not found.intersection(wanted):
             out.add(row)
     return frozenset(out)
