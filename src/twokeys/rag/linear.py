@@ -12,6 +12,7 @@ and :meth:`to_dict`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
@@ -41,6 +42,11 @@ class Linear:
             raise ConfigError(f"{self.kind}: names, means, scales and weights differ in length")
         if any(not s > 0 for s in self.scales):
             raise ConfigError(f"{self.kind}: every scale must be positive")
+        numbers = (*self.means, *self.scales, *self.weights, self.bias)
+        if not all(math.isfinite(x) for x in numbers):
+            # NaN scores every row NaN: an order by them is arbitrary, and a clamped
+            # NaN log-odds reads as certainty
+            raise ConfigError(f"{self.kind}: means, scales, weights and bias must be finite")
 
     def scores(self, rows: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """The score of each row of ``rows`` (features in :attr:`names` order)."""
@@ -88,4 +94,9 @@ class Linear:
             fields = cls._fields(data)
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"{where or cls.kind}: not a {cls.kind}: {exc}") from None
-        return cls(**fields)
+        try:
+            return cls(**fields)
+        except ConfigError as exc:
+            if not where:
+                raise
+            raise ConfigError(f"{where}: {exc}") from None
