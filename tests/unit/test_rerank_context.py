@@ -106,6 +106,13 @@ def test_model_round_trip_and_refusals() -> None:
         )
     with pytest.raises(ConfigError, match="positive"):
         Model(NAMES, (0.0,) * len(NAMES), (0.0,) * len(NAMES), (1.0,) * len(NAMES))
+    # built, not read: a model of the features before the last one added is refused
+    # where it is made, not by a shape error when it scores
+    n = len(NAMES) - 1
+    with pytest.raises(ConfigError, match="rerank_context: the weights are for other features"):
+        Model(NAMES[:n], (0.0,) * n, (1.0,) * n, (1.0,) * n)
+    with pytest.raises(ConfigError, match="w.json: rerank_context: .* other features"):
+        Model.from_dict({**model.to_dict(), "names": list(reversed(NAMES))}, "w.json")
 
 
 def test_shipped_weights_load() -> None:
