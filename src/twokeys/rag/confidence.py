@@ -18,7 +18,6 @@ this module reads (``--lexical`` for the second).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -60,16 +59,7 @@ class Model(Linear):
 
 def load(path: str | Path = WEIGHTS) -> Model:
     """The model stored at ``path`` (default: the shipped weights)."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise ConfigError(f"{path}: not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a JSON object")
-    return Model.from_dict(data, str(path))
+    return Model.load(path)
 
 
 @cache

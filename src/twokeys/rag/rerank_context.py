@@ -30,7 +30,6 @@ each with its fused rank and score unchanged, for a packer to read in that order
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -179,8 +178,9 @@ class Model(Linear):
 
 @cache
 def shipped_model() -> Model:
-    """The weights that ship beside this module."""
-    return Model.from_dict(json.loads(WEIGHTS.read_text(encoding="utf-8")))
+    """The weights that ship beside this module (a file missing or damaged in an install
+    is a :class:`~twokeys.errors.ConfigError` naming it, not a traceback)."""
+    return Model.load(WEIGHTS)
 
 
 def rerank(
