@@ -91,3 +91,10 @@ def test_a_refused_shape_names_the_file(tmp_path: Path) -> None:
         Linear.from_dict(data, "src.json")
     with pytest.raises(ConfigError, match="src.json: linear model: every scale"):
         Linear.from_dict({**data, "names": ["a"], "scales": [0]}, "src.json")
+
+
+@pytest.mark.parametrize("threshold", [math.nan, -0.1, 1.5])
+def test_a_confidence_threshold_that_is_no_probability_is_refused(threshold: float) -> None:
+    data = {**confidence.shipped().to_dict(), "threshold": threshold}
+    with pytest.raises(ConfigError, match="w.json: confidence model: the threshold"):
+        confidence.Model.from_dict(data, "w.json")

@@ -43,6 +43,11 @@ class Model(Linear):
     threshold: float = 0.5  # below this probability an answer abstains
     kind: ClassVar[str] = "confidence model"
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.threshold <= 1.0:  # NaN included: it would abstain on everything
+            raise ConfigError(f"{self.kind}: the threshold must be a probability (0 to 1)")
+
     def probability(self, features: Mapping[str, float]) -> float:
         z = self.score(features)
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
