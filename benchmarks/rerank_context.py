@@ -355,10 +355,7 @@ def evaluate(
     runs = collect(out, split, mode=mode)
     if with_kb:
         runs += collect(out, split, [KB], mode=mode)
-    if weights is not None:
-        model = Model.from_dict(json.loads(weights.read_text(encoding="utf-8")))
-    else:
-        model = shipped_model()
+    model = Model.load(weights) if weights is not None else shipped_model()
     names = sorted({r.name for r in runs})
     report: dict[str, object] = {"split": split, "mode": mode, "budgets": list(BUDGETS)}
     report["collections"] = {}

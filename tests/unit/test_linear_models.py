@@ -66,3 +66,35 @@ def test_refusals_name_the_model() -> None:
     bare = Linear.from_dict({"names": ["a"], "means": [1], "scales": [2], "weights": [3]})
     assert bare.bias == 0.0 and bare.trained_on == ""
     assert bare.score({"a": 3.0}) == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("field", ["means", "scales", "weights", "bias"])
+@pytest.mark.parametrize("value", [math.nan, math.inf])
+def test_a_weights_file_with_a_non_finite_number_is_refused_by_name(
+    tmp_path: Path, field: str, value: float
+) -> None:
+    # json reads NaN and Infinity; a NaN weight would make every score NaN (the order
+    # arbitrary, the clamped confidence certain)
+    data = json.loads(confidence.WEIGHTS.read_text(encoding="utf-8"))
+    data[field] = value if field == "bias" else [value, *data[field][1:]]
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(
+        ConfigError, match=r"w\.json: confidence model: .* must be (finite|positive)"
+    ):
+        confidence.load(path)
+
+
+def test_a_refused_shape_names_the_file(tmp_path: Path) -> None:
+    data = {"names": ["a", "b"], "means": [0], "scales": [1], "weights": [1]}
+    with pytest.raises(ConfigError, match="src.json: linear model: names, means, scales"):
+        Linear.from_dict(data, "src.json")
+    with pytest.raises(ConfigError, match="src.json: linear model: every scale"):
+        Linear.from_dict({**data, "names": ["a"], "scales": [0]}, "src.json")
+
+
+@pytest.mark.parametrize("threshold", [math.nan, -0.1, 1.5])
+def test_a_confidence_threshold_that_is_no_probability_is_refused(threshold: float) -> None:
+    data = {**confidence.shipped().to_dict(), "threshold": threshold}
+    with pytest.raises(ConfigError, match="w.json: confidence model: the threshold"):
+        confidence.Model.from_dict(data, "w.json")

@@ -5,13 +5,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import pytest
 
 from twokeys.errors import ConfigError
-from twokeys.rag.rerank_context import NAMES, Model, features, relative, rerank, shipped_model
+from twokeys.rag import rerank_context
+from twokeys.rag.rerank_context import (
+    NAMES,
+    WEIGHTS,
+    Model,
+    features,
+    relative,
+    rerank,
+    shipped_model,
+)
 from twokeys.types import Chunk, Evidence, Hit
 
 
@@ -106,6 +116,13 @@ def test_model_round_trip_and_refusals() -> None:
         )
     with pytest.raises(ConfigError, match="positive"):
         Model(NAMES, (0.0,) * len(NAMES), (0.0,) * len(NAMES), (1.0,) * len(NAMES))
+    # built, not read: a model of the features before the last one added is refused
+    # where it is made, not by a shape error when it scores
+    n = len(NAMES) - 1
+    with pytest.raises(ConfigError, match="rerank_context: the weights are for other features"):
+        Model(NAMES[:n], (0.0,) * n, (1.0,) * n, (1.0,) * n)
+    with pytest.raises(ConfigError, match="w.json: rerank_context: .* other features"):
+        Model.from_dict({**model.to_dict(), "names": list(reversed(NAMES))}, "w.json")
 
 
 def test_shipped_weights_load() -> None:
@@ -150,3 +167,23 @@ def test_sentence_gap_reads_the_best_sentence_below_the_best_hit() -> None:
     assert list(features(HITS, _held({"stash"}))[:, col]) == [0.0] * 4  # no reader
     # the chunk whose sentence reads closest to the question first
     assert rerank(HITS, _held({"stash"}), _model(sentence_gap=1.0), read)[0] is HITS[2]
+
+
+@pytest.mark.parametrize("damage", ["missing", "truncated", "a list"])
+def test_a_missing_or_damaged_shipped_weights_file_is_a_one_line_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str
+) -> None:
+    """``ask --order learned`` reads the shipped file: an install without it, or with a
+    damaged one, says which file, as the confidence's loader does."""
+    path = tmp_path / "rerank_context_weights.json"
+    if damage == "truncated":
+        path.write_text(WEIGHTS.read_text(encoding="utf-8")[:200], encoding="utf-8")
+    elif damage == "a list":
+        path.write_text("[]", encoding="utf-8")
+    monkeypatch.setattr(rerank_context, "WEIGHTS", path)
+    shipped_model.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match="rerank_context_weights.json: "):
+            shipped_model()
+    finally:
+        shipped_model.cache_clear()

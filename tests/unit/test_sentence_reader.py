@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from twokeys.rag import sentence_reader
 from twokeys.rag.sentence_reader import best_sentence_cosines, static_reader
 
 
@@ -54,3 +55,19 @@ def test_static_reader_prefers_the_passage_that_answers() -> None:
     assert cosines.shape == (2,)
     assert cosines[0] > cosines[1]
     assert np.array_equal(cosines, read(texts))  # deterministic
+
+
+def test_the_encoder_is_loaded_at_the_first_read_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its table takes about 25 s to build on a machine's first use: a question whose
+    hits are never read (fewer than two are not re-ranked) must not build it."""
+    loaded: list[int] = []
+
+    def encoder() -> _Axes:
+        loaded.append(1)
+        return _Axes()
+
+    monkeypatch.setattr(sentence_reader, "static_encoder", encoder)
+    read = static_reader("red")
+    assert loaded == []
+    assert list(read(["Red.", "Blue."])) == pytest.approx([1.0, 0.0])
+    assert loaded == [1]

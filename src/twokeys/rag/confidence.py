@@ -18,7 +18,6 @@ this module reads (``--lexical`` for the second).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -44,6 +43,11 @@ class Model(Linear):
     threshold: float = 0.5  # below this probability an answer abstains
     kind: ClassVar[str] = "confidence model"
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.threshold <= 1.0:  # NaN included: it would abstain on everything
+            raise ConfigError(f"{self.kind}: the threshold must be a probability (0 to 1)")
+
     def probability(self, features: Mapping[str, float]) -> float:
         z = self.score(features)
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
@@ -60,16 +64,7 @@ class Model(Linear):
 
 def load(path: str | Path = WEIGHTS) -> Model:
     """The model stored at ``path`` (default: the shipped weights)."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise ConfigError(f"{path}: not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a JSON object")
-    return Model.from_dict(data, str(path))
+    return Model.load(path)
 
 
 @cache

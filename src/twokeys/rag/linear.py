@@ -4,16 +4,19 @@ Both learned parts of the answer layer (the context order, :mod:`twokeys.rag.rer
 and the answer confidence, :mod:`twokeys.rag.confidence`) score a row of named numbers the
 same way: each feature is standardised by the mean and scale it had on the training rows,
 and the score is ``bias + sum(weight * (x - mean) / scale)``. :class:`Linear` holds those
-numbers, scores a matrix of rows or one row given by name, and reads and writes the JSON
-object the shipped weight files hold (``names``, ``means``, ``scales``, ``weights``,
-``bias``, ``trained_on``; a subclass adds its own fields by overriding :meth:`_fields`
-and :meth:`to_dict`).
+numbers, scores a matrix of rows or one row given by name, and reads (:meth:`Linear.load`)
+and writes the JSON object the shipped weight files hold (``names``, ``means``,
+``scales``, ``weights``, ``bias``, ``trained_on``; a subclass adds its own fields by
+overriding :meth:`_fields` and :meth:`to_dict`).
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -41,6 +44,11 @@ class Linear:
             raise ConfigError(f"{self.kind}: names, means, scales and weights differ in length")
         if any(not s > 0 for s in self.scales):
             raise ConfigError(f"{self.kind}: every scale must be positive")
+        numbers = (*self.means, *self.scales, *self.weights, self.bias)
+        if not all(math.isfinite(x) for x in numbers):
+            # NaN scores every row NaN: an order by them is arbitrary, and a clamped
+            # NaN log-odds reads as certainty
+            raise ConfigError(f"{self.kind}: means, scales, weights and bias must be finite")
 
     def scores(self, rows: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """The score of each row of ``rows`` (features in :attr:`names` order)."""
@@ -88,4 +96,24 @@ class Linear:
             fields = cls._fields(data)
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"{where or cls.kind}: not a {cls.kind}: {exc}") from None
-        return cls(**fields)
+        try:
+            return cls(**fields)
+        except ConfigError as exc:
+            if not where:
+                raise
+            raise ConfigError(f"{where}: {exc}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> Self:
+        """The model stored in the JSON file at ``path``; a file that can't be read or
+        isn't such a model is a :class:`~twokeys.errors.ConfigError` naming it."""
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise ConfigError(f"{path}: not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a JSON object")
+        return cls.from_dict(data, str(path))

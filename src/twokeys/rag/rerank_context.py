@@ -30,13 +30,12 @@ each with its fused rank and score unchanged, for a packer to read in that order
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import ClassVar, Self
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -166,22 +165,22 @@ class Model(Linear):
 
     kind: ClassVar[str] = "rerank_context"
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object], where: str = "") -> Self:
-        """The model stored in ``data``; refused when it is for other features."""
-        model = super().from_dict(data, where)
-        if model.names != NAMES:
+    def __post_init__(self) -> None:
+        """Refused when it is for other features than :data:`NAMES`, however it was made
+        (read from a file or built by a fit)."""
+        super().__post_init__()
+        if self.names != NAMES:
             raise ConfigError(
-                "rerank_context: the weights are for other features "
-                f"({', '.join(model.names)}); refit them"
+                f"{self.kind}: the weights are for other features "
+                f"({', '.join(self.names)}); refit them"
             )
-        return model
 
 
 @cache
 def shipped_model() -> Model:
-    """The weights that ship beside this module."""
-    return Model.from_dict(json.loads(WEIGHTS.read_text(encoding="utf-8")))
+    """The weights that ship beside this module (a file missing or damaged in an install
+    is a :class:`~twokeys.errors.ConfigError` naming it, not a traceback)."""
+    return Model.load(WEIGHTS)
 
 
 def rerank(

@@ -69,10 +69,11 @@ def static_encoder() -> StaticMiniLM:
 
 
 def static_reader(question: str) -> Reader:
-    """:func:`best_sentence_cosines` of ``question`` with the shared static encoder."""
-    encoder = static_encoder()
+    """:func:`best_sentence_cosines` of ``question`` with the shared static encoder,
+    loaded (its table built, on a machine's first use) at the first read, so a caller
+    that reads nothing (a run of fewer than two hits is not re-ranked) pays nothing."""
 
     def read(texts: Sequence[str]) -> npt.NDArray[np.float64]:
-        return best_sentence_cosines(encoder, question, texts)
+        return best_sentence_cosines(static_encoder(), question, texts)
 
     return read
