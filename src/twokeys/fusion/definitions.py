@@ -102,7 +102,11 @@ def defines(text: str, pattern: re.Pattern[str]) -> bool:
     argument list that closes the line (brackets balanced; then nothing, Sphinx's
     ``¶``, a ``:`` or a ``->`` return annotation). A call in an expression goes on
     after its argument list (``io::stdin().read_line(&mut s)?;``,
-    ``thread::current().id()``) and is not read as a definition."""
+    ``thread::current().id()``) and is not read as a definition. A text none of whose
+    lines opens as a definition is answered without splitting it into lines (a line of
+    its prose is a line of the text)."""
+    if pattern.search(text) is None:
+        return False
     prose = outside_code(text)
     for found in pattern.finditer(prose):
         if found.group("directive") or not found.group("open"):
@@ -142,11 +146,22 @@ def defining_rows(
 
     ``texts(rows)`` and ``places(rows)``: each row's chunk text and place (document id
     and heading line), in order. Nothing is read when ``spellings`` or ``rows`` is
-    empty."""
+    empty; a text that does not hold a spelling (lower-cased) is not searched for
+    definition lines."""
     if not spellings or not rows:
         return frozenset()
     pattern = definition_pattern(spellings)
-    found = [row for row, text in zip(rows, texts(rows), strict=True) if defines(text, pattern)]
+    lowered = tuple(s.lower() for s in spellings)
+
+    def held(text: str) -> bool:
+        low = text.lower()
+        return any(s in low for s in lowered)
+
+    found = [
+        row
+        for row, text in zip(rows, texts(rows), strict=True)
+        if held(text) and defines(text, pattern)
+    ]
     if found and described is not None:
         found = [row for row, kept in zip(found, described(found), strict=True) if kept]
     if not any(row in confirmed for row in found):
