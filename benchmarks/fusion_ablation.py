@@ -27,6 +27,8 @@ the library's own fusion functions and prints one markdown row per variant. The
   (:mod:`twokeys.fusion.verbatim`);
 * ``no heading rule``: the chunks whose heading line holds a name the query writes beside
   words are not ranked first below the exact tier (:mod:`twokeys.fusion.headings`);
+* ``no definition rule``: nor are the chunks that define a name the query writes as a
+  path beside words (:mod:`twokeys.fusion.definitions`);
 * ``no near-miss rule``: a chunk writing a near-miss of the query's code (``ZX-4812`` for
   ``ZX-4821``) and not the code is not ranked below the other candidates
   (:mod:`twokeys.fusion.nearmiss`);
@@ -92,6 +94,7 @@ class Sensed:
     similarity: float  # the cosine of BM25's top hit to the query (0.0: no BM25 hit)
     verbatim: frozenset[int]  # BM25's first rows holding the whole query (fusion.verbatim)
     headed: frozenset[int] = frozenset()  # rows whose heading names the query's name
+    defined: frozenset[int] = frozenset()  # rows defining the query's name
     near_miss: frozenset[int] = frozenset()  # rows writing a near-miss of the query's code
 
 
@@ -143,6 +146,7 @@ def sense(root: Path, split: str, index_path: Path | None = None) -> Sensing:
                 dense.index.similarity(vector, lex.run[0].row) if lex.run else 0.0,
                 whole,
                 hybrid._headed(text, features, lex),  # as HybridRetriever._fuse reads them
+                hybrid._defined(text, features, lex, top),
                 hybrid._near_miss(text, features, lex.run, den.run),
             )
             rows.update(h.row for h in lex.run)
@@ -165,6 +169,7 @@ def adaptive(
     single_out: bool = True,
     verbatim: bool = True,
     headings: bool = True,
+    definitions: bool = True,
     near_miss: bool = True,
 ) -> Fuse:
     """The hybrid's adaptive fusion (``HybridRetriever._fuse``), with switches."""
@@ -209,7 +214,8 @@ def adaptive(
             alpha,
             (0.0, s.chance),
             verbatim=s.verbatim if verbatim else frozenset(),
-            headed=s.headed if headings else frozenset(),
+            headed=(s.headed if headings else frozenset())
+            | (s.defined if definitions else frozenset()),
             near_miss=s.near_miss if near_miss else frozenset(),
         )
 
@@ -281,6 +287,7 @@ VARIANTS: dict[str, Fuse] = {
     "shared name tiers": adaptive(single_out=False),
     "no verbatim rule": adaptive(verbatim=False),
     "no heading rule": adaptive(headings=False),
+    "no definition rule": adaptive(definitions=False),
     "no near-miss rule": adaptive(near_miss=False),
     "300 deep (before)": before(),
     "fixed minmax": fixed("minmax"),
@@ -328,8 +335,8 @@ def kinds(root: Path) -> dict[str, set[str]]:
 
 
 def _with_near_misses(data: Sensing, root: Path, split: str, index: str) -> Sensing:
-    """Runs cached before they carried the near-miss rule's rows (v6) given them, read
-    from the index as :meth:`HybridRetriever._near_miss` reads them."""
+    """Runs cached without the near-miss rule's rows (none of their queries has any)
+    given them, read from the index as :meth:`HybridRetriever._near_miss` reads them."""
     runs, docs, qrels = data
     if any(s.near_miss for s in runs.values()):
         return data
@@ -355,8 +362,9 @@ def sensed(spec: str, cache: Path | None) -> tuple[str, Sensing]:
     name = f"{root.name} {split}"
     stored = None
     if cache is not None:
-        # v2: the runs carry the verbatim rule's rows; v6: the heading rule's too
-        key = hashlib.sha256(f"v6|{root.resolve()}|{split}|{index}".encode()).hexdigest()[:12]
+        # v2: the runs carry the verbatim rule's rows; v6: the heading rule's too; v11:
+        # the definition rule's (v7-v10: its earlier forms, branch mixed7)
+        key = hashlib.sha256(f"v11|{root.resolve()}|{split}|{index}".encode()).hexdigest()[:12]
         stored = cache / f"{root.name}-{split}-{key}.pickle"
         if stored.exists():
             with open(stored, "rb") as fh:

@@ -19,6 +19,14 @@ Queries come in three kinds, recorded as ``metadata.kind``:
   hash of the name, of the names at most three pages define.
 * ``paraphrase``: the same need in other words; ``mixed``: a name plus words. Written by
   hand from the pages, in ``benchmarks/techdocs/<collection>/written.jsonl``.
+  Python's ``py-mix-127`` ... ``py-mix-246`` were written blind (committed before any
+  retrieval on them) from 120 pages drawn with ``random.Random(3307).sample(pages, 120)``,
+  ``pages`` = the sorted ``_sources/library/*.rst.txt`` files holding a ``.. function::``,
+  ``method``, ``class``, ``attribute``, ``exception``, ``data``, ``decorator``,
+  ``classmethod``, ``staticmethod``, ``coroutinefunction``, ``coroutinemethod``,
+  ``abstractmethod`` or ``decoratormethod`` directive (261 pages); after each page the
+  same generator picked one of its directives, and the query asks for a fact of that
+  entry, ids in draw order.
 
 Each query is in ``test`` or ``dev`` (a third of each kind, by hash of its id); tune on
 ``dev`` only. The committed ``queries.jsonl`` and qrels under ``benchmarks/techdocs/`` are

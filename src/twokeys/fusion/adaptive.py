@@ -445,7 +445,8 @@ def adaptive_fusion(
     candidates (and so above the exact tier's other chunks); ``limit``: only the first
     ``limit`` entries of the fused run are made (None: all of them), the same as the
     first ``limit`` of the whole run; ``headed``: the rows whose heading line names the
-    query's name (:mod:`twokeys.fusion.headings`), ranked first among the rows of equal
+    query's name (:mod:`twokeys.fusion.headings`) or that define it
+    (:mod:`twokeys.fusion.definitions`), ranked first among the rows of equal
     exact-term count (below the exact tier and the verbatim rule, above the fused score);
     ``near_miss``: the rows that write a near-miss of the query's code and not the code
     (:mod:`twokeys.fusion.nearmiss`), ranked below the other candidates.

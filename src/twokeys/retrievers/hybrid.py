@@ -21,7 +21,11 @@ Fusions (``fusion=``):
   given ``headings`` (the document id and heading line of chunk rows, as
   ``Index.retriever`` gives them), among BM25's candidates holding a name the query
   writes beside words, those under the one heading that holds and names it rank
-  first below the exact tier (:mod:`twokeys.fusion.headings`).
+  first below the exact tier (:mod:`twokeys.fusion.headings`); given ``texts`` and
+  ``headings``, so do the chunks among BM25's candidates that define such a name written
+  as a path (a line opening with it or its last name as a signature or a definition
+  term), when they are one place's and the dense run's first page holds one of them
+  (:mod:`twokeys.fusion.definitions`).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from twokeys.fusion.adaptive import (
     unconfirmed,
 )
 from twokeys.fusion.convex import convex_combination
+from twokeys.fusion.definitions import defining_rows, name_spellings
 from twokeys.fusion.headings import headed_rows, name_forms
 from twokeys.fusion.nearmiss import is_code, near_miss_rows
 from twokeys.fusion.normalization import NORMALIZERS, normalized_scores, normalizer
@@ -195,7 +200,9 @@ class HybridRetriever(Retriever):
             if self.texts is not None and not features.one_word:
                 top_rows = [h.row for h in lexical_run[: min(LEXICAL_TOP, self.candidates)]]
                 held = verbatim_rows(query, top_rows, self.texts)
-            headed = self._headed(query, features, lex)
+            headed = self._headed(query, features, lex) | self._defined(
+                query, features, lex, dense_top
+            )
             near = self._near_miss(query, features, lexical_run, dense_run)
             fused = adaptive_fusion(
                 lexical_run,
@@ -286,6 +293,40 @@ class HybridRetriever(Retriever):
             return analyzer.terms_of(tokens[0], for_query=False) if tokens else ()
 
         return headed_rows(holding, self.headings, forms, analyzer.index_terms, lead_terms)
+
+    def _defined(
+        self,
+        query: str,
+        features: QueryFeatures,
+        lex: RetrieverResult,
+        dense_top: Sequence[int],
+    ) -> frozenset[int]:
+        """Among BM25's first ``candidates`` hits, the rows that define a name the query
+        writes as a path beside other words, when they are one place's, hold those words,
+        and one of them is among ``dense_top`` (the dense run's first rows;
+        :mod:`twokeys.fusion.definitions`); none for a one-word query, one without
+        identifiers, or without ``texts`` and ``headings``."""
+        if (
+            self.texts is None
+            or self.headings is None
+            or features.one_word
+            or not features.identifiers
+        ):
+            return frozenset()
+        analyzer = self.lexical.analyzer
+        raws = [token.text for token in analyzer.tokens(query)]
+        spellings = name_spellings(raws, features.identifiers, analyzer.query_terms)
+        named = {t for s in spellings for t in analyzer.query_terms(s)}
+        words = sorted(set(analyzer.query_terms(query)) - named)
+        index = self.lexical.index
+
+        def described(rows: Sequence[int]) -> list[bool]:
+            return [bool(held) for held in index.explain_many(words, rows)]
+
+        rows = [hit.row for hit in lex.run[: self.candidates]]
+        return defining_rows(
+            rows, self.texts, self.headings, spellings, frozenset(dense_top), described
+        )
 
 
 #: the slots of an :class:`Evidence`, in the order of its fields
