@@ -237,7 +237,15 @@ def test_index_watch_cli_until_ctrl_c(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "a.md").write_text("# A\n\nalpha\n")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
-    command = [sys.executable, "-m", "twokeys.cli", "index", str(folder)]
+    # SIGINT at its default in the child, as a terminal's foreground job has it: a child
+    # inherits an ignored SIGINT (POSIX: how background jobs ignore Ctrl-C), and Python
+    # then installs no KeyboardInterrupt handler; a library in this test process may have
+    # left it ignored
+    start = (
+        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler);"
+        " from twokeys.cli import main; sys.argv[0] = 'twokeys'; main()"
+    )
+    command = [sys.executable, "-c", start, "index", str(folder)]
     command += ["--index", str(tmp_path / "index"), "--no-dense", "--watch", "-q"]
     proc = subprocess.Popen(
         command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
