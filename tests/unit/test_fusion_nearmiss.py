@@ -117,3 +117,37 @@ def test_the_rule_decides_the_hybrids_order_end_to_end(
     monkeypatch.setattr(hybrid, "near_miss_rows", lambda *args: frozenset())
     with open_index(path, encoder=encoder) as index:
         assert index.search(QUERY, mode="hybrid", k=1)[0].path == "zx-4812.md"
+
+
+def test_the_rules_read_each_rows_text_and_heading_once_a_query(tmp_path: Path) -> None:
+    """The verbatim, heading and near-miss rules read overlapping rows for a code beside
+    words; the hybrid fetches each row's text and heading line once a query, in batches,
+    and answers as before."""
+    from twokeys import SearchRequest
+    from twokeys.retrievers.hybrid import HybridRetriever
+
+    encoder = ReadsCodesByPieces()
+    path = hash_index(tmp_path, CODE_PAGES, encoder)
+    with open_index(path, encoder=encoder) as index:
+        retriever = index.retriever(SearchRequest(QUERY))
+        assert isinstance(retriever, HybridRetriever)
+        assert retriever.texts is not None and retriever.headings is not None
+        fetched: dict[str, list[int]] = {"texts": [], "headings": []}
+        texts, headings = retriever.texts, retriever.headings
+
+        def read_texts(rows: Sequence[int]) -> Sequence[str]:
+            fetched["texts"] += rows
+            return texts(rows)
+
+        def read_headings(rows: Sequence[int]) -> Sequence[tuple[str, str]]:
+            fetched["headings"] += rows
+            return headings(rows)
+
+        retriever.texts, retriever.headings = read_texts, read_headings
+        for _ in range(2):  # the memo lives for one query: the second reads again
+            first = retriever.retrieve(QUERY, 1).run[0].row
+            assert index.backend.chunks([first])[0].doc_id == "zx-4821.md"
+        for name, rows in fetched.items():
+            assert rows, name  # the rules did read
+            once = rows[: len(rows) // 2]
+            assert sorted(once) == sorted(set(once)) and rows == once + once, name

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import TypeVar
 
 import numpy as np
 
@@ -57,6 +58,10 @@ from twokeys.retrievers.base import Retriever, RetrieverResult
 from twokeys.retrievers.dense import DenseRetriever
 from twokeys.retrievers.lexical import BM25Retriever
 from twokeys.types import Evidence, ScoredChunk
+
+T = TypeVar("T")
+#: a reader of chunk rows' values (texts, heading lines), in the rows' order
+RowReader = Callable[[Sequence[int]], Sequence[T]]
 
 FUSIONS = ("adaptive", "rrf", "rrf-confidence", *NORMALIZERS)
 DEFAULT_FUSION = "adaptive"
@@ -196,14 +201,17 @@ class HybridRetriever(Retriever):
             alpha = lexical_weight(features, self.adaptive, support)
             method = self.adaptive.normalization
             exact = _exact_matches(features, lex, self.lexical, self.candidates)
+            # the rules below read overlapping rows: each row's text and heading line
+            # is fetched once per query
+            texts, headings = _memoized(self.texts), _memoized(self.headings)
             held: frozenset[int] = frozenset()
-            if self.texts is not None and not features.one_word:
+            if texts is not None and not features.one_word:
                 top_rows = [h.row for h in lexical_run[: min(LEXICAL_TOP, self.candidates)]]
-                held = verbatim_rows(query, top_rows, self.texts)
-            headed = self._headed(query, features, lex) | self._defined(
-                query, features, lex, dense_top
+                held = verbatim_rows(query, top_rows, texts)
+            headed = self._headed(query, features, lex, headings) | self._defined(
+                query, features, lex, dense_top, texts, headings
             )
-            near = self._near_miss(query, features, lexical_run, dense_run)
+            near = self._near_miss(query, features, lexical_run, dense_run, texts, headings)
             fused = adaptive_fusion(
                 lexical_run,
                 dense_run,
@@ -244,11 +252,13 @@ class HybridRetriever(Retriever):
         features: QueryFeatures,
         lexical: Sequence[ScoredChunk],
         dense: Sequence[ScoredChunk],
+        texts: RowReader[str] | None,
+        headings: RowReader[tuple[str, str]] | None,
     ) -> frozenset[int]:
         """Among both runs' first ``candidates`` hits, the rows that write a near-miss of a
         code the query names and the corpus holds, and not the code
         (:mod:`twokeys.fusion.nearmiss`); none without ``texts`` and ``headings``."""
-        if self.texts is None or self.headings is None or not features.identifiers:
+        if texts is None or headings is None or not features.identifiers:
             return frozenset()
         analyzer = self.lexical.analyzer
         held = set(features.identifiers)
@@ -264,20 +274,27 @@ class HybridRetriever(Retriever):
         rows = list(
             dict.fromkeys(h.row for h in [*lexical[: self.candidates], *dense[: self.candidates]])
         )
-        texts, headings = self.texts, self.headings
+        text_of, heading_of = texts, headings
 
         def read(rows: Sequence[int]) -> list[str]:
-            lines = headings(rows)
-            return [f"{line}\n{text}" for (_, line), text in zip(lines, texts(rows), strict=True)]
+            lines = heading_of(rows)
+            pairs = zip(lines, text_of(rows), strict=True)
+            return [f"{line}\n{text}" for (_, line), text in pairs]
 
         return near_miss_rows(codes, rows, read)
 
-    def _headed(self, query: str, features: QueryFeatures, lex: RetrieverResult) -> frozenset[int]:
+    def _headed(
+        self,
+        query: str,
+        features: QueryFeatures,
+        lex: RetrieverResult,
+        headings: RowReader[tuple[str, str]] | None,
+    ) -> frozenset[int]:
         """Among BM25's first ``candidates`` hits, the rows under the one heading that
         holds a name the query writes beside other words, when that heading names it
         (:mod:`twokeys.fusion.headings`); none for a one-word query, one without
         identifiers, or without ``headings``."""
-        if self.headings is None or features.one_word or not features.identifiers:
+        if headings is None or features.one_word or not features.identifiers:
             return frozenset()
         analyzer = self.lexical.analyzer
         raws = [token.text for token in analyzer.tokens(query)]
@@ -292,7 +309,7 @@ class HybridRetriever(Retriever):
             tokens = analyzer.tokens(text)
             return analyzer.terms_of(tokens[0], for_query=False) if tokens else ()
 
-        return headed_rows(holding, self.headings, forms, analyzer.index_terms, lead_terms)
+        return headed_rows(holding, headings, forms, analyzer.index_terms, lead_terms)
 
     def _defined(
         self,
@@ -300,18 +317,15 @@ class HybridRetriever(Retriever):
         features: QueryFeatures,
         lex: RetrieverResult,
         dense_top: Sequence[int],
+        texts: RowReader[str] | None,
+        headings: RowReader[tuple[str, str]] | None,
     ) -> frozenset[int]:
         """Among BM25's first ``candidates`` hits, the rows that define a name the query
         writes as a path beside other words, when they are one place's, hold those words,
         and one of them is among ``dense_top`` (the dense run's first rows;
         :mod:`twokeys.fusion.definitions`); none for a one-word query, one without
         identifiers, or without ``texts`` and ``headings``."""
-        if (
-            self.texts is None
-            or self.headings is None
-            or features.one_word
-            or not features.identifiers
-        ):
+        if texts is None or headings is None or features.one_word or not features.identifiers:
             return frozenset()
         analyzer = self.lexical.analyzer
         raws = [token.text for token in analyzer.tokens(query)]
@@ -324,9 +338,23 @@ class HybridRetriever(Retriever):
             return [bool(held) for held in index.explain_many(words, rows)]
 
         rows = [hit.row for hit in lex.run[: self.candidates]]
-        return defining_rows(
-            rows, self.texts, self.headings, spellings, frozenset(dense_top), described
-        )
+        return defining_rows(rows, texts, headings, spellings, frozenset(dense_top), described)
+
+
+def _memoized(read: RowReader[T] | None) -> RowReader[T] | None:
+    """``read`` that fetches each row once over its life (one query's fusion): a call
+    reads only the rows no earlier call asked for, in one batch."""
+    if read is None:
+        return None
+    seen: dict[int, T] = {}
+
+    def memo(rows: Sequence[int]) -> Sequence[T]:
+        missing = list(dict.fromkeys(row for row in rows if row not in seen))
+        if missing:
+            seen.update(zip(missing, read(missing), strict=True))
+        return [seen[row] for row in rows]
+
+    return memo
 
 
 #: the slots of an :class:`Evidence`, in the order of its fields
