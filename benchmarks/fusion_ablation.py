@@ -72,7 +72,6 @@ from twokeys.fusion.adaptive import (
 from twokeys.fusion.convex import convex_combination
 from twokeys.fusion.normalization import normalizer
 from twokeys.fusion.rrf import DEFAULT_K, rrf
-from twokeys.fusion.verbatim import LEXICAL_TOP, verbatim_rows
 from twokeys.request import SearchRequest
 from twokeys.retrievers.hybrid import DEFAULT_CANDIDATES, DEFAULT_LEXICAL_WEIGHT, HybridRetriever
 from twokeys.types import ScoredChunk
@@ -130,12 +129,7 @@ def sense(root: Path, split: str, index_path: Path | None = None) -> Sensing:
             terms = lexical.analyzer.query_terms(text)
             held = lexical.index.explain_many(terms, [h.row for h in lex.run]) if lex.run else []
             features = lexical.features(text, lex)
-            top_rows = [h.row for h in lex.run[: min(LEXICAL_TOP, DEFAULT_CANDIDATES)]]
-            whole = (  # as HybridRetriever._fuse reads them
-                frozenset()
-                if features.one_word
-                else verbatim_rows(text, top_rows, index._chunk_texts)
-            )
+            rules = hybrid.rule_rows(text, features, lex, den.run, top)  # as _fuse reads them
             out[qid] = Sensed(
                 list(lex.run),
                 list(den.run),
@@ -144,10 +138,10 @@ def sense(root: Path, split: str, index_path: Path | None = None) -> Sensing:
                 {h.row: frozenset(t for t, _ in m) for h, m in zip(lex.run, held, strict=True)},
                 den.chance,
                 dense.index.similarity(vector, lex.run[0].row) if lex.run else 0.0,
-                whole,
-                hybrid._headed(text, features, lex),  # as HybridRetriever._fuse reads them
-                hybrid._defined(text, features, lex, top),
-                hybrid._near_miss(text, features, lex.run, den.run),
+                rules.verbatim,
+                rules.headed,
+                rules.defined,
+                rules.near_miss,
             )
             rows.update(h.row for h in lex.run)
             rows.update(h.row for h in den.run)
@@ -334,25 +328,6 @@ def kinds(root: Path) -> dict[str, set[str]]:
     return out
 
 
-def _with_near_misses(data: Sensing, root: Path, split: str, index: str) -> Sensing:
-    """Runs cached without the near-miss rule's rows (none of their queries has any)
-    given them, read from the index as :meth:`HybridRetriever._near_miss` reads them."""
-    runs, docs, qrels = data
-    if any(s.near_miss for s in runs.values()):
-        return data
-    queries = load_collection(root, split).queries
-    with open_index(Path(index) if index else default_index_path(root)) as opened:
-        hybrid = opened.retriever(SearchRequest("x"))
-        assert isinstance(hybrid, HybridRetriever)
-        filled = {
-            qid: replace(
-                s, near_miss=hybrid._near_miss(queries.get(qid, ""), s.features, s.lexical, s.dense)
-            )
-            for qid, s in runs.items()
-        }
-    return filled, docs, qrels
-
-
 def sensed(spec: str, cache: Path | None) -> tuple[str, Sensing]:
     """``DIR[:SPLIT][=INDEX]``'s runs, read from ``cache`` when sensed before (the runs
     depend on the index and the sensors only, not on the fusion being measured)."""
@@ -363,13 +338,14 @@ def sensed(spec: str, cache: Path | None) -> tuple[str, Sensing]:
     stored = None
     if cache is not None:
         # v2: the runs carry the verbatim rule's rows; v6: the heading rule's too; v11:
-        # the definition rule's (v7-v10: its earlier forms, branch mixed7)
-        key = hashlib.sha256(f"v11|{root.resolve()}|{split}|{index}".encode()).hexdigest()[:12]
+        # the definition rule's (v7-v10: its earlier forms, branch mixed7); v12: the
+        # near-miss rule's
+        key = hashlib.sha256(f"v12|{root.resolve()}|{split}|{index}".encode()).hexdigest()[:12]
         stored = cache / f"{root.name}-{split}-{key}.pickle"
         if stored.exists():
             with open(stored, "rb") as fh:
                 data: Sensing = pickle.load(fh)  # our own cache, written below
-            return name, _with_near_misses(data, root, split, index)
+            return name, data
     print(f"sensing {name} ...", file=sys.stderr)
     data = sense(root, split, Path(index) if index else None)
     if stored is not None:

@@ -31,7 +31,7 @@ Fusions (``fusion=``):
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import numpy as np
@@ -67,6 +67,16 @@ FUSIONS = ("adaptive", "rrf", "rrf-confidence", *NORMALIZERS)
 DEFAULT_FUSION = "adaptive"
 DEFAULT_CANDIDATES = 100  # per-retriever depth fused
 DEFAULT_LEXICAL_WEIGHT = 0.45  # BM25's weight in the fixed-weight convex fusions
+
+
+@dataclass(frozen=True)
+class RuleRows:
+    """The rows the adaptive fusion's text-reading rules single out for one query."""
+
+    verbatim: frozenset[int]  # BM25's first rows holding the whole query
+    headed: frozenset[int]  # rows under the one heading naming the query's name
+    defined: frozenset[int]  # rows defining a name the query writes as a path
+    near_miss: frozenset[int]  # rows writing a near-miss of the query's code, not it
 
 
 class HybridRetriever(Retriever):
@@ -201,17 +211,7 @@ class HybridRetriever(Retriever):
             alpha = lexical_weight(features, self.adaptive, support)
             method = self.adaptive.normalization
             exact = _exact_matches(features, lex, self.lexical, self.candidates)
-            # the rules below read overlapping rows: each row's text and heading line
-            # is fetched once per query
-            texts, headings = _memoized(self.texts), _memoized(self.headings)
-            held: frozenset[int] = frozenset()
-            if texts is not None and not features.one_word:
-                top_rows = [h.row for h in lexical_run[: min(LEXICAL_TOP, self.candidates)]]
-                held = verbatim_rows(query, top_rows, texts)
-            headed = self._headed(query, features, lex, headings) | self._defined(
-                query, features, lex, dense_top, texts, headings
-            )
-            near = self._near_miss(query, features, lexical_run, dense_run, texts, headings)
+            rules = self.rule_rows(query, features, lex, dense_run, dense_top)
             fused = adaptive_fusion(
                 lexical_run,
                 dense_run,
@@ -222,10 +222,10 @@ class HybridRetriever(Retriever):
                 alpha,
                 (lex.chance, dense_chance),
                 self.units,
-                held,
+                rules.verbatim,
                 limit,
-                headed,
-                near,
+                rules.headed | rules.defined,
+                rules.near_miss,
             )
         else:
             alpha = self.lexical_weight
@@ -245,6 +245,30 @@ class HybridRetriever(Retriever):
                     )
                 parts[name] = dict(zip([h.row for h in run], scores.tolist(), strict=True))
         return fused, weights, parts
+
+    def rule_rows(
+        self,
+        query: str,
+        features: QueryFeatures,
+        lex: RetrieverResult,
+        dense_run: Sequence[ScoredChunk],
+        dense_top: Sequence[int],
+    ) -> RuleRows:
+        """The rows the adaptive fusion's text-reading rules single out for ``query``
+        (``features``: BM25's reading of it; ``lex``: BM25's result; ``dense_run``: the
+        dense run; ``dense_top``: its first rows). The rules read overlapping rows: each
+        row's text and heading line is fetched once."""
+        texts, headings = _memoized(self.texts), _memoized(self.headings)
+        held: frozenset[int] = frozenset()
+        if texts is not None and not features.one_word:
+            top_rows = [h.row for h in lex.run[: min(LEXICAL_TOP, self.candidates)]]
+            held = verbatim_rows(query, top_rows, texts)
+        return RuleRows(
+            held,
+            self._headed(query, features, lex, headings),
+            self._defined(query, features, lex, dense_top, texts, headings),
+            self._near_miss(query, features, lex.run, dense_run, texts, headings),
+        )
 
     def _near_miss(
         self,
