@@ -26,7 +26,13 @@ Queries come in three kinds, recorded as ``metadata.kind``:
   ``classmethod``, ``staticmethod``, ``coroutinefunction``, ``coroutinemethod``,
   ``abstractmethod`` or ``decoratormethod`` directive (261 pages); after each page the
   same generator picked one of its directives, and the query asks for a fact of that
-  entry, ids in draw order.
+  entry, ids in draw order. ``py-mix-247`` ... ``py-mix-406`` were written blind the
+  same way (no retrieval run before they were committed) from 160 pages drawn with
+  ``rng = random.Random(4242)``, the same directives plus ``option`` and ``cmdoption``
+  (still 261 pages): ``rng.sample(fresh, len(fresh))`` over the 102 pages not yet gold
+  for any ``py-mix`` query, then ``rng.sample(used, 58)`` over the 159 that are, then one
+  ``rng.choice`` of directive per page; each query names a page's entry (half bare,
+  half module- or class-qualified) beside a fact of that page, not only its summary line.
 
 Each query is in ``test`` or ``dev`` (a third of each kind, by hash of its id); tune on
 ``dev`` only. The committed ``queries.jsonl`` and qrels under ``benchmarks/techdocs/`` are
