@@ -81,7 +81,7 @@ def confidences(built: Path) -> Callable[[str], dict[str, Confidence]]:
     return of
 
 
-@pytest.mark.parametrize(("name", "most"), [("python-docs", 7), ("git-docs", 2)])
+@pytest.mark.parametrize(("name", "most"), [("python-docs", 11), ("git-docs", 2)])
 def test_few_documentation_queries_name_a_missing_identifier(
     confidences: Callable[[str], dict[str, Confidence]], name: str, most: int
 ) -> None:
@@ -91,10 +91,15 @@ def test_few_documentation_queries_name_a_missing_identifier(
     # 213 queries named one; then 4 did (a class named a chunk away: StreamReader.at_eof),
     # and 7 of 432 since issue 33's sixth round (three of its 120 mixed queries: the same
     # StreamReader.readuntil and IncrementalEncoder.setstate, and os_helper, which the
-    # pages write only as test.support.os_helper); on Git one (--remote-submodules,
-    # written --[no-]remote-submodules)
+    # pages write only as test.support.os_helper); 11 of 592 since the seventh round's
+    # 160 blind mixed queries, whose four misses are two kinds: a method written on its
+    # page only under its class, whose own name is compound (GetFieldCount as
+    # Record.GetFieldCount, setPublicId, set_server_name: the analyzer keeps a dotted
+    # name's compound component by its parts only), and "table C.2", which the page
+    # writes as C.2.1 and C.2.2; on Git one (--remote-submodules, written
+    # --[no-]remote-submodules)
     missing = {q: c.missing for q, c in confidences(name).items() if c.missing}
-    assert len(missing) <= most, missing
+    assert len(missing) <= most, "; ".join(f"{q}: {m}" for q, m in sorted(missing.items()))
 
 
 @pytest.mark.parametrize(
