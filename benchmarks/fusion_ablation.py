@@ -29,6 +29,9 @@ the library's own fusion functions and prints one markdown row per variant. The
   words are not ranked first below the exact tier (:mod:`twokeys.fusion.headings`);
 * ``no definition rule``: nor are the chunks that define a name the query writes as a
   path beside words (:mod:`twokeys.fusion.definitions`);
+* ``no held-but-one rule``: a chunk holding the query word for word with one word left
+  out is not ranked first among the chunks of equal exact-term count
+  (:func:`twokeys.fusion.verbatim.held_but_one_rows`);
 * ``no near-miss rule``: a chunk writing a near-miss of the query's code (``ZX-4812`` for
   ``ZX-4821``) and not the code is not ranked below the other candidates
   (:mod:`twokeys.fusion.nearmiss`);
@@ -72,7 +75,7 @@ from twokeys.fusion.adaptive import (
 from twokeys.fusion.convex import convex_combination
 from twokeys.fusion.normalization import normalizer
 from twokeys.fusion.rrf import DEFAULT_K, rrf
-from twokeys.fusion.verbatim import LEXICAL_TOP, verbatim_rows
+from twokeys.fusion.verbatim import LEXICAL_TOP, held_but_one_rows, verbatim_rows
 from twokeys.request import SearchRequest
 from twokeys.retrievers.hybrid import DEFAULT_CANDIDATES, DEFAULT_LEXICAL_WEIGHT, HybridRetriever
 from twokeys.types import ScoredChunk
@@ -96,6 +99,8 @@ class Sensed:
     headed: frozenset[int] = frozenset()  # rows whose heading names the query's name
     defined: frozenset[int] = frozenset()  # rows defining the query's name
     near_miss: frozenset[int] = frozenset()  # rows writing a near-miss of the query's code
+    #: BM25's first rows holding the query with one word left out (None: not yet read)
+    held_but_one: frozenset[int] | None = None
 
 
 Fuse = Callable[[Sensed], list[ScoredChunk]]
@@ -136,6 +141,11 @@ def sense(root: Path, split: str, index_path: Path | None = None) -> Sensing:
                 if features.one_word
                 else verbatim_rows(text, top_rows, index._chunk_texts)
             )
+            almost = (
+                frozenset()
+                if features.one_word
+                else held_but_one_rows(text, top_rows, index._chunk_texts)
+            )
             out[qid] = Sensed(
                 list(lex.run),
                 list(den.run),
@@ -148,6 +158,7 @@ def sense(root: Path, split: str, index_path: Path | None = None) -> Sensing:
                 hybrid._headed(text, features, lex),  # as HybridRetriever._fuse reads them
                 hybrid._defined(text, features, lex, top),
                 hybrid._near_miss(text, features, lex.run, den.run),
+                almost,
             )
             rows.update(h.row for h in lex.run)
             rows.update(h.row for h in den.run)
@@ -171,6 +182,7 @@ def adaptive(
     headings: bool = True,
     definitions: bool = True,
     near_miss: bool = True,
+    held_but_one: bool = True,
 ) -> Fuse:
     """The hybrid's adaptive fusion (``HybridRetriever._fuse``), with switches."""
     params = params or AdaptiveParams()
@@ -217,6 +229,7 @@ def adaptive(
             headed=(s.headed if headings else frozenset())
             | (s.defined if definitions else frozenset()),
             near_miss=s.near_miss if near_miss else frozenset(),
+            held_but_one=(s.held_but_one or frozenset()) if held_but_one else frozenset(),
         )
 
     return fuse
@@ -289,6 +302,7 @@ VARIANTS: dict[str, Fuse] = {
     "no heading rule": adaptive(headings=False),
     "no definition rule": adaptive(definitions=False),
     "no near-miss rule": adaptive(near_miss=False),
+    "no held-but-one rule": adaptive(held_but_one=False),
     "300 deep (before)": before(),
     "fixed minmax": fixed("minmax"),
     "fixed zscore": fixed("zscore"),
@@ -353,6 +367,29 @@ def _with_near_misses(data: Sensing, root: Path, split: str, index: str) -> Sens
     return filled, docs, qrels
 
 
+def _with_held_but_one(data: Sensing, root: Path, split: str, index: str) -> Sensing:
+    """Runs cached before the held-but-one rule given its rows, read from the index as
+    :meth:`HybridRetriever._fuse` reads them (BM25's first rows' texts)."""
+    runs, docs, qrels = data
+    if all(s.held_but_one is not None for s in runs.values()):
+        return data
+    queries = load_collection(root, split).queries
+    with open_index(Path(index) if index else default_index_path(root)) as opened:
+        pool = min(LEXICAL_TOP, DEFAULT_CANDIDATES)
+        filled = {
+            qid: replace(
+                s,
+                held_but_one=frozenset()
+                if s.features.one_word
+                else held_but_one_rows(
+                    queries.get(qid, ""), [h.row for h in s.lexical[:pool]], opened._chunk_texts
+                ),
+            )
+            for qid, s in runs.items()
+        }
+    return filled, docs, qrels
+
+
 def sensed(spec: str, cache: Path | None) -> tuple[str, Sensing]:
     """``DIR[:SPLIT][=INDEX]``'s runs, read from ``cache`` when sensed before (the runs
     depend on the index and the sensors only, not on the fusion being measured)."""
@@ -369,7 +406,8 @@ def sensed(spec: str, cache: Path | None) -> tuple[str, Sensing]:
         if stored.exists():
             with open(stored, "rb") as fh:
                 data: Sensing = pickle.load(fh)  # our own cache, written below
-            return name, _with_near_misses(data, root, split, index)
+            data = _with_near_misses(data, root, split, index)
+            return name, _with_held_but_one(data, root, split, index)
     print(f"sensing {name} ...", file=sys.stderr)
     data = sense(root, split, Path(index) if index else None)
     if stored is not None:

@@ -16,8 +16,10 @@ Fusions (``fusion=``):
   (:mod:`twokeys.fusion.adaptive`), and above them a chunk among BM25's first hits that
   holds the whole query word for word when the hybrid is given ``texts`` (the index's
   chunk texts, as :meth:`twokeys.engine.Index.retriever` gives them;
-  :mod:`twokeys.fusion.verbatim`); given ``units`` (``Index.page_units()``, not the
-  default), the chunks of one PDF page are scored as the page (:mod:`twokeys.fusion.units`);
+  :mod:`twokeys.fusion.verbatim`), and first among those of equal exact-term count one
+  that holds every word of the query, all but one word for word; given ``units``
+  (``Index.page_units()``, not the default), the chunks of one PDF page are scored as
+  the page (:mod:`twokeys.fusion.units`);
   given ``headings`` (the document id and heading line of chunk rows, as
   ``Index.retriever`` gives them), among BM25's candidates holding a name the query
   writes beside words, those under the one heading that holds and names it rank
@@ -51,7 +53,7 @@ from twokeys.fusion.headings import headed_rows, name_forms
 from twokeys.fusion.nearmiss import is_code, near_miss_rows
 from twokeys.fusion.normalization import NORMALIZERS, normalized_scores, normalizer
 from twokeys.fusion.rrf import DEFAULT_K, check_k, rrf, rrf_term
-from twokeys.fusion.verbatim import LEXICAL_TOP, verbatim_rows
+from twokeys.fusion.verbatim import LEXICAL_TOP, held_but_one_rows, verbatim_rows
 from twokeys.lexical.index import slotted_values
 from twokeys.retrievers.base import Retriever, RetrieverResult
 from twokeys.retrievers.dense import DenseRetriever
@@ -197,9 +199,12 @@ class HybridRetriever(Retriever):
             method = self.adaptive.normalization
             exact = _exact_matches(features, lex, self.lexical, self.candidates)
             held: frozenset[int] = frozenset()
+            almost: frozenset[int] = frozenset()
             if self.texts is not None and not features.one_word:
                 top_rows = [h.row for h in lexical_run[: min(LEXICAL_TOP, self.candidates)]]
-                held = verbatim_rows(query, top_rows, self.texts)
+                read = _read_once(self.texts)
+                held = verbatim_rows(query, top_rows, read)
+                almost = held_but_one_rows(query, top_rows, read)
             headed = self._headed(query, features, lex) | self._defined(
                 query, features, lex, dense_top
             )
@@ -218,6 +223,7 @@ class HybridRetriever(Retriever):
                 limit,
                 headed,
                 near,
+                almost,
             )
         else:
             alpha = self.lexical_weight
@@ -327,6 +333,22 @@ class HybridRetriever(Retriever):
         return defining_rows(
             rows, self.texts, self.headings, spellings, frozenset(dense_top), described
         )
+
+
+def _read_once(
+    texts: Callable[[Sequence[int]], Sequence[str]],
+) -> Callable[[Sequence[int]], Sequence[str]]:
+    """``texts`` reading the chunk texts of the rows it is first asked for once: the
+    verbatim and held-but-one rules read the same rows (BM25's first hits)."""
+    read: dict[tuple[int, ...], Sequence[str]] = {}
+
+    def once(rows: Sequence[int]) -> Sequence[str]:
+        key = tuple(rows)
+        if key not in read:
+            read[key] = texts(rows)
+        return read[key]
+
+    return once
 
 
 #: the slots of an :class:`Evidence`, in the order of its fields
