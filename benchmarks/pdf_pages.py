@@ -99,10 +99,11 @@ def split_of(page_id: str) -> str:
     return "train" if hashlib.sha256(page_id.encode()).digest()[0] % 2 == 0 else "test"
 
 
-def written(splits: tuple[str, ...] = ("train", "test")) -> list[list[str]]:
-    """The written queries (file, page, kind, text) whose gold page is in ``splits``."""
+def written(splits: tuple[str, ...] = ("train", "test"), last: int = 0) -> list[list[str]]:
+    """The written queries (file, page, kind, text) whose gold page is in ``splits``;
+    ``last``: only the last that many lines of ``written.tsv`` (a draw; 0: all)."""
     lines = (HERE / "written.tsv").read_text().splitlines()
-    rows = [line.split("\t") for line in lines]
+    rows = [line.split("\t") for line in lines[-last if last else 0 :]]
     return [row for row in rows if split_of(f"{row[0]}#p{row[1]}") in splits]
 
 
@@ -329,7 +330,10 @@ def write_splits(folder: Path, queries: list[list[str]]) -> None:
 
 
 def native(
-    out: Path, page_tokens: tuple[int, ...] = (0, 64), splits: tuple[str, ...] = ("train", "test")
+    out: Path,
+    page_tokens: tuple[int, ...] = (0, 64),
+    splits: tuple[str, ...] = ("train", "test"),
+    last: int = 0,
 ) -> dict[str, Any]:
     """The PDFs indexed by ``twokeys index`` itself (the reader's pages, sections and
     joined small pages; chunks located by page) once per PDF chunk cap in
@@ -340,8 +344,9 @@ def native(
     (:mod:`twokeys.fusion.units`); the hits' pages (``hit.locator``) are scored:
     nDCG@10 and Recall@10 per split and kind. Only the queries of ``splits`` are
     searched (``("train",)``: a fusion change is decided without a test figure printed
-    beside it); the ``all`` rows only when both splits are. The indexes are built under
-    ``out/native`` and reused."""
+    beside it); the ``all`` rows only when both splits are; ``last``: only the queries of
+    the last that many lines of ``written.tsv`` (a new draw alone). The indexes are built
+    under ``out/native`` and reused."""
     import shutil
 
     import twokeys
@@ -352,7 +357,7 @@ def native(
     for name, path in pdf_files(out).items():
         if not (folder / name).exists():
             shutil.copyfile(path, folder / name)
-    queries = written(splits)
+    queries = written(splits, last)
     pooled = ("all",) if {"train", "test"} <= set(splits) else ()
     layouts = {
         str(tokens or 250): (
@@ -577,6 +582,12 @@ def main() -> None:
         default="train,test",
         help="the splits whose queries are searched (train: decide without test figures)",
     )
+    n.add_argument(
+        "--last",
+        type=int,
+        default=0,
+        help="only the queries of the last N lines of written.tsv (a new draw; 0: all)",
+    )
     p = sub.add_parser("paired", help="per-query differences of two extractors' runs")
     p.add_argument("out", type=Path)
     p.add_argument("--retriever", default="dense", choices=RETRIEVERS)
@@ -603,7 +614,8 @@ def main() -> None:
         splits = tuple(args.splits.split(","))
         if not splits or not set(splits) <= {"train", "test"}:
             parser.error(f"--splits: train, test or train,test, got {args.splits!r}")
-        found = native(args.out, tuple(int(t) for t in args.page_tokens.split(",")), splits)
+        tokens = tuple(int(t) for t in args.page_tokens.split(","))
+        found = native(args.out, tokens, splits, args.last)
         if args.json:
             args.json.write_text(json.dumps(found, indent=1) + "\n")
     else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from benchmarks.pdf_pages import split_of, written
 
 
@@ -35,3 +37,14 @@ def test_paired_differences_count_the_queries_that_differ() -> None:
         {f"q{i}": 1.0 for i in range(10)}, {f"q{i}": 0.0 for i in range(10)}
     )
     assert one_sided["sign_test_p"] < 0.01 and one_sided["permutation_p"] < 0.01
+
+
+def test_last_keeps_the_last_lines_of_the_file_in_their_splits() -> None:
+    both = written()
+    assert written(last=0) == both
+    assert written(last=10) == both[-10:]
+    lines = (Path(__file__).parents[2] / "benchmarks" / "pdf_pages" / "written.tsv").read_text()
+    tail = [line.split("\t") for line in lines.splitlines()[-10:]]
+    assert written(("train",), last=10) == [
+        row for row in tail if split_of(f"{row[0]}#p{row[1]}") == "train"
+    ]
