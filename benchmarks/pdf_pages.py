@@ -16,7 +16,7 @@ Five PDFs (589 pages, ``PDFS``) from ``gnuplot-doc``, ``octave-doc``,
 
 ``build OUT`` runs each extractor over all the files in a fresh process and writes one
 BEIR collection per extractor, one document per page (``<file>#p<N>``), with the
-queries of ``benchmarks/pdf_pages/written.tsv`` (296 queries, 148 identifier and 148
+queries of ``benchmarks/pdf_pages/written.tsv`` (436 queries, 218 identifier and 218
 paraphrase, each with its gold page); ``markitdown OUT`` writes markitdown's collection
 alone. ``speed OUT [--pdfs ...]`` times each extractor in a fresh process: wall and CPU
 seconds (compare CPU time on a shared machine) and peak RSS. ``run OUT`` evaluates
@@ -52,6 +52,21 @@ any retrieval was run on them: 46 pages drawn at random (seed 3406) by the same 
 (gnuplot pp. 309 and 311). 40 pages (gnuplot 29, liboctave 3, lilypond usage 4, lilypond
 extending 2, docbook-xsl 2), one identifier and one paraphrase query each, written from
 the page's pypdfium2 text (42 queries train, 38 test).
+
+A fourth draw (2026-12-05, session 8; the last 140 lines), written and committed before
+any retrieval was run on them (by a writer who had not seen per-query results): the
+pages with at least 800 characters of pypdfium2 text, no dot-leader table of contents
+(three or more lines ending in five dots and a number) and no query yet, all five PDFs
+in one pool (so in proportion to their pages that pass), shuffled by
+``random.Random(8080)`` and taken in that order; nine were left out: seven license
+pages (GPL, FDL: liboctave pp. 11-13, lilypond extending p. 48, lilypond usage pp. 69
+and 70), the title page of lilypond extending (p. 1), a table-of-contents page without
+dot leaders (docbook-xsl p. 4) and an index page (gnuplot p. 305). 70 pages (gnuplot 46,
+docbook-xsl 12, lilypond usage 7, liboctave 3, lilypond extending 2), one identifier and
+one paraphrase query each, written from the page's pypdfium2 text; a fact was chosen
+that the page holds alone where the text of another page repeats it (gnuplot's x11
+resources, pp. 238-239 and 299-300; its PostScript-LaTeX options, pp. 254, 278 and 282)
+or another page already has a query on it (66 queries train, 74 test).
 
 Splits (fixed 2026-12-05, before any fusion was tuned on this collection): a query is
 in ``train`` when the first byte of the SHA-256 of its gold page's id

@@ -12,7 +12,7 @@ def test_written_keeps_only_the_splits_asked_for() -> None:
     assert train and test
     assert all(split_of(f"{name}#p{page}") == "train" for name, page, _, _ in train)
     assert all(split_of(f"{name}#p{page}") == "test" for name, page, _, _ in test)
-    assert len(train) + len(test) == len(both) == 296
+    assert len(train) + len(test) == len(both) == 436
     assert {tuple(q) for q in train} | {tuple(q) for q in test} == {tuple(q) for q in both}
 
 
