@@ -29,6 +29,9 @@ the library's own fusion functions and prints one markdown row per variant. The
   words are not ranked first below the exact tier (:mod:`twokeys.fusion.headings`);
 * ``no definition rule``: nor are the chunks that define a name the query writes as a
   path beside words (:mod:`twokeys.fusion.definitions`);
+* ``no held-but-one rule``: a chunk holding the query word for word with one word left
+  out is not ranked first among the chunks of equal exact-term count
+  (:func:`twokeys.fusion.verbatim.held_but_one_rows`);
 * ``no near-miss rule``: a chunk writing a near-miss of the query's code (``ZX-4812`` for
   ``ZX-4821``) and not the code is not ranked below the other candidates
   (:mod:`twokeys.fusion.nearmiss`);
@@ -95,6 +98,8 @@ class Sensed:
     headed: frozenset[int] = frozenset()  # rows whose heading names the query's name
     defined: frozenset[int] = frozenset()  # rows defining the query's name
     near_miss: frozenset[int] = frozenset()  # rows writing a near-miss of the query's code
+    #: BM25's first rows holding every word of the query, all but one in its order
+    held_but_one: frozenset[int] = frozenset()
 
 
 Fuse = Callable[[Sensed], list[ScoredChunk]]
@@ -142,6 +147,7 @@ def sense(root: Path, split: str, index_path: Path | None = None) -> Sensing:
                 rules.headed,
                 rules.defined,
                 rules.near_miss,
+                rules.held_but_one,
             )
             rows.update(h.row for h in lex.run)
             rows.update(h.row for h in den.run)
@@ -165,6 +171,7 @@ def adaptive(
     headings: bool = True,
     definitions: bool = True,
     near_miss: bool = True,
+    held_but_one: bool = True,
 ) -> Fuse:
     """The hybrid's adaptive fusion (``HybridRetriever._fuse``), with switches."""
     params = params or AdaptiveParams()
@@ -211,6 +218,7 @@ def adaptive(
             headed=(s.headed if headings else frozenset())
             | (s.defined if definitions else frozenset()),
             near_miss=s.near_miss if near_miss else frozenset(),
+            held_but_one=s.held_but_one if held_but_one else frozenset(),
         )
 
     return fuse
@@ -283,6 +291,7 @@ VARIANTS: dict[str, Fuse] = {
     "no heading rule": adaptive(headings=False),
     "no definition rule": adaptive(definitions=False),
     "no near-miss rule": adaptive(near_miss=False),
+    "no held-but-one rule": adaptive(held_but_one=False),
     "300 deep (before)": before(),
     "fixed minmax": fixed("minmax"),
     "fixed zscore": fixed("zscore"),
@@ -339,8 +348,8 @@ def sensed(spec: str, cache: Path | None) -> tuple[str, Sensing]:
     if cache is not None:
         # v2: the runs carry the verbatim rule's rows; v6: the heading rule's too; v11:
         # the definition rule's (v7-v10: its earlier forms, branch mixed7); v12: the
-        # near-miss rule's
-        key = hashlib.sha256(f"v12|{root.resolve()}|{split}|{index}".encode()).hexdigest()[:12]
+        # near-miss rule's; v13: the held-but-one rule's
+        key = hashlib.sha256(f"v13|{root.resolve()}|{split}|{index}".encode()).hexdigest()[:12]
         stored = cache / f"{root.name}-{split}-{key}.pickle"
         if stored.exists():
             with open(stored, "rb") as fh:

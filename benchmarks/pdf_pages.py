@@ -23,6 +23,9 @@ seconds (compare CPU time on a shared machine) and peak RSS. ``run OUT`` evaluat
 bm25, dense and hybrid on each collection (``twokeys eval``, the default MiniLM encoder)
 and prints nDCG@10 and Recall@10 per query kind: page-level figures, since a document
 is a page.
+``paired OUT [--retriever dense]`` compares two extractors' saved runs query by query
+(twokeys' text against markitdown's: how many queries differ, sign and permutation
+tests), to tell a difference of means from noise.
 
 How the queries were written (before any retrieval was run on these collections): 80
 pages were drawn at random (seed 34) among pages with at least 800 characters of text
@@ -111,10 +114,11 @@ def split_of(page_id: str) -> str:
     return "train" if hashlib.sha256(page_id.encode()).digest()[0] % 2 == 0 else "test"
 
 
-def written(splits: tuple[str, ...] = ("train", "test")) -> list[list[str]]:
-    """The written queries (file, page, kind, text) whose gold page is in ``splits``."""
+def written(splits: tuple[str, ...] = ("train", "test"), last: int = 0) -> list[list[str]]:
+    """The written queries (file, page, kind, text) whose gold page is in ``splits``;
+    ``last``: only the last that many lines of ``written.tsv`` (a draw; 0: all)."""
     lines = (HERE / "written.tsv").read_text().splitlines()
-    rows = [line.split("\t") for line in lines]
+    rows = [line.split("\t") for line in lines[-last if last else 0 :]]
     return [row for row in rows if split_of(f"{row[0]}#p{row[1]}") in splits]
 
 
@@ -341,7 +345,10 @@ def write_splits(folder: Path, queries: list[list[str]]) -> None:
 
 
 def native(
-    out: Path, page_tokens: tuple[int, ...] = (0, 64), splits: tuple[str, ...] = ("train", "test")
+    out: Path,
+    page_tokens: tuple[int, ...] = (0, 64),
+    splits: tuple[str, ...] = ("train", "test"),
+    last: int = 0,
 ) -> dict[str, Any]:
     """The PDFs indexed by ``twokeys index`` itself (the reader's pages, sections and
     joined small pages; chunks located by page) once per PDF chunk cap in
@@ -352,8 +359,9 @@ def native(
     (:mod:`twokeys.fusion.units`); the hits' pages (``hit.locator``) are scored:
     nDCG@10 and Recall@10 per split and kind. Only the queries of ``splits`` are
     searched (``("train",)``: a fusion change is decided without a test figure printed
-    beside it); the ``all`` rows only when both splits are. The indexes are built under
-    ``out/native`` and reused."""
+    beside it); the ``all`` rows only when both splits are; ``last``: only the queries of
+    the last that many lines of ``written.tsv`` (a new draw alone). The indexes are built
+    under ``out/native`` and reused."""
     import shutil
 
     import twokeys
@@ -364,7 +372,7 @@ def native(
     for name, path in pdf_files(out).items():
         if not (folder / name).exists():
             shutil.copyfile(path, folder / name)
-    queries = written(splits)
+    queries = written(splits, last)
     pooled = ("all",) if {"train", "test"} <= set(splits) else ()
     layouts = {
         str(tokens or 250): (
@@ -497,6 +505,69 @@ def run(out: Path, extractors: tuple[str, ...] = EXTRACTORS) -> None:
         print(f"| {name} | {retriever} | {split} | {kind} | {n} | {ndcg:.3f} | {recall:.3f} |")
 
 
+def paired_differences(a: dict[str, float], b: dict[str, float]) -> dict[str, Any]:
+    """Per-query differences ``a - b`` over the queries both score: the mean, its
+    standard error, how many queries differ (a above, a below), and two-sided p-values
+    of the sign test (the queries that differ) and of a paired permutation test (signs
+    flipped, 20,000 resamples, seed 0; :func:`scipy.stats.permutation_test`)."""
+    from scipy.stats import binomtest, permutation_test
+
+    queries = sorted(set(a) & set(b))
+    diffs = [a[q] - b[q] for q in queries]
+    n = len(diffs)
+    mean = sum(diffs) / n if n else 0.0
+    sd = (sum((d - mean) ** 2 for d in diffs) / (n - 1)) ** 0.5 if n > 1 else 0.0
+    above = sum(d > 1e-12 for d in diffs)
+    below = sum(d < -1e-12 for d in diffs)
+    sign = binomtest(above, above + below).pvalue if above + below else 1.0
+    if above + below:
+        test = permutation_test(
+            (diffs,), lambda x: sum(x) / len(x), permutation_type="samples",
+            n_resamples=20_000, random_state=0,
+        )  # fmt: skip
+        permuted = float(test.pvalue)
+    else:
+        permuted = 1.0
+    return {"queries": n, "mean_difference": round(mean, 4), "standard_error": round(sd / n**0.5, 4)
+            if n else 0.0, "differ": above + below, "a_above": above, "a_below": below,
+            "sign_test_p": round(float(sign), 3), "permutation_p": round(permuted, 3)}  # fmt: skip
+
+
+def paired(
+    out: Path, retriever: str, a: str = "twokeys", b: str = "markitdown"
+) -> list[dict[str, Any]]:
+    """Per-query nDCG@10 of ``retriever`` on extractor ``a``'s page texts against ``b``'s
+    (the runs ``run OUT`` saved), by split and kind: is a difference of means a
+    difference of rankings or noise (:func:`paired_differences`)?"""
+    import ir_measures
+    from ir_measures import nDCG
+
+    kinds = {}
+    for line in (out / a / "queries.jsonl").read_text().splitlines():
+        q = json.loads(line)
+        kinds[q["_id"]] = q["metadata"]["kind"]
+    found = []
+    for split in SPLITS:
+        lines = (out / a / "qrels" / f"{split}.tsv").read_text().splitlines()[1:]
+        qrels = [ir_measures.Qrel(q, d, int(r)) for q, d, r in (x.split("\t") for x in lines)]
+        scores = {}
+        for name in (a, b):
+            run = list(
+                ir_measures.read_trec_run(str(next((out / f"runs-{name}").glob(f"*{retriever}*"))))
+            )
+            scores[name] = {
+                m.query_id: m.value for m in ir_measures.iter_calc([nDCG @ 10], qrels, run)
+            }
+        for kind in ("identifier", "paraphrase"):
+            pick = [{q: v for q, v in scores[n].items() if kinds[q] == kind} for n in (a, b)]
+            row = {"split": split, "kind": kind, "retriever": retriever,
+                   a: round(sum(pick[0].values()) / len(pick[0]), 4),
+                   b: round(sum(pick[1].values()) / len(pick[1]), 4)}  # fmt: skip
+            found.append(row | paired_differences(*pick))
+            print(found[-1])
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -526,6 +597,16 @@ def main() -> None:
         default="train,test",
         help="the splits whose queries are searched (train: decide without test figures)",
     )
+    n.add_argument(
+        "--last",
+        type=int,
+        default=0,
+        help="only the queries of the last N lines of written.tsv (a new draw; 0: all)",
+    )
+    p = sub.add_parser("paired", help="per-query differences of two extractors' runs")
+    p.add_argument("out", type=Path)
+    p.add_argument("--retriever", default="dense", choices=RETRIEVERS)
+    p.add_argument("--json", type=Path, help="write the rows here too")
     r = sub.add_parser("run")
     r.add_argument("out", type=Path)
     r.add_argument("--extractors", default=",".join(EXTRACTORS))
@@ -540,11 +621,16 @@ def main() -> None:
         queries = [line.split("\t") for line in (HERE / "written.tsv").read_text().splitlines()]
         for name in args.extractors.split(","):
             write_splits(args.out / name, queries)
+    elif args.command == "paired":
+        rows = paired(args.out, args.retriever)
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1) + "\n")
     elif args.command == "native":
         splits = tuple(args.splits.split(","))
         if not splits or not set(splits) <= {"train", "test"}:
             parser.error(f"--splits: train, test or train,test, got {args.splits!r}")
-        found = native(args.out, tuple(int(t) for t in args.page_tokens.split(",")), splits)
+        tokens = tuple(int(t) for t in args.page_tokens.split(","))
+        found = native(args.out, tokens, splits, args.last)
         if args.json:
             args.json.write_text(json.dumps(found, indent=1) + "\n")
     else:

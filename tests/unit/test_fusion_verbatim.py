@@ -15,7 +15,13 @@ from conftest import HashEncoder, hash_index, open_hybrid
 from twokeys import open_index
 from twokeys.dense.encoder import Kind
 from twokeys.fusion.adaptive import AdaptiveParams, QueryFeatures, adaptive_fusion
-from twokeys.fusion.verbatim import holds, joined_words, verbatim_rows, words
+from twokeys.fusion.verbatim import (
+    held_but_one_rows,
+    holds,
+    joined_words,
+    verbatim_rows,
+    words,
+)
 from twokeys.types import ScoredChunk
 
 SIGNATURE = "Matrix map (d_d_Mapper f, const Matrix &a)"
@@ -162,3 +168,104 @@ def test_holds_agrees_with_reading_every_word() -> None:
             for i in range(len(parts) - n + 1)
         )
         assert holds(wanted, text) == expected, (query, text)
+
+
+OPTIONS = "point-and-click bool\nIf bool is #t, add links.\npreview bool\nIf bool is #t, preview."
+
+
+def test_a_chunk_holding_all_but_one_word_in_order_and_every_word() -> None:
+    texts = {
+        1: OPTIONS,  # "point and click bool" in order, "preview" elsewhere
+        2: "Selective point-and-click: which events to include.",  # lacks preview, bool
+        3: "point-and-click preview bool",  # the whole query: the verbatim rule's
+        4: "bool preview point and click",  # every word, no three of them in order
+        5: "Write bytes that are not valid UTF-8 to the stream.",  # lacks the name
+    }
+
+    def read(rows: Sequence[int]) -> list[str]:
+        return [texts[row] for row in rows]
+
+    assert held_but_one_rows("point-and-click preview bool", [1, 2, 3, 4], read) == {1}
+    name = "FromUtf8Error bytes that are not valid UTF-8"
+    assert held_but_one_rows(name, [5], read) == frozenset()
+    assert held_but_one_rows(name, [5], lambda rows: ["FromUtf8Error: " + texts[5]]) == {5}
+    # the word left out may be the first, the last or one inside
+    signature = "ColumnVector diag (void) const DiagMatrix"
+    page = "class DiagMatrix\nColumnVector diag (void) const\nColumnVector diag (int k) const"
+    assert held_but_one_rows(signature, [9], lambda rows: [page]) == {9}
+    command = "gnuplot -c scriptfile ARG1 ARG2"
+    usage = "Usage: gnuplot {OPTIONS}\n-c scriptfile ARG1 ARG2 ..."
+    assert held_but_one_rows(command, [9], lambda rows: [usage]) == {9}
+    # every word, but not all but one of them in the query's order
+    shuffled = "ARG2 scriptfile -c gnuplot ARG1"
+    assert held_but_one_rows(command, [9], lambda rows: [shuffled]) == frozenset()
+
+
+def test_a_query_of_three_words_or_fewer_reads_no_text_for_the_held_but_one_rule() -> None:
+    def texts(rows: Sequence[int]) -> list[str]:
+        raise AssertionError("read")
+
+    assert held_but_one_rows("set key box", [1, 2], texts) == frozenset()
+    assert held_but_one_rows("set key box width", [], texts) == frozenset()
+
+
+def test_held_but_one_ranks_below_the_exact_tier_and_the_whole_query() -> None:
+    lexical = run((1, 16.8), (2, 10.8), (3, 10.0), (4, 9.0))
+    dense = run((2, 0.55), (3, 0.54), (4, 0.53), (1, 0.30))  # the dense model prefers 2
+    features = QueryFeatures((), (), (), 1.0, 5)
+    params = AdaptiveParams()
+    plain = adaptive_fusion(lexical, dense, features, {}, params, depth=100, weight=0.45)
+    assert plain[0].row == 2
+    lifted = adaptive_fusion(
+        lexical, dense, features, {}, params, depth=100, weight=0.45, held_but_one={1}
+    )
+    assert [h.row for h in lifted] == [1] + [h.row for h in plain if h.row != 1]
+    # a chunk holding the whole query ranks above it
+    whole = adaptive_fusion(
+        lexical, dense, features, {}, params, depth=100, weight=0.45,
+        verbatim={4}, held_but_one={1},
+    )  # fmt: skip
+    assert [h.row for h in whole][:2] == [4, 1]
+    # and so does a chunk holding more of the query's exact terms
+    named = QueryFeatures(("x_y",), (), (), 1.0, 5)
+    tiered = adaptive_fusion(
+        lexical, dense, named, {3: 1}, params, depth=100, weight=0.45, held_but_one={1}
+    )
+    assert [h.row for h in tiered][:2] == [3, 1]
+    # above the heading rule's rows, below the candidates' edge
+    headed = adaptive_fusion(
+        lexical, dense, features, {}, params, depth=100, weight=0.45,
+        headed={2}, held_but_one={1},
+    )  # fmt: skip
+    assert [h.row for h in headed][:2] == [1, 2]
+    deep = adaptive_fusion(
+        lexical, dense, features, {}, params, depth=2, weight=0.45, held_but_one={4}
+    )
+    assert [h.row for h in deep][-1] == 4
+
+
+def test_the_held_but_one_rule_decides_the_hybrids_order_end_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through ``Index.search``: the query adds its class's name to a signature the
+    page writes without it; the dense model prefers the other overload's page."""
+    import twokeys.retrievers.hybrid as hybrid
+
+    query = "Matrix map (d_d_Mapper f, const Matrix &a) RealMatrixClass"
+    encoder = _PrefersComplex()
+    hash_index(
+        tmp_path,
+        {
+            "matrix.md": "# Matrix\n\nOf RealMatrixClass: Matrix map (d_d_Mapper f,"
+            " const Matrix &a) applies f.\n",
+            "complex.md": "# Complex\n\nOf RealMatrixClass: ComplexMatrix map (d_d_Mapper f,"
+            " const ComplexMatrix &a) applies f to a complex matrix, matrix by matrix.\n",
+        },
+        encoder,
+    )
+    with open_index(tmp_path / "kb.twokeys", encoder=encoder) as index:
+        assert index.search(query, mode="dense", k=1)[0].path == "complex.md"
+        assert index.search(query, mode="hybrid", k=1)[0].path == "matrix.md"
+    monkeypatch.setattr(hybrid, "held_but_one_rows", lambda *args: frozenset())
+    with open_index(tmp_path / "kb.twokeys", encoder=encoder) as index:
+        assert index.search(query, mode="hybrid", k=1)[0].path == "complex.md"

@@ -428,6 +428,7 @@ def adaptive_fusion(
     limit: int | None = None,
     headed: Collection[int] = frozenset(),
     near_miss: Collection[int] = frozenset(),
+    held_but_one: Collection[int] = frozenset(),
 ) -> list[ScoredChunk]:
     """Fuse one query's runs; ``exact_matches[row]`` = how many exact terms ``row`` contains.
 
@@ -449,7 +450,11 @@ def adaptive_fusion(
     (:mod:`twokeys.fusion.definitions`), ranked first among the rows of equal
     exact-term count (below the exact tier and the verbatim rule, above the fused score);
     ``near_miss``: the rows that write a near-miss of the query's code and not the code
-    (:mod:`twokeys.fusion.nearmiss`), ranked below the other candidates.
+    (:mod:`twokeys.fusion.nearmiss`), ranked below the other candidates;
+    ``held_but_one``: the rows that hold every word of the query, all but one word for
+    word (:func:`twokeys.fusion.verbatim.held_but_one_rows`), ranked first among the
+    rows of equal exact-term count (below the exact tier and the verbatim rule, above
+    the heading rule's rows and the fused score).
     """
     alpha = (
         lexical_weight(features, params, semantic_support(lexical, dense))
@@ -499,6 +504,7 @@ def adaptive_fusion(
         features.exact_terms
         or verbatim
         or headed
+        or held_but_one
         or near_miss
         or (inside is not None and not inside.all())
     ):
@@ -510,6 +516,8 @@ def adaptive_fusion(
             keys.append(np.where(exact != 0, at, 0))
         if headed:  # the section about the name before those using it
             keys.append(_outside(rows, headed))
+        if held_but_one:
+            keys.append(_outside(rows, held_but_one))
         if exact is not None:
             keys.append(-exact)
         if verbatim:

@@ -16,8 +16,10 @@ Fusions (``fusion=``):
   (:mod:`twokeys.fusion.adaptive`), and above them a chunk among BM25's first hits that
   holds the whole query word for word when the hybrid is given ``texts`` (the index's
   chunk texts, as :meth:`twokeys.engine.Index.retriever` gives them;
-  :mod:`twokeys.fusion.verbatim`); given ``units`` (``Index.page_units()``, not the
-  default), the chunks of one PDF page are scored as the page (:mod:`twokeys.fusion.units`);
+  :mod:`twokeys.fusion.verbatim`), and first among those of equal exact-term count one
+  that holds every word of the query, all but one word for word; given ``units``
+  (``Index.page_units()``, not the default), the chunks of one PDF page are scored as
+  the page (:mod:`twokeys.fusion.units`);
   given ``headings`` (the document id and heading line of chunk rows, as
   ``Index.retriever`` gives them), among BM25's candidates holding a name the query
   writes beside words, those under the one heading that holds and names it rank
@@ -52,7 +54,7 @@ from twokeys.fusion.headings import headed_rows, name_forms
 from twokeys.fusion.nearmiss import is_code, near_miss_rows
 from twokeys.fusion.normalization import NORMALIZERS, normalized_scores, normalizer
 from twokeys.fusion.rrf import DEFAULT_K, check_k, rrf, rrf_term
-from twokeys.fusion.verbatim import LEXICAL_TOP, verbatim_rows
+from twokeys.fusion.verbatim import LEXICAL_TOP, held_but_one_rows, verbatim_rows
 from twokeys.lexical.index import slotted_values
 from twokeys.retrievers.base import Retriever, RetrieverResult
 from twokeys.retrievers.dense import DenseRetriever
@@ -74,6 +76,7 @@ class RuleRows:
     """The rows the adaptive fusion's text-reading rules single out for one query."""
 
     verbatim: frozenset[int]  # BM25's first rows holding the whole query
+    held_but_one: frozenset[int]  # ... holding all its words, all but one in its order
     headed: frozenset[int]  # rows under the one heading naming the query's name
     defined: frozenset[int]  # rows defining a name the query writes as a path
     near_miss: frozenset[int]  # rows writing a near-miss of the query's code, not it
@@ -226,6 +229,7 @@ class HybridRetriever(Retriever):
                 limit,
                 rules.headed | rules.defined,
                 rules.near_miss,
+                rules.held_but_one,
             )
         else:
             alpha = self.lexical_weight
@@ -260,11 +264,14 @@ class HybridRetriever(Retriever):
         row's text and heading line is fetched once."""
         texts, headings = _memoized(self.texts), _memoized(self.headings)
         held: frozenset[int] = frozenset()
+        almost: frozenset[int] = frozenset()
         if texts is not None and not features.one_word:
             top_rows = [h.row for h in lex.run[: min(LEXICAL_TOP, self.candidates)]]
             held = verbatim_rows(query, top_rows, texts)
+            almost = held_but_one_rows(query, top_rows, texts)
         return RuleRows(
             held,
+            almost,
             self._headed(query, features, lex, headings),
             self._defined(query, features, lex, dense_top, texts, headings),
             self._near_miss(query, features, lex.run, dense_run, texts, headings),
