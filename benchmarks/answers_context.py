@@ -8,7 +8,8 @@ collections ``python -m benchmarks.answer_corpora OUT`` writes (indexing each in
 
 * ``top-k``: whole chunks in rank order while they fit (the naive baseline);
 * ``pack``: :func:`twokeys.rag.packing.pack` (fair rounds, merging neighbours,
-  near-duplicate removal, a cut that keeps the query's best sentence).
+  near-duplicate removal, a cut that keeps the query's best sentence, and 100-token
+  excerpts once less than 40% of the budget is left).
 
 Context recall: the share of an answerable question's gold facts found verbatim in a
 block from the gold page (:func:`twokeys.evaluation.answers.context_recall`); budgets
