@@ -267,9 +267,9 @@ def test_once_the_budget_runs_low_each_further_hit_is_an_excerpt() -> None:
     late = cut.blocks[len(cut.blocks) - 2 :]
     assert all(b.trimmed and b.tokens <= 30 for b in late)
     assert all("Sentence 4 " in b.text for b in late)
-    # on by default, at EXCERPT_TOKENS; a cap below the smallest block is an error
-    default = pack([hits], budget, words, focus=focus)
-    assert default == pack([hits], budget, words, focus=focus, excerpt_tokens=EXCERPT_TOKENS)
+    # off by default; a cap below the smallest block is an error
+    assert pack([hits], budget, words, focus=focus) == whole
+    assert pack([hits], budget, words, focus=focus, excerpt_tokens=EXCERPT_TOKENS).blocks
     with pytest.raises(ConfigError, match="excerpt_tokens"):
         pack([hits], budget, words, excerpt_tokens=2)
 

@@ -31,8 +31,9 @@ Within the context budget, :func:`pack` builds numbered *blocks*:
 * **Labelled.** Each block starts with ``[n] path | heading path``; n is its citation
   number, and blocks are numbered in the order they were chosen, so the highest-ranked
   evidence comes first.
-* **Excerpts once the budget runs low.** Once less than :data:`EXCERPT_SHARE` of the
-  context budget is left, each further hit is offered at most :data:`EXCERPT_TOKENS`
+* **Excerpts once the budget runs low** (with ``excerpt_tokens``; ``ask`` passes
+  :data:`EXCERPT_TOKENS` with its learned order). Once less than :data:`EXCERPT_SHARE` of
+  the context budget is left, each further hit is offered at most :data:`EXCERPT_TOKENS`
   tokens: a chunk longer than that is cut as below (with ``focus``, to the run around the
   sentence holding most of its query), so the last part of the budget holds several
   sources' most query-bearing sentences instead of one or two whole chunks: past the
@@ -255,7 +256,7 @@ def pack(
     deferred: Collection[int] = (),
     first: int | None = None,
     focus: Focus | None = None,
-    excerpt_tokens: int | None = EXCERPT_TOKENS,
+    excerpt_tokens: int | None = None,
 ) -> PackedContext:
     """Pack the hits of ``runs`` into the context section of ``budget``.
 
@@ -267,7 +268,7 @@ def pack(
     come after the evidence each part was judged on. ``focus(i, text)`` rates how much of
     ``runs[i]``'s query a text holds; with it, a block cut to fit keeps its best-rated
     sentence (module docstring). ``excerpt_tokens`` caps what each hit may cost once less
-    than :data:`EXCERPT_SHARE` of the context budget is left (None: no cap).
+    than :data:`EXCERPT_SHARE` of the context budget is left (None, the default: no cap).
     """
     counter = _CachedCounter(count_tokens)
     sections: list[SectionUsage] = []
