@@ -8,7 +8,8 @@ collections ``python -m benchmarks.answer_corpora OUT`` writes (indexing each in
 
 * ``top-k``: whole chunks in rank order while they fit (the naive baseline);
 * ``pack``: :func:`twokeys.rag.packing.pack` (fair rounds, merging neighbours,
-  near-duplicate removal, a cut that keeps the query's best sentence).
+  near-duplicate removal, a cut that keeps the query's best sentence), as ``ask``
+  calls it with the fused order.
 
 Context recall: the share of an answerable question's gold facts found verbatim in a
 block from the gold page (:func:`twokeys.evaluation.answers.context_recall`); budgets
@@ -76,7 +77,7 @@ from twokeys.engine import Index
 from twokeys.evaluation.answers import Piece, QAItem, context_recall, holds, load_qa
 from twokeys.filters import Filter
 from twokeys.rag.evidence import idf_held
-from twokeys.rag.packing import SEPARATOR, Budget, SubQueryHits, pack
+from twokeys.rag.packing import EXCERPT_TOKENS, SEPARATOR, Budget, SubQueryHits, pack
 from twokeys.text.sentences import split_sentences
 from twokeys.text.tokens import approx_token_counter
 from twokeys.types import Chunk, Hit
@@ -149,8 +150,13 @@ def topk_pieces(hits: Sequence[Hit], budget: int) -> list[Piece]:
 
 
 def pack_pieces(
-    question: str, hits: Sequence[Hit], budget: int, held: Callable[[str], float]
+    question: str,
+    hits: Sequence[Hit],
+    budget: int,
+    held: Callable[[str], float],
+    excerpts: bool = False,
 ) -> list[Piece]:
+    """``pack`` as ``ask`` calls it; ``excerpts``: as with the learned order."""
     frame = Budget(total=budget + 1, answer=1, instructions=0, question=0, min_context=0)
     context = pack(
         [SubQueryHits(question, tuple(hits))],
@@ -158,6 +164,7 @@ def pack_pieces(
         approx_token_counter,
         first=6,
         focus=lambda _q, text: held(text),
+        excerpt_tokens=EXCERPT_TOKENS if excerpts else None,
     )
     return [Piece(b.path, b.render()) for b in context.blocks]
 

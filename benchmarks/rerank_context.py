@@ -24,7 +24,8 @@ setting is chosen by the mean of the two kinds' held-out scores.
 ``python -m benchmarks.rerank_context eval OUT --split dev`` packs each answerable
 question's hits four ways at each budget: the fused top 40 by top-k and by ``pack``
 (today's), and the shipped model's order of the fused top :data:`DEPTH` by top-k and by
-``pack`` (its first 40), per collection and over all; it prints the gold-chunk recall at
+``pack`` (its first 40, with the excerpts ``ask`` packs the learned order with), per
+collection and over all; it prints the gold-chunk recall at
 5 / 10 / 20 / 40 before and after, and the CPU milliseconds the re-ranking adds per
 question (features and scores; the ``explain`` search's extra cost measured separately
 against the plain search). ``--json FILE`` writes the figures; ``--weights FILE`` measures
@@ -231,7 +232,13 @@ def recalls(
                     if packer == "top-k":
                         pieces = topk_pieces(hits, budget)
                     else:
-                        pieces = pack_pieces(run.item.question, hits[:PACK_DEPTH], budget, held)
+                        pieces = pack_pieces(
+                            run.item.question,
+                            hits[:PACK_DEPTH],
+                            budget,
+                            held,
+                            excerpts=label == "re-ranked",  # as ask packs the learned order
+                        )
                     result[key][n].append(context_recall(run.item.gold, pieces))
     for index in indexes.values():
         index.close()

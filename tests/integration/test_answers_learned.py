@@ -14,6 +14,7 @@ from twokeys import open_index
 from twokeys.cli import main
 from twokeys.rag.ask import AskOptions, ask
 from twokeys.rag.confidence import shipped
+from twokeys.rag.packing import EXCERPT_TOKENS
 
 SUPPORT_KB = Path(__file__).resolve().parents[2] / "examples" / "support-kb"
 LEARNED = AskOptions(mode="bm25", confidence="learned")
@@ -187,3 +188,24 @@ def test_the_learned_order_re_ranks_only_the_fused_top_rerank_depth(
     assert sorted(ids[:top]) == sorted(h.chunk_id for h in before[:top])
     assert ids[:top] != [h.chunk_id for h in before[:top]]
     assert ids[top:] == [h.chunk_id for h in before[top:]]  # the rest: the fused order
+
+
+def test_the_learned_order_packs_with_excerpts_and_the_fused_order_without(
+    support_kb_bm25: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    ask_module = importlib.import_module("twokeys.rag.ask")
+    real = ask_module.pack
+    caps: list[int | None] = []
+
+    def spy(*args: object, **kwargs: object) -> object:
+        caps.append(kwargs.get("excerpt_tokens"))  # type: ignore[arg-type]
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ask_module, "pack", spy)
+    question = "Why does the hub show a red light after a firmware update?"
+    with open_index(support_kb_bm25) as kb:
+        for order in ("fused", "learned"):
+            ask_module.prepare(kb, question, options=AskOptions(mode="bm25", order=order))
+    assert caps == [None, EXCERPT_TOKENS]

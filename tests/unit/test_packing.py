@@ -12,6 +12,7 @@ from twokeys.chunking import approx_token_counter
 from twokeys.errors import ConfigError
 from twokeys.rag.ask import quote_evidence
 from twokeys.rag.packing import (
+    EXCERPT_TOKENS,
     SEPARATOR,
     Budget,
     SubQueryHits,
@@ -241,6 +242,36 @@ def test_with_a_focus_a_cut_keeps_the_sentences_that_hold_the_query() -> None:
     assert packed.blocks[0].chunk_ids == (c1.id,)
     assert packed.blocks[0].text.startswith("Sentence 7 ")
     assert [b.chunk_ids for b in packed.blocks if c0.id in b.chunk_ids] == [(c0.id,)]
+
+
+def test_once_the_budget_runs_low_each_further_hit_is_an_excerpt() -> None:
+    docs = [make_doc(f"d{i}", 1, sentences=6)[0] for i in range(6)]
+    hits = run("q", docs)
+    budget = budget_for_context(200)
+
+    def focus(query: int, piece: str) -> float:  # the fifth sentence answers, in every doc
+        return float(re.search(r"Sentence 4 ", piece) is not None)
+
+    whole = pack([hits], budget, words, focus=focus, excerpt_tokens=None)
+    cut = pack([hits], budget, words, focus=focus, excerpt_tokens=30)
+    assert len(cut.blocks) > len(whole.blocks)  # more sources in the same budget
+    assert cut.section("context").used <= 200
+    # the blocks chosen while 40% or more of the budget was left are whole, as before
+    spent = 0
+    for before, after in zip(whole.blocks, cut.blocks, strict=False):
+        if 200 - spent < 0.4 * 200:
+            break
+        assert after.text == before.text and not after.trimmed
+        spent += after.tokens
+    # the later ones cost at most the excerpt's tokens and keep the answering sentence
+    late = cut.blocks[len(cut.blocks) - 2 :]
+    assert all(b.trimmed and b.tokens <= 30 for b in late)
+    assert all("Sentence 4 " in b.text for b in late)
+    # off by default; a cap below the smallest block is an error
+    assert pack([hits], budget, words, focus=focus) == whole
+    assert pack([hits], budget, words, focus=focus, excerpt_tokens=EXCERPT_TOKENS).blocks
+    with pytest.raises(ConfigError, match="excerpt_tokens"):
+        pack([hits], budget, words, excerpt_tokens=2)
 
 
 # --- fairness ------------------------------------------------------------------------------

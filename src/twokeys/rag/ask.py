@@ -8,7 +8,8 @@ Each part retrieves ``k`` hits, or one per :data:`FILL_TOKENS` tokens of the con
 when that is more, so a larger budget holds more evidence; with ``order="learned"`` it
 retrieves at least :data:`RERANK_DEPTH`, re-orders the fused top :data:`RERANK_DEPTH` by
 :mod:`twokeys.rag.rerank_context` (any further hits follow in the fused order) and packs
-the first of them. Abstention is read on the
+the first of them, each hit cut to an excerpt once the context budget runs low
+(:func:`~twokeys.rag.packing.pack`'s ``excerpt_tokens``). Abstention is read on the
 first ``k`` hits (:mod:`twokeys.rag.grounding`, or the learned
 :mod:`twokeys.rag.confidence`): when no part is answerable the answer says so and lists
 the closest sources; a part the sources do not answer gets only the room the others
@@ -38,7 +39,7 @@ from twokeys.rag.extractive import EXTRACTIVE_NOTE, Similarity, extract
 from twokeys.rag.followup import Followup, standalone_query
 from twokeys.rag.grounding import Confidence, retrieval_confidence
 from twokeys.rag.judge import NOT_ASKED, STAGES, SupportBudget, judge_sentences, rerank, verdict
-from twokeys.rag.packing import Budget, PackedContext, SubQueryHits, pack
+from twokeys.rag.packing import EXCERPT_TOKENS, Budget, PackedContext, SubQueryHits, pack
 from twokeys.rag.prompt import DECLINE, Template, question_text, render_prompt
 from twokeys.rag.rerank_context import rerank as learned_order
 from twokeys.rag.sentence_reader import static_reader
@@ -470,6 +471,9 @@ def _plan(
         deferred=deferred,
         first=options.k,
         focus=lambda i, text: held[i](text),
+        # excerpts once the budget runs low: measured with the learned order (README
+        # "Excerpts once the budget runs low"); the fused default keeps whole chunks
+        excerpt_tokens=EXCERPT_TOKENS if options.order == "learned" else None,
     )
     return Plan(
         question=question,

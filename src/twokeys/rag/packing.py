@@ -31,6 +31,14 @@ Within the context budget, :func:`pack` builds numbered *blocks*:
 * **Labelled.** Each block starts with ``[n] path | heading path``; n is its citation
   number, and blocks are numbered in the order they were chosen, so the highest-ranked
   evidence comes first.
+* **Excerpts once the budget runs low** (with ``excerpt_tokens``; ``ask`` passes
+  :data:`EXCERPT_TOKENS` with its learned order). Once less than :data:`EXCERPT_SHARE` of
+  the context budget is left, each further hit is offered at most :data:`EXCERPT_TOKENS`
+  tokens: a chunk longer than that is cut as below (with ``focus``, to the run around the
+  sentence holding most of its query), so the last part of the budget holds several
+  sources' most query-bearing sentences instead of one or two whole chunks: past the
+  first few hits, the chunk holding the answer is spread over more ranks, and most of a
+  lower-ranked chunk's sentences are not about the question.
 * **Never cut mid-sentence.** A block that does not fit is cut after its last whole
   sentence (or line, for lists and tables; a fenced code block is one piece) that fits,
   and is skipped when not even its first sentence does.
@@ -68,6 +76,8 @@ FIXED_SECTIONS = ("instructions", "question")
 DUPLICATE_CONTAINMENT = 0.8
 MIN_BLOCK_TOKENS = 8  # stop offering candidates when less than this is left
 MIN_TOTAL = 512
+EXCERPT_SHARE = 0.4  # below this share of the context budget left, hits become excerpts
+EXCERPT_TOKENS = 100  # the most an excerpt may cost
 
 
 @dataclass(frozen=True)
@@ -246,6 +256,7 @@ def pack(
     deferred: Collection[int] = (),
     first: int | None = None,
     focus: Focus | None = None,
+    excerpt_tokens: int | None = None,
 ) -> PackedContext:
     """Pack the hits of ``runs`` into the context section of ``budget``.
 
@@ -256,7 +267,8 @@ def pack(
     included, are offered before any further hit: hits retrieved to fill a large budget
     come after the evidence each part was judged on. ``focus(i, text)`` rates how much of
     ``runs[i]``'s query a text holds; with it, a block cut to fit keeps its best-rated
-    sentence (module docstring).
+    sentence (module docstring). ``excerpt_tokens`` caps what each hit may cost once less
+    than :data:`EXCERPT_SHARE` of the context budget is left (None, the default: no cap).
     """
     counter = _CachedCounter(count_tokens)
     sections: list[SectionUsage] = []
@@ -280,7 +292,11 @@ def pack(
             raise ConfigError(f"deferred: no sub-query {i} (there are {len(runs)})")
     if first is not None and first < 1:
         raise ConfigError(f"first: must be >= 1, got {first}")
-    packer = _Packer(context_budget, counter, len(runs), focus)
+    if excerpt_tokens is not None and excerpt_tokens < MIN_BLOCK_TOKENS:
+        raise ConfigError(
+            f"excerpt_tokens: must be >= {MIN_BLOCK_TOKENS} or None, got {excerpt_tokens}"
+        )
+    packer = _Packer(context_budget, counter, len(runs), focus, excerpt_tokens)
     answered = [i for i in range(len(runs)) if i not in deferred]
     depth = max((len(run.hits) for run in runs), default=0)
     bounds = [0, depth] if first is None else [0, first, depth]
@@ -412,9 +428,15 @@ def _span(locators: list[Locator]) -> Locator | None:
 
 class _Packer:
     def __init__(
-        self, budget: int, counter: _CachedCounter, n_queries: int, focus: Focus | None = None
+        self,
+        budget: int,
+        counter: _CachedCounter,
+        n_queries: int,
+        focus: Focus | None = None,
+        excerpt_tokens: int | None = None,
     ) -> None:
         self.focus = focus
+        self.excerpt_tokens = excerpt_tokens
         self.budget = budget
         self.remaining = budget
         self.count = counter
@@ -438,6 +460,8 @@ class _Packer:
                 share = self.remaining
                 if rank == 0:  # a fair share of what is left for each sub-query's best
                     share = self.remaining // (len(offered) - turn)
+                if self.excerpt_tokens is not None and self.remaining < EXCERPT_SHARE * self.budget:
+                    share = min(share, self.excerpt_tokens)
                 self.offer(runs[i].hits[rank], i, share)
 
     def offer(self, hit: Hit, query: int, limit: int) -> None:
