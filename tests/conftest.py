@@ -207,6 +207,28 @@ def hash_index(tmp_path: Path, files: dict[str, str], encoder: Encoder) -> Path:
     return path
 
 
+def assert_rule_decides(
+    path: Path,
+    encoder: Encoder,
+    query: str,
+    monkeypatch: pytest.MonkeyPatch,
+    rule: str,
+    ruled: str,
+    unruled: str,
+) -> None:
+    """Through ``Index.search`` on the index at ``path``: the dense model's first hit for
+    ``query`` is ``unruled``; the hybrid's is ``ruled``, and ``unruled`` once the fusion
+    rule ``rule`` (a function :mod:`twokeys.retrievers.hybrid` calls) finds nothing."""
+    import twokeys.retrievers.hybrid as hybrid
+
+    with open_index(path, encoder=encoder) as index:
+        assert index.search(query, mode="dense", k=1)[0].path == unruled
+        assert index.search(query, mode="hybrid", k=1)[0].path == ruled
+    monkeypatch.setattr(hybrid, rule, lambda *args: frozenset())
+    with open_index(path, encoder=encoder) as index:
+        assert index.search(query, mode="hybrid", k=1)[0].path == unruled
+
+
 @contextmanager
 def open_hybrid(
     path: Path, encoder: Encoder, query: str

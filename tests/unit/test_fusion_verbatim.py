@@ -11,8 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from conftest import HashEncoder, hash_index, open_hybrid
-from twokeys import open_index
+from conftest import HashEncoder, assert_rule_decides, hash_index, open_hybrid
 from twokeys.dense.encoder import Kind
 from twokeys.fusion.adaptive import AdaptiveParams, QueryFeatures, adaptive_fusion
 from twokeys.fusion.verbatim import (
@@ -126,16 +125,17 @@ def test_the_rule_decides_the_hybrids_order_end_to_end(
     """Through ``Index.search``: the dense model prefers the other overload and BM25
     nearly ties them, so without the rule the hybrid ranks the wrong page first; with
     it, the page holding the signature word for word."""
-    import twokeys.retrievers.hybrid as hybrid
-
     encoder = _PrefersComplex()
     _index_overloads(tmp_path, encoder)
-    with open_index(tmp_path / "kb.twokeys", encoder=encoder) as index:
-        assert index.search(SIGNATURE, mode="dense", k=1)[0].path == "complex.md"
-        assert index.search(SIGNATURE, mode="hybrid", k=1)[0].path == "matrix.md"
-    monkeypatch.setattr(hybrid, "verbatim_rows", lambda *args: frozenset())
-    with open_index(tmp_path / "kb.twokeys", encoder=encoder) as index:
-        assert index.search(SIGNATURE, mode="hybrid", k=1)[0].path == "complex.md"
+    assert_rule_decides(
+        tmp_path / "kb.twokeys",
+        encoder,
+        SIGNATURE,
+        monkeypatch,
+        "verbatim_rows",
+        "matrix.md",
+        "complex.md",
+    )
 
 
 @pytest.mark.parametrize("query", ["Matrix map (d_d", "const Matrix &a"])
@@ -249,11 +249,9 @@ def test_the_held_but_one_rule_decides_the_hybrids_order_end_to_end(
 ) -> None:
     """Through ``Index.search``: the query adds its class's name to a signature the
     page writes without it; the dense model prefers the other overload's page."""
-    import twokeys.retrievers.hybrid as hybrid
-
     query = "Matrix map (d_d_Mapper f, const Matrix &a) RealMatrixClass"
     encoder = _PrefersComplex()
-    hash_index(
+    path = hash_index(
         tmp_path,
         {
             "matrix.md": "# Matrix\n\nOf RealMatrixClass: Matrix map (d_d_Mapper f,"
@@ -263,9 +261,6 @@ def test_the_held_but_one_rule_decides_the_hybrids_order_end_to_end(
         },
         encoder,
     )
-    with open_index(tmp_path / "kb.twokeys", encoder=encoder) as index:
-        assert index.search(query, mode="dense", k=1)[0].path == "complex.md"
-        assert index.search(query, mode="hybrid", k=1)[0].path == "matrix.md"
-    monkeypatch.setattr(hybrid, "held_but_one_rows", lambda *args: frozenset())
-    with open_index(tmp_path / "kb.twokeys", encoder=encoder) as index:
-        assert index.search(query, mode="hybrid", k=1)[0].path == "complex.md"
+    assert_rule_decides(
+        path, encoder, query, monkeypatch, "held_but_one_rows", "matrix.md", "complex.md"
+    )
