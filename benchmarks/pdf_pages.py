@@ -116,7 +116,10 @@ def split_of(page_id: str) -> str:
 
 def written(splits: tuple[str, ...] = ("train", "test"), last: int = 0) -> list[list[str]]:
     """The written queries (file, page, kind, text) whose gold page is in ``splits``;
-    ``last``: only the last that many lines of ``written.tsv`` (a draw; 0: all)."""
+    ``last``: only the last that many lines of ``written.tsv`` (a draw; 0: all; a
+    negative count is an error, not the lines after the first that many)."""
+    if last < 0:
+        raise ValueError(f"last: must be >= 0, got {last}")
     lines = (HERE / "written.tsv").read_text().splitlines()
     rows = [line.split("\t") for line in lines[-last if last else 0 :]]
     return [row for row in rows if split_of(f"{row[0]}#p{row[1]}") in splits]
@@ -629,6 +632,8 @@ def main() -> None:
         splits = tuple(args.splits.split(","))
         if not splits or not set(splits) <= {"train", "test"}:
             parser.error(f"--splits: train, test or train,test, got {args.splits!r}")
+        if args.last < 0:
+            parser.error(f"--last: must be >= 0, got {args.last}")
         tokens = tuple(int(t) for t in args.page_tokens.split(","))
         found = native(args.out, tokens, splits, args.last)
         if args.json:

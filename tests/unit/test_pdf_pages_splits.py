@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from benchmarks.pdf_pages import split_of, written
 
 
@@ -43,6 +44,9 @@ def test_last_keeps_the_last_lines_of_the_file_in_their_splits() -> None:
     both = written()
     assert written(last=0) == both
     assert written(last=10) == both[-10:]
+    assert written(last=len(both) + 5) == both  # more than the file holds: all of it
+    with pytest.raises(ValueError, match="last"):
+        written(last=-10)  # not the lines after the first ten
     lines = (Path(__file__).parents[2] / "benchmarks" / "pdf_pages" / "written.tsv").read_text()
     tail = [line.split("\t") for line in lines.splitlines()[-10:]]
     assert written(("train",), last=10) == [

@@ -115,11 +115,14 @@ class HybridRetriever(Retriever):
         self.adaptive = adaptive or AdaptiveParams()
         #: row -> cited unit (a PDF page) for the adaptive fusion (:mod:`twokeys.fusion.units`)
         self.units = units or {}
-        #: the texts of chunk rows, for the adaptive fusion's verbatim rule
-        #: (:mod:`twokeys.fusion.verbatim`); None: the rule is off
+        #: the texts of chunk rows, for the adaptive fusion's text-reading rules
+        #: (:meth:`rule_rows`: the verbatim and held-but-one rules,
+        #: :mod:`twokeys.fusion.verbatim`; with ``headings``, the definition and
+        #: near-miss rules); None: those rules are off
         self.texts = texts
         #: the document ids and heading lines of chunk rows, for the heading rule
-        #: (:mod:`twokeys.fusion.headings`); None: the rule is off
+        #: (:mod:`twokeys.fusion.headings`) and, with ``texts``, the definition and
+        #: near-miss rules; None: those rules are off
         self.headings = headings
 
     def retrieve(self, query: str, k: int, *, explain: bool = False) -> RetrieverResult:
