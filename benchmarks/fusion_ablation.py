@@ -348,8 +348,8 @@ def sensed(spec: str, cache: Path | None) -> tuple[str, Sensing]:
     if cache is not None:
         # v2: the runs carry the verbatim rule's rows; v6: the heading rule's too; v11:
         # the definition rule's (v7-v10: its earlier forms, branch mixed7); v12: the
-        # near-miss rule's; v13: the held-but-one rule's
-        key = hashlib.sha256(f"v13|{root.resolve()}|{split}|{index}".encode()).hexdigest()[:12]
+        # near-miss rule's; v13: the held-but-one rule's; v14: its repeated words counted
+        key = hashlib.sha256(f"v14|{root.resolve()}|{split}|{index}".encode()).hexdigest()[:12]
         stored = cache / f"{root.name}-{split}-{key}.pickle"
         if stored.exists():
             with open(stored, "rb") as fh:

@@ -88,6 +88,7 @@ ms of CPU per query on SciFact's train queries, 0.17 ms on CISI's long ones.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 #: the fewest words for which holding the query word for word singles a place out: two
@@ -154,8 +155,9 @@ def verbatim_rows(
 def held_but_one_rows(
     query: str, rows: Sequence[int], texts: Callable[[Sequence[int]], Sequence[str]]
 ) -> frozenset[int]:
-    """Those of ``rows`` whose text holds every word of the query, all of them but one
-    word for word in the query's order (:func:`holds`), and not the whole query; empty
+    """Those of ``rows`` whose text holds every word of the query (a repeated word as
+    often as the query writes it), all of them but one word for word in the query's
+    order (:func:`holds`), and not the whole query; empty
     for a query of fewer than ``MIN_WORDS + 1`` words, so what is held in order is at
     least :data:`MIN_WORDS` words (no text is read then)."""
     wanted = words(query)
@@ -163,13 +165,14 @@ def held_but_one_rows(
         return frozenset()
     shorter = list(dict.fromkeys(wanted[:i] + wanted[i + 1 :] for i in range(len(wanted))))
     every = set(wanted)
+    counts = Counter(wanted)  # a word the query repeats, the text holds as often
     out = []
     for row, text in zip(rows, texts(rows), strict=True):
         folded = text.casefold()
         if not all(word in folded for word in every):
             continue  # most texts: one scan per word, no tokenising
         if (
-            every <= set(words(text))
+            counts <= Counter(words(text))
             and not holds(wanted, text)
             and any(holds(part, text) for part in shorter)
         ):
