@@ -24,7 +24,9 @@ the library's own fusion functions and prints one markdown row per variant. The
 * ``shared name tiers``: an identifier in a query with other words tiers though BM25's
   next chunks hold it too (the rule before :func:`twokeys.fusion.adaptive.words_pick`);
 * ``no verbatim rule``: a chunk holding the whole query word for word is not ranked first
-  (:mod:`twokeys.fusion.verbatim`);
+  (:mod:`twokeys.fusion.verbatim`); the held-but-one rule stays on, so since it came
+  (session 8) a chunk holding all but one word in order can rank first there, and this
+  row is not comparable with its figures from before;
 * ``no heading rule``: the chunks whose heading line holds a name the query writes beside
   words are not ranked first below the exact tier (:mod:`twokeys.fusion.headings`);
 * ``no definition rule``: nor are the chunks that define a name the query writes as a
