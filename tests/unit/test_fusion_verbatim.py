@@ -201,7 +201,6 @@ def test_a_chunk_holding_all_but_one_word_in_order_and_every_word() -> None:
     assert held_but_one_rows(command, [9], lambda rows: [shuffled]) == frozenset()
 
 
-
 def test_a_word_the_query_repeats_is_held_as_often() -> None:
     """``Matrix`` twice in the query: a text writing it once holds the rest in order
     but not every word of the query."""
@@ -210,6 +209,7 @@ def test_a_word_the_query_repeats_is_held_as_often() -> None:
     twice = "Matrix Of the class: map (const Matrix &a) scale applies f."
     assert held_but_one_rows(query, [1], lambda rows: [once]) == frozenset()
     assert held_but_one_rows(query, [2], lambda rows: [twice]) == {2}
+
 
 def test_a_query_of_three_words_or_fewer_reads_no_text_for_the_held_but_one_rule() -> None:
     def texts(rows: Sequence[int]) -> list[str]:
