@@ -511,29 +511,27 @@ def run(out: Path, extractors: tuple[str, ...] = EXTRACTORS) -> None:
 def paired_differences(a: dict[str, float], b: dict[str, float]) -> dict[str, Any]:
     """Per-query differences ``a - b`` over the queries both score: the mean, its
     standard error, how many queries differ (a above, a below), and two-sided p-values
-    of the sign test (the queries that differ) and of a paired permutation test (signs
-    flipped, 20,000 resamples, seed 0; :func:`scipy.stats.permutation_test`)."""
-    from scipy.stats import binomtest, permutation_test
+    of the sign test (the queries that differ; :func:`scipy.stats.binomtest`) and of the
+    project's paired randomisation test (:func:`twokeys.evaluation.significance.compare`:
+    exact up to 2**13 sign assignments, else 10,000 with seed 0)."""
+    from scipy.stats import binomtest
+
+    from twokeys.evaluation.significance import compare
 
     queries = sorted(set(a) & set(b))
-    diffs = [a[q] - b[q] for q in queries]
+    if not queries:
+        return {"queries": 0, "mean_difference": 0.0, "standard_error": 0.0, "differ": 0,
+                "a_above": 0, "a_below": 0, "sign_test_p": 1.0, "permutation_p": 1.0}  # fmt: skip
+    found = compare("b", {q: b[q] for q in queries}, "a", {q: a[q] for q in queries}, measure="")
+    diffs = list(found.deltas.values())
     n = len(diffs)
-    mean = sum(diffs) / n if n else 0.0
-    sd = (sum((d - mean) ** 2 for d in diffs) / (n - 1)) ** 0.5 if n > 1 else 0.0
-    above = sum(d > 1e-12 for d in diffs)
-    below = sum(d < -1e-12 for d in diffs)
+    sd = (sum((d - found.mean_delta) ** 2 for d in diffs) / (n - 1)) ** 0.5 if n > 1 else 0.0
+    above, below = found.record.wins, found.record.losses
     sign = binomtest(above, above + below).pvalue if above + below else 1.0
-    if above + below:
-        test = permutation_test(
-            (diffs,), lambda x: sum(x) / len(x), permutation_type="samples",
-            n_resamples=20_000, random_state=0,
-        )  # fmt: skip
-        permuted = float(test.pvalue)
-    else:
-        permuted = 1.0
-    return {"queries": n, "mean_difference": round(mean, 4), "standard_error": round(sd / n**0.5, 4)
-            if n else 0.0, "differ": above + below, "a_above": above, "a_below": below,
-            "sign_test_p": round(float(sign), 3), "permutation_p": round(permuted, 3)}  # fmt: skip
+    return {"queries": n, "mean_difference": round(found.mean_delta, 4),
+            "standard_error": round(sd / n**0.5, 4), "differ": above + below,
+            "a_above": above, "a_below": below, "sign_test_p": round(float(sign), 3),
+            "permutation_p": round(found.randomisation_pvalue, 3)}  # fmt: skip
 
 
 def paired(
