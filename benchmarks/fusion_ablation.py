@@ -78,7 +78,12 @@ from twokeys.fusion.convex import convex_combination
 from twokeys.fusion.normalization import normalizer
 from twokeys.fusion.rrf import DEFAULT_K, rrf
 from twokeys.request import SearchRequest
-from twokeys.retrievers.hybrid import DEFAULT_CANDIDATES, DEFAULT_LEXICAL_WEIGHT, HybridRetriever
+from twokeys.retrievers.hybrid import (
+    DEFAULT_CANDIDATES,
+    DEFAULT_LEXICAL_WEIGHT,
+    HybridRetriever,
+    RuleRows,
+)
 from twokeys.types import ScoredChunk
 
 CHUNKS = 300  # chunks asked of each retriever, as twokeys eval asks
@@ -96,12 +101,7 @@ class Sensed:
     matched: dict[int, frozenset[str]]  # lexical row -> query terms it holds
     chance: float  # the dense run's chance level (BM25's is 0)
     similarity: float  # the cosine of BM25's top hit to the query (0.0: no BM25 hit)
-    verbatim: frozenset[int]  # BM25's first rows holding the whole query (fusion.verbatim)
-    headed: frozenset[int] = frozenset()  # rows whose heading names the query's name
-    defined: frozenset[int] = frozenset()  # rows defining the query's name
-    near_miss: frozenset[int] = frozenset()  # rows writing a near-miss of the query's code
-    #: BM25's first rows holding every word of the query, all but one in its order
-    held_but_one: frozenset[int] = frozenset()
+    rules: RuleRows  # the rows the text-reading rules single out (HybridRetriever.rule_rows)
 
 
 Fuse = Callable[[Sensed], list[ScoredChunk]]
@@ -145,11 +145,7 @@ def sense(root: Path, split: str, index_path: Path | None = None) -> Sensing:
                 {h.row: frozenset(t for t, _ in m) for h, m in zip(lex.run, held, strict=True)},
                 den.chance,
                 dense.index.similarity(vector, lex.run[0].row) if lex.run else 0.0,
-                rules.verbatim,
-                rules.headed,
-                rules.defined,
-                rules.near_miss,
-                rules.held_but_one,
+                rules,
             )
             rows.update(h.row for h in lex.run)
             rows.update(h.row for h in den.run)
@@ -216,11 +212,11 @@ def adaptive(
             DEFAULT_CANDIDATES,
             alpha,
             (0.0, s.chance),
-            verbatim=s.verbatim if verbatim else frozenset(),
-            headed=(s.headed if headings else frozenset())
-            | (s.defined if definitions else frozenset()),
-            near_miss=s.near_miss if near_miss else frozenset(),
-            held_but_one=s.held_but_one if held_but_one else frozenset(),
+            verbatim=s.rules.verbatim if verbatim else frozenset(),
+            headed=(s.rules.headed if headings else frozenset())
+            | (s.rules.defined if definitions else frozenset()),
+            near_miss=s.rules.near_miss if near_miss else frozenset(),
+            held_but_one=s.rules.held_but_one if held_but_one else frozenset(),
         )
 
     return fuse
@@ -350,8 +346,9 @@ def sensed(spec: str, cache: Path | None) -> tuple[str, Sensing]:
     if cache is not None:
         # v2: the runs carry the verbatim rule's rows; v6: the heading rule's too; v11:
         # the definition rule's (v7-v10: its earlier forms, branch mixed7); v12: the
-        # near-miss rule's; v13: the held-but-one rule's; v14: its repeated words counted
-        key = hashlib.sha256(f"v14|{root.resolve()}|{split}|{index}".encode()).hexdigest()[:12]
+        # near-miss rule's; v13: the held-but-one rule's; v14: its repeated words counted;
+        # v15: the rules' rows as one RuleRows
+        key = hashlib.sha256(f"v15|{root.resolve()}|{split}|{index}".encode()).hexdigest()[:12]
         stored = cache / f"{root.name}-{split}-{key}.pickle"
         if stored.exists():
             with open(stored, "rb") as fh:
