@@ -4,7 +4,7 @@
 one Markdown file per page, for each collection below, from the files that Debian's
 documentation packages install under ``ROOT`` (``/`` after ``apt-get install``; or a
 folder the packages were unpacked into: ``apt-get download python3.11-doc git-doc
-rust-doc sqlite3-doc postgresql-doc-15`` then ``dpkg-deb -x PKG.deb ROOT`` for each):
+rust-doc sqlite3-doc postgresql-doc-15 apache2-doc`` then ``dpkg-deb -x PKG.deb ROOT`` for each):
 
 * ``git-docs``: the Git manual pages and guides (``git-doc``: ``git*.html``);
 * ``python-docs``: the Python 3.11 library reference (``python3.11-doc``: the reST
@@ -42,6 +42,7 @@ CAP = {
     "rust-book": 150,
     "sqlite-docs": 70,
     "postgres-docs": 218,  # every page: the collection is fixed before its questions
+    "apache-docs": 1000,  # every page, likewise
 }  # pages, gold included
 
 
@@ -109,12 +110,27 @@ def postgres_docs(root: Path) -> Iterator[tuple[str, str]]:
     return _html_pages(files, _between_navigation)
 
 
+def _apache_page(text: str) -> str:
+    """From the first heading to the footer's last ``Available Languages:`` line."""
+    body = _from_heading(text)
+    head, found, _footer = body.rpartition("\nAvailable Languages:")
+    return head.rstrip() if found and "\n## " in head else body
+
+
+def apache_docs(root: Path) -> Iterator[tuple[str, str]]:
+    folder = root / "usr/share/doc/apache2-doc/manual/en"
+    for sub in ("", "howto", "mod"):
+        for doc_id, text in _html_pages(sorted((folder / sub).glob("*.html")), _apache_page):
+            yield (f"{sub}-{doc_id}" if sub else doc_id), text
+
+
 COLLECTIONS: dict[str, Callable[[Path], Iterator[tuple[str, str]]]] = {
     "git-docs": git_docs,
     "python-docs": python_docs,
     "rust-book": rust_book,
     "sqlite-docs": sqlite_docs,
     "postgres-docs": postgres_docs,
+    "apache-docs": apache_docs,
 }
 
 
