@@ -71,6 +71,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.answer_corpora import HELD_OUT
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.chunking import ChunkerConfig
 from twokeys.engine import Index
@@ -104,12 +105,16 @@ def questions(name: str, split: str | None) -> list[QAItem]:
     return items
 
 
-def collections(out: Path) -> list[str]:
-    """The collections under ``out`` that have pages and questions here."""
+def collections(out: Path, held_out: bool = False) -> list[str]:
+    """The collections under ``out`` that have pages and questions here: those the
+    methods are fitted and chosen on, or with ``held_out`` those held out from every fit
+    (:data:`benchmarks.answer_corpora.HELD_OUT`)."""
     return sorted(
         p.name
         for p in out.iterdir()
-        if (p / "pages").is_dir() and any(ANSWERS.glob(f"{p.name}-qa*.jsonl"))
+        if (p / "pages").is_dir()
+        and any(ANSWERS.glob(f"{p.name}-qa*.jsonl"))
+        and (p.name in HELD_OUT) == held_out
     )
 
 

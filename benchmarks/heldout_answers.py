@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
     result: dict[str, object] = {}
-    for name in args.only or collections(args.out):
+    for name in args.only or collections(args.out, held_out=True):
         runs = [r for split in SPLITS for r in collect(args.out, split, [name])]
         result[name] = {
             "context_recall": context_table(args.out, name, runs),

@@ -14,7 +14,7 @@ from twokeys.evaluation.answers import load_qa
 FILES = sorted(ANSWERS.glob("*-qa*.jsonl"))
 
 
-def test_four_collections_have_question_files() -> None:
+def test_every_collection_has_question_files() -> None:
     named = {f.name.split("-qa")[0] for f in FILES}
     assert named == set(COLLECTIONS)
 
@@ -34,3 +34,17 @@ def test_split_of_is_fixed_by_file_and_id() -> None:
     assert split_of("rust-book-qa", "r01") == split_of("rust-book-qa", "r01")
     spread = Counter(split_of("x", f"q{i}") for i in range(1000))
     assert 450 < spread["train"] < 550 and 150 < spread["dev"] < 250
+
+
+def test_held_out_collections_are_left_out_of_every_fit(tmp_path: Path) -> None:
+    from benchmarks.answer_corpora import HELD_OUT
+    from benchmarks.answers_context import collections
+
+    for name in COLLECTIONS:
+        (tmp_path / name / "pages").mkdir(parents=True)
+    (tmp_path / "no-questions" / "pages").mkdir(parents=True)
+    fitted = collections(tmp_path)
+    held = collections(tmp_path, held_out=True)
+    assert set(held) == set(HELD_OUT) and HELD_OUT
+    assert not set(fitted) & set(held)
+    assert set(fitted) | set(held) == set(COLLECTIONS)
