@@ -33,6 +33,11 @@ own passages (:mod:`benchmarks.confidence_calibration`; kept in
 ``OUT/<collection>/calibration.json``) in several ways and compares them with the raw
 features (``calibrated``).
 
+``--compare`` cross-validates the model with and without the page features
+(``page_share``, ``page_margin``) on the train and dev questions (:func:`cross_validated`;
+:mod:`benchmarks.confidence_candidates` measures other candidates the same way): the
+BM25-only model reads them, the hybrid one does not (:func:`features_of`).
+
 ``--write`` stores the model in ``src/twokeys/rag/confidence_weights.json``. Retrieval,
 evidence and labels are cached in ``OUT/<collection>/evidence-pack.pkl``
 (``evidence-pack-bm25.pkl``; :func:`evidence_cache`), named by the context the labels
@@ -45,7 +50,7 @@ import argparse
 import json
 import pickle
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -405,12 +410,19 @@ CV_COLUMNS = (
 
 
 def cross_validated(
-    rows: Sequence[Row], features: Sequence[str], *, folds: int = 5, repeats: int = 4
+    rows: Sequence[Row],
+    features: Sequence[str],
+    *,
+    folds: int = 5,
+    repeats: int = 4,
+    read: Callable[[Row], Mapping[str, float]] | None = None,
 ) -> list[float]:
     """:data:`CV_COLUMNS` for a model of ``features``, each question of the train and dev
     splits scored by a model fitted on the other folds (weighted as :func:`balanced`),
     averaged over ``repeats`` shuffles (seeded: deterministic). The test splits are not
-    read."""
+    read. ``read(row)``: the row's features (default: its evidence's)."""
+    if read is None:
+        read = _evidence_features
     pool = [r for r in rows if r.item.split in ("train", "dev")]
     kinds = (
         lambda r: r.collection != KB,
@@ -426,13 +438,10 @@ def cross_validated(
         for f in range(folds):
             train = [r for r, g in zip(pool, fold, strict=True) if g != f]
             model = confidence.fit(
-                [r.evidence.as_features() for r in train],
-                [r.good for r in train],
-                features,
-                weights=balanced(train),
+                [read(r) for r in train], [r.good for r in train], features, weights=balanced(train)
             )
             for i in np.flatnonzero(fold == f):
-                scores[i] = model.probability(pool[i].evidence.as_features())
+                scores[i] = model.probability(read(pool[i]))
         values = []
         for kind in kinds:
             chosen = [i for i, r in enumerate(pool) if kind(r)]
@@ -444,6 +453,10 @@ def cross_validated(
         values.append(1 - min(curve, key=lambda p: abs(p.coverage - 0.8)).risk)
         found.append(values)
     return [float(v) for v in np.mean(found, axis=0)]
+
+
+def _evidence_features(row: Row) -> dict[str, float]:
+    return row.evidence.as_features()
 
 
 def compare(rows: Sequence[Row], lexical: bool) -> None:
