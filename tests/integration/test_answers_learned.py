@@ -98,7 +98,7 @@ def test_a_lexical_index_gets_the_model_fitted_without_dense_features(
 ) -> None:
     # the hybrid model reads a BM25-only index's dense features (all 0) as far below any
     # collection it was fitted on and abstains on every answerable question; the lexical
-    # model, fitted on BM25-only indexes, answers most (README "Answers": 8 of 28
+    # model, fitted on BM25-only indexes, answers most (README "Answers": 7 of 28
     # answerable and 7 of 8 unanswerable abstained on, this split)
     from twokeys.evaluation.answers import load_qa
     from twokeys.rag.evidence import gather

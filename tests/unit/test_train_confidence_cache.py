@@ -17,7 +17,7 @@ class _Rebuilt(Exception):
 
 
 def _rows(name: str) -> dict[str, tc.Row]:
-    evidence = Evidence(*(0.0,) * 10)
+    evidence = Evidence(*(0.0,) * 12)
     return {i.id: tc.Row(name, i, evidence, 1.0, True) for i in tc.items_of(name)}
 
 
@@ -40,3 +40,25 @@ def test_rows_cached_under_the_old_labels_are_read_again(
     tc.evidence_cache(tmp_path, tc.KB, lexical).write_bytes(pickle.dumps(_rows(tc.KB)))
     rows = tc.rows_of(tmp_path, tc.KB, lexical)
     assert [r.item.id for r in rows] == [i.id for i in tc.items_of(tc.KB)]
+
+
+def test_rows_cached_before_a_feature_was_added_are_gathered_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tc, "index_path", _refuse_index)
+    (tmp_path / tc.KB).mkdir()
+    rows = _rows(tc.KB)
+    first = next(iter(rows))
+    old = _OldEvidence()  # pickles as the evidence did before the last two features existed
+    rows[first] = tc.Row(tc.KB, rows[first].item, old, 1.0, True)  # type: ignore[arg-type]
+    tc.evidence_cache(tmp_path, tc.KB).write_bytes(pickle.dumps(rows))
+    with pytest.raises(_Rebuilt):
+        tc.rows_of(tmp_path, tc.KB)
+
+
+class _OldEvidence:
+    """Pickled, an :class:`Evidence` whose state is 11 values (loading it leaves the last
+    field unset)."""
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (object.__new__, (Evidence,), (0.0,) * 11)

@@ -15,6 +15,13 @@ from a collection's vocabulary (:mod:`twokeys.rag.confidence` weighs them):
 * ``cosine_sentence``: the best query-sentence cosine among those sentences (0 without
   a dense model);
 * ``margin``: the fused score gap between the first and second hit, relative to the first;
+* ``page_share``: the share of the first ten fused hits that come from the first hit's
+  page (retrieval that found *the* page piles its chunks on top; a question the
+  collection does not answer scatters over pages that each share a word or two);
+* ``page_margin``: the fused score gap between the first hit and the best hit from
+  another page, relative to the first (1 when every hit is from one page): the
+  ``margin`` between pages rather than between chunks, which a page's own second chunk
+  does not hide;
 * ``verdict``: a model's own judgement that the passages answer (1), do not (0), or 0.5
   when no model was asked.
 """
@@ -44,10 +51,13 @@ NAMES = (
     "held_sentence",
     "cosine_sentence",
     "margin",
+    "page_share",
+    "page_margin",
     "verdict",
 )
 AGREEMENT_K = 10
 READ = 5  # fused passages read for the held and cosine features
+PAGE_TOP = 10  # fused hits page_share reads
 DENSE_SAMPLE = 512
 
 
@@ -65,6 +75,8 @@ class Evidence:
     held_sentence: float
     cosine_sentence: float
     margin: float
+    page_share: float
+    page_margin: float
     verdict: float = 0.5
 
     def as_features(self) -> dict[str, float]:
@@ -133,6 +145,7 @@ def gather(
     margin = 0.0
     if len(hits) >= 2 and hits[0].score > 0:
         margin = (hits[0].score - hits[1].score) / hits[0].score
+    share, page_margin = _pages(hits)
     return Evidence(
         lexical=coverage,
         unseen=unseen / len(terms) if terms else 1.0,
@@ -144,8 +157,25 @@ def gather(
         held_sentence=max((held(s) for s in sentences), default=0.0),
         cosine_sentence=best_cosine,
         margin=margin,
+        page_share=share,
+        page_margin=page_margin,
         verdict=verdict,
     )
+
+
+def _pages(hits: Sequence[Hit]) -> tuple[float, float]:
+    """``page_share`` and ``page_margin`` (module docstring) of the fused ``hits``; zeros
+    without hits, and a margin of 0 when the first hit does not score above 0."""
+    if not hits:
+        return 0.0, 0.0
+    page = hits[0].chunk.doc_id
+    top = hits[:PAGE_TOP]
+    share = sum(h.chunk.doc_id == page for h in top) / len(top)
+    first = hits[0].score
+    if first <= 0:
+        return share, 0.0
+    other = next((h.score for h in hits[1:] if h.chunk.doc_id != page), None)
+    return share, 1.0 if other is None else (first - other) / first
 
 
 def _dense(index: Index, query: str) -> tuple[float, float, set[int]]:
