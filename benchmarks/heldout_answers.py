@@ -71,13 +71,17 @@ def _curve(scores: Sequence[float], good: Sequence[bool]) -> list[tuple[float, f
     return points
 
 
-def confidence_table(out: Path, name: str) -> dict[str, object]:
-    """The shipped confidence on every question of ``name`` and on its test split."""
-    model = confidence.shipped()
-    figures: dict[str, object] = {"threshold": model.threshold}
+def confidence_table(
+    out: Path, name: str, lexical: bool = False, weights: Path | None = None
+) -> dict[str, object]:
+    """The shipped confidence (or the model at ``weights``) on every question of ``name``
+    and on its test split; ``lexical``: a BM25-only index and the model for it."""
+    model = confidence.load(weights) if weights is not None else confidence.shipped(lexical)
+    figures: dict[str, object] = {"threshold": model.threshold, "lexical": lexical}
+    everything = rows_of(out, name, lexical)
     for label, rows in (
-        ("all", rows_of(out, name)),
-        ("test", [r for r in rows_of(out, name) if r.item.split == "test"]),
+        ("all", everything),
+        ("test", [r for r in everything if r.item.split == "test"]),
     ):
         scores = [model.probability(r.evidence.as_features()) for r in rows]
         answerable = [i for i, r in enumerate(rows) if r.item.answerable]
@@ -88,7 +92,8 @@ def confidence_table(out: Path, name: str) -> dict[str, object]:
             ),
         }
         print(
-            f"\nlearned confidence (shipped, p >= {model.threshold:.3f}), {name}, {label}: "
+            f"\nlearned confidence ({'BM25-only index, ' if lexical else ''}"
+            f"p >= {model.threshold:.3f}), {name}, {label}: "
             f"{len(rows)} questions\n"
         )
         print(
@@ -132,14 +137,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="folder of benchmarks.answer_corpora")
     parser.add_argument("--only", action="append", help="collection (default: all under OUT)")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument(
+        "--lexical", action="store_true", help="the confidence on BM25-only indexes, no recall"
+    )
+    parser.add_argument("--weights", type=Path, help="a confidence model file (default: shipped)")
     args = parser.parse_args(argv)
     result: dict[str, object] = {}
     for name in args.only or collections(args.out, held_out=True):
+        if args.lexical:
+            result[name] = {"confidence": confidence_table(args.out, name, True, args.weights)}
+            continue
         runs = [r for split in SPLITS for r in collect(args.out, split, [name])]
         result[name] = {
             "context_recall": context_table(args.out, name, runs),
             "budgets": list(BUDGETS),
-            "confidence": confidence_table(args.out, name),
+            "confidence": confidence_table(args.out, name, weights=args.weights),
         }
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
