@@ -78,7 +78,14 @@ from twokeys.engine import Index
 from twokeys.evaluation.answers import Piece, QAItem, context_recall, holds, load_qa
 from twokeys.filters import Filter
 from twokeys.rag.evidence import idf_held
-from twokeys.rag.packing import EXCERPT_TOKENS, SEPARATOR, Budget, SubQueryHits, pack
+from twokeys.rag.packing import (
+    EXCERPT_TOKENS,
+    SEPARATOR,
+    Budget,
+    PackedContext,
+    SubQueryHits,
+    pack,
+)
 from twokeys.text.sentences import split_sentences
 from twokeys.text.tokens import approx_token_counter
 from twokeys.types import Chunk, Hit
@@ -154,16 +161,17 @@ def topk_pieces(hits: Sequence[Hit], budget: int) -> list[Piece]:
     return pieces
 
 
-def pack_pieces(
+def pack_context(
     question: str,
     hits: Sequence[Hit],
     budget: int,
     held: Callable[[str], float],
     excerpts: bool = False,
-) -> list[Piece]:
-    """``pack`` as ``ask`` calls it; ``excerpts``: as with the learned order."""
+) -> PackedContext:
+    """``pack`` as ``ask`` calls it, ``budget`` context tokens; ``excerpts``: as with the
+    learned order."""
     frame = Budget(total=budget + 1, answer=1, instructions=0, question=0, min_context=0)
-    context = pack(
+    return pack(
         [SubQueryHits(question, tuple(hits))],
         frame,
         approx_token_counter,
@@ -171,7 +179,22 @@ def pack_pieces(
         focus=lambda _q, text: held(text),
         excerpt_tokens=EXCERPT_TOKENS if excerpts else None,
     )
+
+
+def pieces_of(context: PackedContext) -> list[Piece]:
+    """The blocks of ``context`` as the pieces context recall reads (label included)."""
     return [Piece(b.path, b.render()) for b in context.blocks]
+
+
+def pack_pieces(
+    question: str,
+    hits: Sequence[Hit],
+    budget: int,
+    held: Callable[[str], float],
+    excerpts: bool = False,
+) -> list[Piece]:
+    """:func:`pack_context`'s blocks as pieces."""
+    return pieces_of(pack_context(question, hits, budget, held, excerpts))
 
 
 def topk_skip_pieces(hits: Sequence[Hit], budget: int) -> list[Piece]:

@@ -31,6 +31,15 @@ question (features and scores; the ``explain`` search's extra cost measured sepa
 against the plain search). ``--json FILE`` writes the figures; ``--weights FILE`` measures
 a model ``train --save FILE`` wrote instead of the shipped one; ``--with-kb`` adds the
 support KB's questions of the split.
+
+``python -m benchmarks.rerank_context misses OUT --split train`` says where the learned
+order's misses are at each budget (``pack`` with the excerpts ``ask`` uses): each gold
+fact not in the context is counted once, as outside the fused top :data:`DEPTH`, ranked
+past the :data:`PACK_DEPTH` hits ``pack`` reads, never offered (the budget was spent
+before its rank), skipped as over budget or as a near-duplicate of a block, or packed
+with the fact cut out (:func:`miss_reason`). On train the order is the one fitted with
+each collection held out (``--loss``/``--penalty``, the shipped setting by default); on
+another split, the shipped model's.
 """
 
 from __future__ import annotations
@@ -52,14 +61,18 @@ from benchmarks.answers_context import (
     BUDGETS,
     collections,
     index_of,
+    pack_context,
     pack_pieces,
+    pieces_of,
     questions,
     topk_pieces,
 )
 from benchmarks.train_confidence import KB, index_path, items_of
 from twokeys import open_index
-from twokeys.evaluation.answers import QAItem, context_recall, holds
+from twokeys.engine import Index
+from twokeys.evaluation.answers import GoldFact, QAItem, context_recall, holds
 from twokeys.rag.evidence import idf_held
+from twokeys.rag.packing import PackedContext
 from twokeys.rag.rerank_context import NAMES, WEIGHTS, Model, features, shipped_model
 from twokeys.rag.sentence_reader import static_reader
 from twokeys.types import Hit
@@ -68,6 +81,16 @@ DEPTH = 100  # hits re-ranked (the fused top 100 holds 0.96 of the gold chunks o
 PACK_DEPTH = 40  # hits ``pack`` reads, as in benchmarks.answers_context
 PENALTIES = (0.001, 0.01, 0.1, 1.0)
 LOSSES = ("listwise", "logistic")
+SHIPPED = ("listwise", 0.1)  # the loss and penalty ``train`` chose for the shipped weights
+#: why a gold fact is not in the packed context (:func:`miss_reason`), in pipeline order
+MISS_REASONS = (
+    f"outside the fused top {DEPTH}",
+    f"ranked {PACK_DEPTH + 1}-{DEPTH}",
+    "never offered (budget spent)",
+    "skipped: over budget",
+    "skipped: near-duplicate",
+    "packed, fact cut out",
+)
 Array = npt.NDArray[np.float64]
 
 
@@ -426,6 +449,76 @@ def _explain_cost(out: Path, runs: Sequence[Run]) -> float:
     return diffs[len(diffs) // 2] if diffs else 0.0
 
 
+def miss_reason(
+    hits: Sequence[Hit], context: PackedContext, gold: GoldFact, depth: int = PACK_DEPTH
+) -> str | None:
+    """Why ``gold`` is not in ``context``, packed from the first ``depth`` of ``hits`` (a
+    re-ranked pool): one of :data:`MISS_REASONS`; None when a block of its page holds it.
+    The gold chunk is the first of ``hits`` from its page that holds the fact."""
+    if context_recall((gold,), pieces_of(context)):
+        return None
+    rank = next(
+        (n for n, h in enumerate(hits) if h.path == gold.doc and holds(h.text, gold.fact)), None
+    )
+    if rank is None:
+        return MISS_REASONS[0]
+    if rank >= depth:
+        return MISS_REASONS[1]
+    chunk = hits[rank].chunk.id
+    if any(chunk in block.chunk_ids for block in context.blocks):
+        return MISS_REASONS[5]
+    reasons = [s.reason for s in context.skipped if s.chunk_id == chunk]
+    if not reasons:
+        return MISS_REASONS[2]
+    return MISS_REASONS[4] if reasons[0].startswith("near-duplicate") else MISS_REASONS[3]
+
+
+def held_out_orders(runs: Sequence[Run], loss: str, penalty: float) -> list[list[Hit]]:
+    """Each run's hits in the order of a model fitted on the other collections' runs."""
+    orders: list[list[Hit]] = [[] for _ in runs]
+    for name in sorted({r.name for r in runs}):
+        model = fit([r for r in runs if r.name != name], loss, penalty)
+        for n, run in enumerate(runs):
+            if run.name == name:
+                orders[n] = reordered(run, model)
+    return orders
+
+
+def misses(out: Path, split: str, loss: str, penalty: float) -> int:
+    """The ``misses`` table (module docstring)."""
+    runs = collect(out, split)
+    if split == "train":
+        orders = held_out_orders(runs, loss, penalty)
+        how = f"fitted with each collection held out ({loss}, L2 {penalty:g})"
+    else:
+        model = shipped_model()
+        orders = [reordered(run, model) for run in runs]
+        how = "the shipped model"
+    facts = sum(len(r.item.gold) for r in runs)
+    print(f"{split}: {len(runs)} answerable questions, {facts} gold facts; learned order: {how}\n")
+    print("| budget | recall | missed | " + " | ".join(MISS_REASONS) + " |")
+    print("|---|---|---|" + "---|" * len(MISS_REASONS))
+    indexes: dict[str, Index] = {}
+    for budget in BUDGETS:
+        counts = dict.fromkeys(MISS_REASONS, 0)
+        recall = []
+        for run, hits in zip(runs, orders, strict=True):
+            if run.name not in indexes:
+                indexes[run.name] = open_index(_index(out, run.name))
+            held = idf_held(indexes[run.name], run.item.question)
+            context = pack_context(run.item.question, hits[:PACK_DEPTH], budget, held, True)
+            recall.append(context_recall(run.item.gold, pieces_of(context)))
+            for gold in run.item.gold:
+                reason = miss_reason(hits, context, gold)
+                if reason is not None:
+                    counts[reason] += 1
+        cells = " | ".join(str(c) for c in [sum(counts.values()), *counts.values()])
+        print(f"| {budget:,} | {_mean(recall):.3f} | {cells} |", flush=True)
+    for index in indexes.values():
+        index.close()
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.rerank_context", description=__doc__
@@ -444,7 +537,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     e.add_argument("--mode", default="hybrid", help="search mode (the model is fitted on hybrid)")
     e.add_argument("--weights", type=Path, help="a model file (default: the shipped weights)")
     e.add_argument("--with-kb", action="store_true", help="add the support KB's questions")
+    m = sub.add_parser("misses")
+    m.add_argument("out", type=Path)
+    m.add_argument("--split", default="train")
+    m.add_argument("--loss", default=SHIPPED[0], choices=LOSSES)
+    m.add_argument("--penalty", type=float, default=SHIPPED[1])
     args = parser.parse_args(argv)
+    if args.command == "misses":
+        return misses(args.out, args.split, args.loss, args.penalty)
     if args.command == "train":
         return train(args.out, args.write, args.only, args.with_kb, args.save)
     return evaluate(args.out, args.split, args.json, args.mode, args.weights, args.with_kb)
