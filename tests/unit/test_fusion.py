@@ -506,3 +506,21 @@ def test_a_name_beside_words_tiers_only_when_it_singles_the_top_hit_out() -> Non
     assert [h.row for h in tiered][:2] == [1, 2]
     kept = replace(features, unconfirmed=unconfirmed(ids[:1], [shared]))
     assert adaptive_fusion(lex, den, kept, {1: 1, 2: 1}, p)[0].row == 3
+
+
+def test_a_bm25_run_shorter_than_the_candidates_floors_the_chunks_it_lacks_at_zero() -> None:
+    """A one-word query BM25 matches in two near-equal chunks only (``SIGHUP``: two
+    chunks of the ``signal`` page) against a full dense run of other pages: BM25 holds
+    every chunk that matches, so the dense-only chunks get no BM25 share and the two
+    matching chunks rank first. Flooring the run at its lowest score gave every dense
+    chunk 0.98 of the top's BM25 share, and the matches fell below three of them."""
+    lex = run((1, 4.30), (2, 4.22))
+    den = run(*((row, 0.23 - 0.002 * row) for row in range(3, 23)), (2, 0.19), (1, 0.18))
+    one_word = replace(features(n_terms=1), n_words=1)
+    fused = adaptive_fusion(lex, den, one_word, {}, AdaptiveParams(), depth=20)
+    assert [h.row for h in fused[:2]] == [1, 2]
+    # a BM25 run as deep as the candidates may have been cut: absent rows keep its floor
+    full = run(*((row, 5.0 - 0.01 * row) for row in range(1, 21)))
+    deep = adaptive_fusion(full, den, one_word, {}, AdaptiveParams(), depth=20)
+    cut = {h.row: h.score for h in deep}
+    assert cut[21] > 0.8 * 0.9  # row 21 (dense only) gets nearly the BM25 run's floor share

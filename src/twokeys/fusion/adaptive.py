@@ -476,6 +476,8 @@ def adaptive_fusion(
             "lexical": (lex_rows, lex_norm),
         },
         {name: w / total for name, w in weights.items()},
+        # fewer BM25 entries than the candidates asked for: every match is among them
+        complete=("lexical",) if depth is not None and len(lex_rows) < depth else (),
     )
     keys: list[npt.NDArray[np.generic]] = [rows, -fused]
     if units:  # a unit's score first, its chunk's own score among the unit's chunks

@@ -23,7 +23,7 @@ the chance-level scaling measures each run from its own sensor's chance level.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -74,10 +74,19 @@ def convex_combination(
 def combine(
     columns: Mapping[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]],
     weights: Mapping[str, float],
+    complete: Collection[str] = (),
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """The union of the runs' rows (ascending) and each one's fused score: the sum, run
     by run in ``columns``' order, of ``weights[name] * score`` (the run's floor where it
     lacks the row); ``columns[name]``: a normalised run's rows and scores.
+
+    The floor of a cut run is its lowest score: a row it lacks may have scored just
+    under its last entry. A run named in ``complete`` holds every row that scores at all
+    (BM25 returning fewer matches than it was asked for): a row it lacks scored nothing
+    there, so its floor is 0. Flooring such a run at its lowest score gave every row of
+    the other run nearly the top's share when the run held two or three near-equal
+    matches (a rare name in two chunks of one page), which buried the only pages that
+    hold the name.
 
     Vectorised, with the same float operations in the same order per row as a loop
     adding ``w * score`` to 0.0 run after run (numpy's float64 arithmetic rounds as
@@ -90,8 +99,8 @@ def combine(
         if not len(scores) or w == 0:
             continue
         floor = float(scores.min())
-        if floor == float(scores.max()):  # all as good as the best: absent is below them
-            floor = 0.0
+        if name in complete or floor == float(scores.max()):
+            floor = 0.0  # absent scored nothing, or all are as good as the best
         column = np.full(len(rows), floor, np.float64)
         column[np.searchsorted(rows, run_rows)] = scores
         fused += w * column
