@@ -371,7 +371,10 @@ def test_a_bare_name_orders_the_chunks_holding_it_by_bm25() -> None:
     held = {1: 1, 2: 1, 3: 1}
     fused = adaptive_fusion(lex, den, bare, held, p, depth=100)
     assert [h.row for h in fused[:3]] == [1, 2, 3]
-    assert [h.row for h in fused[3:]] == [5, 4]
+    # BM25's four hits are all its matches (fewer than the 100 candidates), so row 5,
+    # which it lacks, has no BM25 share, and row 4's weak match ranks above it
+    assert [h.row for h in fused[3:]] == [4, 5]
+    assert [h.row for h in adaptive_fusion(lex, den, bare, held, p, depth=4)[3:]] == [5, 4]
     assert [h.rank for h in fused] == [1, 2, 3, 4, 5]
     # the same name among other words: the fused score orders the tier, as before
     words = QueryFeatures(("core.editor",), (), (), 1.0, 5, n_words=3)
@@ -401,7 +404,9 @@ def _loop_fusion(
             continue
         by_row = {h.row: h.score for h in normed}
         floor = min(by_row.values())
-        floor = 0.0 if floor == max(by_row.values()) else floor
+        # a BM25 run shorter than the candidates holds every match: absent rows scored 0
+        complete = name == "lexical" and depth is not None and len(lexical) < depth
+        floor = 0.0 if complete or floor == max(by_row.values()) else floor
         for row in fused:
             fused[row] += weights[name] * by_row.get(row, floor)
     pool = None if depth is None else {h.row for r in runs.values() for h in r[:depth]}
