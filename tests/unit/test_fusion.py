@@ -406,7 +406,10 @@ def _loop_fusion(
         floor = min(by_row.values())
         # a BM25 run shorter than the candidates holds every match: absent rows scored 0
         complete = name == "lexical" and depth is not None and len(lexical) < depth
-        floor = 0.0 if complete or floor == max(by_row.values()) else floor
+        if floor == max(by_row.values()):
+            floor = 0.0
+        elif complete:
+            floor = min(0.0, floor)
         for row in fused:
             fused[row] += weights[name] * by_row.get(row, floor)
     pool = None if depth is None else {h.row for r in runs.values() for h in r[:depth]}

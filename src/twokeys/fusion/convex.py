@@ -83,8 +83,9 @@ def combine(
     The floor of a cut run is its lowest score: a row it lacks may have scored just
     under its last entry. A run named in ``complete`` holds every row that scores at all
     (BM25 returning fewer matches than it was asked for): a row it lacks scored nothing
-    there, so its floor is 0. Flooring such a run at its lowest score gave every row of
-    the other run nearly the top's share when the run held two or three near-equal
+    there, so its floor is 0 (or its lowest score, where a normalisation such as the
+    z-score puts matches below 0). Flooring such a run at its lowest score gave every
+    row of the other run nearly the top's share when the run held two or three near-equal
     matches (a rare name in two chunks of one page), which buried the only pages that
     hold the name.
 
@@ -99,8 +100,10 @@ def combine(
         if not len(scores) or w == 0:
             continue
         floor = float(scores.min())
-        if name in complete or floor == float(scores.max()):
-            floor = 0.0  # absent scored nothing, or all are as good as the best
+        if floor == float(scores.max()):  # all as good as the best: absent is below them
+            floor = 0.0
+        elif name in complete:  # absent scored nothing: at most 0, below every match
+            floor = min(0.0, floor)
         column = np.full(len(rows), floor, np.float64)
         column[np.searchsorted(rows, run_rows)] = scores
         fused += w * column
