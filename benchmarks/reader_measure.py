@@ -177,17 +177,18 @@ def cross_validated(out: Path, tag: str = "") -> dict[str, list[float]]:
     }
 
 
-def on_dev(out: Path, tag: str = "") -> dict[str, dict[str, float]]:
+def on_dev(out: Path, tag: str = "", read_on: str = "dev") -> dict[str, dict[str, float]]:
     """The confidence fitted on the documentation's train questions with and without
     ``reader`` (best logit over the fused top 5), its threshold chosen on dev (most right
     decisions), read on dev: right decisions, unanswerable and answerable abstained, and
     the share answered with the gold passage at 80% of all and of answerable questions.
     A reader trained on the train splits scores them in sample (its weight is then too
-    high); dev is out of sample either way."""
+    high); dev is out of sample either way. ``read_on="test"``: the same models and
+    thresholds read on the test splits (once, after a choice)."""
     rows = [r for name in collections(out) for r in tc.rows_of(out, name)]
     top = {
         k: max(v["logits"][:5], default=-20.0)
-        for split in ("train", "dev")
+        for split in ("train", "dev", *((read_on,) if read_on != "dev" else ()))
         for k, v in scores_of(out, split, tag).items()
     }
 
@@ -195,6 +196,7 @@ def on_dev(out: Path, tag: str = "") -> dict[str, dict[str, float]]:
         return {**row.evidence.as_features(), "reader": top[row.item.id]}
 
     train = [r for r in rows if r.item.split == "train"]
+    final = [r for r in rows if r.item.split == read_on]
     dev = [r for r in rows if r.item.split == "dev"]
     result = {}
     base = tc.features_of(False)
@@ -205,15 +207,20 @@ def on_dev(out: Path, tag: str = "") -> dict[str, dict[str, float]]:
         cuts = sorted(set(p))
         right = [sum((q >= t) == g for q, g in zip(p, good, strict=True)) for t in cuts]
         t = cuts[int(np.argmax(right))]
-        ans = [r.item.answerable for r in dev]
+        dev_right = max(right)
+        p = [model.probability(read(r)) for r in final]
+        good = [r.good for r in final]
+        right_final = sum((q >= t) == g for q, g in zip(p, good, strict=True))
+        ans = [r.item.answerable for r in final]
         answerable_p = [q for q, a in zip(p, ans, strict=True) if a]
         answerable_good = [g for g, a in zip(good, ans, strict=True) if a]
         curve = confidence.risk_coverage(p, good)
         curve_a = confidence.risk_coverage(answerable_p, answerable_good)
         result[label] = {
             "threshold": t,
-            "right decisions": max(right),
-            "questions": len(dev),
+            "right decisions on dev": dev_right,
+            "right decisions": right_final,
+            "questions": len(final),
             "unanswerable abstained": sum(q < t for q, a in zip(p, ans, strict=True) if not a),
             "unanswerable": sum(not a for a in ans),
             "answerable abstained": sum(q < t for q in answerable_p),
@@ -231,14 +238,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m benchmarks.reader_measure", description=__doc__
     )
     parser.add_argument("out", type=Path)
-    parser.add_argument("--split", action="append", choices=("train", "dev"))
+    parser.add_argument(
+        "--split",
+        action="append",
+        choices=("train", "dev", "test"),
+        help="test: once, after a choice",
+    )
     parser.add_argument("--json", type=Path)
     parser.add_argument("--dev-point", action="store_true", help="fit on train, choose on dev")
     parser.add_argument("--cv", action="store_true", help="cross-validate the confidence with it")
     parser.add_argument("--tag", default="", help="another reader's cached logits: -<its folder>")
     args = parser.parse_args(argv)
     if args.dev_point:
-        for label, values in on_dev(args.out, args.tag).items():
+        for label, values in on_dev(args.out, args.tag, (args.split or ["dev"])[0]).items():
             print(label, json.dumps({k: round(v, 3) for k, v in values.items()}))
         return 0
     if args.cv:

@@ -13,21 +13,28 @@ The pairs (seeded, deterministic; :func:`pairs_of`): a *specific* sentence S of 
 (it states a value, a default, a limit, an option's effect: a digit, code, or one of a
 few words that introduce such a statement, :data:`SPECIFIC`) becomes a query: S's words
 with numbers and quoted values taken out, a part of them kept (its first or last words,
-every fourth word dropped), behind a question word. Its passage window (the sentences
+every fourth word dropped half the time), behind a question word. A passage is read as
+its heading line, then the text. Its passage window (the sentences
 around S, at most :data:`WINDOW_WORDS` words) is the positive; the negatives are the
 same window with S and its near-duplicates removed (on topic, without the fact), a
 window of another chunk of the same page, and a window of the query's best BM25 chunk
 elsewhere; none that repeats S (word Jaccard >= 0.5) is kept as a negative.
 
-Training: mean-pooled MiniLM with a linear head, binary cross-entropy, AdamW, one pass
-(word embeddings frozen); :func:`export` writes ``OUT/reader/reader.onnx`` and its int8
-(dynamic quantisation) copy ``reader-int8.onnx``.
+``--with-train`` (the variant; judge it on dev only) adds pairs from the blind sets'
+*train* splits (:func:`real_pairs_of`: each question's fused top 20 chunks cut into
+windows, a window holding a gold fact positive; an unanswerable question's all negative).
 
-``python -m benchmarks.train_reader score OUT --split train`` scores each question of
-the four collections' split (answerable and not) over its fused top :data:`DEPTH`
-(hybrid) with the int8 reader, a chunk's score being its best window's; cached in
-``OUT/<name>/reader-<split>.pkl``. ``measure OUT`` prints the separations (AUROC),
-the re-ranked context recall and the cost (``--json FILE`` writes them).
+Training: mean-pooled MiniLM with a linear head, four anchors a batch, binary
+cross-entropy plus a softmax of each anchor's positives against its own negatives, AdamW
+(lr 1e-4, warm-up then linear decay), one pass, word embeddings frozen. It writes
+``FOLDER/reader.pt``, ``reader.onnx`` and the int8 (dynamic quantisation) copy
+``reader-int8.onnx`` (``FOLDER``: ``--folder``, default ``OUT/reader``).
+
+``python -m benchmarks.train_reader score OUT --split train [--folder F]`` scores each
+question of the four collections' split (answerable and not) over its fused top
+:data:`DEPTH` (hybrid) with the int8 reader, a chunk's score being its best window's;
+cached in ``OUT/<name>/reader[-<F's name>]-<split>.pkl``. :mod:`benchmarks.reader_measure`
+reads those.
 """
 
 from __future__ import annotations
@@ -53,7 +60,7 @@ from twokeys.text.passages import heading_line
 from twokeys.text.sentences import split_sentences
 
 SEED = 20261205
-ANCHORS = 400  # specific sentences per collection
+ANCHORS = 300  # specific sentences per collection
 WINDOW_WORDS = 60  # words of a passage window the reader reads
 MAX_TOKENS = 144  # question + window, word pieces
 DEPTH = 40  # fused hits scored per question
@@ -67,6 +74,7 @@ VALUE = re.compile(
     r"^\W*(\d[\w.,:%-]*|b?\"[^\"]*\"|b?'[^']*'|true|false|yes|no|none|on|off)\W*$", re.I
 )
 WORD = re.compile(r"[a-z0-9]+")
+ASKED = 0.5  # share of queries in a person's form (asked_of), the rest made of S's words
 PREFIXES = ("what", "what is", "how", "how do i", "which", "when", "does", "is", "why", "")
 
 
@@ -157,6 +165,60 @@ def query_of(sentence: str, rng: random.Random) -> str | None:
     return text[0].upper() + text[1:] + "?"
 
 
+NAME = re.compile(
+    r"`([^`\n]{2,40})`|(?<![\w-])(--?[a-z][\w-]+)|\b([a-z_]+[._][\w.]+|[A-Z][a-z]+[A-Z]\w*|\w+\(\))"
+)
+ASPECT = re.compile(
+    r"\b(default|maximum|minimum|limit|at most|at least|version|deprecated|returns?|"
+    r"raises?|requires?|must|cannot|never|always|only)\b",
+    re.IGNORECASE,
+)
+#: question forms by the kind of statement the sentence makes (its first aspect word)
+FORMS = {
+    "default": ("What is the default {n}?", "What does {n} default to?"),
+    "maximum": ("What is the maximum {n}?", "How large can {n} be?"),
+    "minimum": ("What is the minimum {n}?",),
+    "limit": ("What is the limit on {n}?", "Is there a limit for {n}?"),
+    "at most": ("How many {n} at most?",),
+    "at least": ("How many {n} are needed at least?",),
+    "version": ("Which version added {n}?", "Since which version does {n} exist?"),
+    "deprecated": ("Is {n} deprecated?", "When was {n} deprecated?"),
+    "return": ("What does {n} return?",),
+    "raise": ("What does {n} raise?", "Which error does {n} raise?"),
+    "require": ("What does {n} require?",),
+    "must": ("What must be true for {n}?",),
+    "cannot": ("What can {n} not do?",),
+    "never": ("When does {n} never happen?",),
+    "always": ("Does {n} always happen?",),
+    "only": ("When is {n} allowed?",),
+    "": ("What does {n} do?", "What value does {n} take?", "How does {n} behave?"),
+}
+
+
+def asked_of(sentence: str, heading: str, rng: random.Random) -> str | None:
+    """A question a person would ask about what ``sentence`` states, without its words:
+    the thing it names (code, an option, an identifier; else the last heading) in a
+    question form chosen by the kind of statement (a default, a limit, a version, what
+    something returns or raises; :data:`FORMS`)."""
+    names = [next(g for g in m.groups() if g) for m in NAME.finditer(sentence)]
+    names = [
+        n
+        for n in names
+        if not VALUE.match(n) and n.strip("`").lower() not in ("none", "true", "false")
+    ]
+    if names:
+        name = names[0].strip("`")
+    else:
+        parts = [p.strip() for p in heading.split(">") if p.strip()]
+        if not parts:
+            return None
+        name = parts[-1]
+    aspect = ASPECT.search(sentence)
+    key = aspect.group(1).lower().rstrip("s") if aspect else ""
+    key = key if key in FORMS else {"at mo": "at most", "at lea": "at least"}.get(key, "")
+    return rng.choice(FORMS[key]).format(n=name)
+
+
 @dataclass(frozen=True)
 class Pair:
     query: str
@@ -167,7 +229,9 @@ class Pair:
     group: int  # the anchor: its positive and negatives share it
 
 
-def pairs_of(out: Path, anchors: int = ANCHORS, seed: int = SEED) -> list[Pair]:
+def pairs_of(
+    out: Path, anchors: int = ANCHORS, seed: int = SEED, asked: float = ASKED
+) -> list[Pair]:
     """The synthetic training pairs of every tuned collection (module docstring)."""
     pairs: list[Pair] = []
     for name in collections(out):
@@ -193,7 +257,8 @@ def pairs_of(out: Path, anchors: int = ANCHORS, seed: int = SEED) -> list[Pair]:
                     break
                 sents = sentences(chunks[row].text)
                 s = sents[i]
-                query = query_of(s, rng)
+                form = asked > 0 and rng.random() < asked  # no draw at 0: the first reader's stream
+                query = asked_of(s, heads[row], rng) if form else query_of(s, rng)
                 if query is None:
                     continue
                 chosen = window(sents, i)
@@ -480,8 +545,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.train_reader", description=__doc__)
     parser.add_argument("command", choices=("build", "pairs", "score"))
     parser.add_argument("out", type=Path)
-    parser.add_argument("--split", default="train", choices=("train", "dev"))
+    parser.add_argument("--split", default="train", choices=("train", "dev", "test"))
     parser.add_argument("--anchors", type=int, default=ANCHORS)
+    parser.add_argument(
+        "--asked", type=float, default=ASKED, help="share of queries in a person's form"
+    )
     parser.add_argument(
         "--model", type=Path, help="the int8 reader (default FOLDER/reader-int8.onnx)"
     )
@@ -498,7 +566,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     if args.command in ("build", "pairs"):
         start = time.process_time()
-        pairs = pairs_of(args.out, args.anchors)
+        pairs = pairs_of(args.out, args.anchors, asked=args.asked)
         if args.with_train:
             pairs += real_pairs_of(args.out, start=len({p.group for p in pairs}))
         _write_pairs(pairs, folder / "pairs.jsonl")
