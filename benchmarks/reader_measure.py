@@ -14,6 +14,11 @@ evidence), and prints, per split (train, dev; the test splits are not read):
    ranks, ``mix`` the reader's share), answerable questions;
 3. cost: CPU ms of the reader per question (tokenising and the int8 graph) per passage
    window read.
+
+``--cv`` cross-validates the confidence with the reader as a feature (train and dev
+pooled; only for a reader that read no blind question); ``--dev-point`` fits it on
+train, chooses its threshold on dev and reads dev (``--split test``: the same models read
+on test, once, after a choice). ``--tag=-<folder>`` reads another reader's cached logits.
 """
 
 from __future__ import annotations
