@@ -25,6 +25,8 @@ elsewhere; none that repeats S (word Jaccard >= 0.5) is kept as a negative.
 ``--with-train`` (the variant; judge it on dev only) adds pairs from the blind sets'
 *train* splits (:func:`real_pairs_of`: each question's fused top 20 chunks cut into
 windows, a window holding a gold fact positive; an unanswerable question's all negative).
+``--with-kb N`` adds N of the support KB's train questions the same way (half of them
+unanswerable: questions of the kind the documentation's train splits hold only 44 of).
 
 Training: mean-pooled MiniLM with a linear head, four anchors a batch, binary
 cross-entropy plus a softmax of each anchor's positives against its own negatives, AdamW
@@ -57,7 +59,7 @@ import numpy as np
 
 from benchmarks.answers_context import collections, index_of, questions
 from twokeys import open_index
-from twokeys.evaluation.answers import holds
+from twokeys.evaluation.answers import QAItem, holds
 from twokeys.text.passages import heading_line
 from twokeys.text.sentences import split_sentences
 
@@ -311,18 +313,40 @@ REAL_DEPTH = 20  # fused chunks per train question read for the variant's pairs
 REAL_NEGATIVES = 8  # negative windows kept per train question (seeded sample)
 
 
-def real_pairs_of(out: Path, seed: int = SEED, start: int = 0) -> list[Pair]:
+def kb_train(count: int, seed: int = SEED) -> list[QAItem]:
+    """``count`` of the support KB's *train* questions (its ``heldout2`` to ``heldout24``
+    files, as :func:`benchmarks.train_confidence.kb_split` reads them), half of them
+    unanswerable where there are enough, drawn seeded."""
+    from benchmarks import train_confidence as tc
+
+    items = [i for i in tc.items_of(tc.KB) if i.split == "train"]
+    rng = random.Random(f"{seed}:kb")
+    unanswerable = [i for i in items if not i.answerable]
+    answerable = [i for i in items if i.answerable]
+    rng.shuffle(unanswerable)
+    rng.shuffle(answerable)
+    half = min(count // 2, len(unanswerable))
+    return unanswerable[:half] + answerable[: count - half]
+
+
+def real_pairs_of(out: Path, seed: int = SEED, start: int = 0, kb: int = 0) -> list[Pair]:
     """The variant's pairs from the blind sets' *train* splits (never dev or test): each
     question's fused top :data:`REAL_DEPTH` chunks cut into windows; a window from a gold
     page holding a gold fact is positive, the others negative (a sample of
     :data:`REAL_NEGATIVES`; every window of an unanswerable question is negative). The
-    windows of a chunk that holds a fact no single window holds are left out."""
+    windows of a chunk that holds a fact no single window holds are left out. ``kb``:
+    that many of the support KB's train questions too (:func:`kb_train`)."""
+    from benchmarks import train_confidence as tc
+
     pairs: list[Pair] = []
     group = start
-    for name in collections(out):
+    sources = [(n, index_of(out / n), questions(n, "train")) for n in collections(out)]
+    if kb:
+        sources.append((tc.KB, tc.index_path(out, tc.KB, False), kb_train(kb, seed)))
+    for name, path, items in sources:
         rng = random.Random(f"{seed}:real:{name}")
-        with open_index(index_of(out / name)) as index:
-            for item in questions(name, "train"):
+        with open_index(path) as index:
+            for item in items:
                 hits = index.search(item.question, mode="hybrid", k=REAL_DEPTH)
                 positives, negatives = [], []
                 for hit in hits:
@@ -561,6 +585,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the variant: also the blind sets' train splits' fused chunks (judge it on dev only)",
     )
     parser.add_argument(
+        "--with-kb",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --with-train: also N of the support KB's train questions, half unanswerable",
+    )
+    parser.add_argument(
         "--folder", type=Path, help="where the reader is written (default OUT/reader)"
     )
     args = parser.parse_args(argv)
@@ -570,7 +601,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         start = time.process_time()
         pairs = pairs_of(args.out, args.anchors, asked=args.asked)
         if args.with_train:
-            pairs += real_pairs_of(args.out, start=len({p.group for p in pairs}))
+            start_group = len({p.group for p in pairs})
+            pairs += real_pairs_of(args.out, start=start_group, kb=args.with_kb)
         _write_pairs(pairs, folder / "pairs.jsonl")
         kinds: dict[str, int] = {}
         for p in pairs:
