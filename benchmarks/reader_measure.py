@@ -207,12 +207,8 @@ def on_dev(out: Path, tag: str = "", read_on: str = "dev") -> dict[str, dict[str
     base = tc.features_of(False)
     for label, names in (("shipped features", base), ("+ reader", [*base, "reader"])):
         model = confidence.fit([read(r) for r in train], [r.good for r in train], names)
-        p = [model.probability(read(r)) for r in dev]
-        good = [r.good for r in dev]
-        cuts = sorted(set(p))
-        right = [sum((q >= t) == g for q, g in zip(p, good, strict=True)) for t in cuts]
-        t = cuts[int(np.argmax(right))]
-        dev_right = max(right)
+        t = tc.choose_threshold(model, dev, read=read)
+        dev_right = sum((model.probability(read(r)) >= t) == r.good for r in dev)
         p = [model.probability(read(r)) for r in final]
         good = [r.good for r in final]
         right_final = sum((q >= t) == g for q, g in zip(p, good, strict=True))

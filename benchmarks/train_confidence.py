@@ -362,9 +362,15 @@ def per_collection_threshold(
     )
 
 
-def choose_threshold(model: confidence.Model, rows: Sequence[Row]) -> float:
-    """The probability threshold with the most right decisions on ``rows``."""
-    scores = [model.probability(r.evidence.as_features()) for r in rows]
+def choose_threshold(
+    model: confidence.Model,
+    rows: Sequence[Row],
+    read: Callable[[Row], Mapping[str, float]] | None = None,
+) -> float:
+    """The probability threshold with the most right decisions on ``rows`` (the lowest
+    such one); ``read(row)``: the row's features (default: its evidence's)."""
+    read = read or _evidence_features
+    scores = [model.probability(read(r)) for r in rows]
     best, best_right = 0.5, -1
     for t in sorted(set(scores)):
         right = sum((s >= t) == r.good for s, r in zip(scores, rows, strict=True))
