@@ -44,6 +44,11 @@ CAP = {
     "postgres-docs": 218,  # every page: the collection is fixed before its questions
     "apache-docs": 1000,  # every page, likewise
     "octave-docs": 1000,  # every page, likewise
+    "postfix-docs": 1000,  # every page, likewise
+    "django-docs": 120,  # the reader's training collections: gold pages and distractors
+    "varnish-docs": 120,
+    "sphinx-docs": 120,
+    "exim-docs": 120,
 }  # pages, gold included
 
 
@@ -143,6 +148,62 @@ def octave_docs(root: Path) -> Iterator[tuple[str, str]]:
     return _html_pages(files, _octave_page)
 
 
+def _rst_sources(folder: Path) -> Iterator[tuple[str, str]]:
+    """A Sphinx site's reST sources (``_sources/**/*.rst.txt``), ids ``sub-dir-name``."""
+    for path in sorted(folder.rglob("*.rst.txt")):
+        rel = path.relative_to(folder).as_posix().removesuffix(".rst.txt")
+        yield rel.replace("/", "-"), path.read_text(encoding="utf-8", errors="replace")
+
+
+def _django_page(text: str) -> str:
+    """From after the header's ``« previous | up | next »`` to the sidebar's contents."""
+    _head, found, body = text.partition("« previous | up | next »")
+    body = body if found else text
+    for end in ("\n### Table of Contents", "\n#### Previous topic", "\n### Quick search"):
+        body = body.partition(end)[0]
+    return body.replace("¶", "").strip()
+
+
+def django_docs(root: Path) -> Iterator[tuple[str, str]]:
+    """Django 3.2's guides and reference (``python-django-doc``; release notes left out)."""
+    folder = root / "usr/share/doc/python-django-doc/html"
+    for sub in ("faq", "howto", "internals", "intro", "misc", "ref", "topics"):
+        files = sorted((folder / sub).rglob("*.html"))
+        for path in files:
+            rel = path.relative_to(folder).as_posix().removesuffix(".html")
+            for _stem, text in _html_pages([path], _django_page):
+                yield rel.replace("/", "-"), text
+
+
+def varnish_docs(root: Path) -> Iterator[tuple[str, str]]:
+    """The Varnish Cache 7.1 manual's reST sources (``varnish-doc``)."""
+    return _rst_sources(root / "usr/share/doc/varnish/html/_sources")
+
+
+def sphinx_docs(root: Path) -> Iterator[tuple[str, str]]:
+    """The Sphinx 5.3 documentation's reST sources (``sphinx-doc``)."""
+    return _rst_sources(root / "usr/share/doc/sphinx-doc/html/_sources")
+
+
+def _exim_page(text: str) -> str:
+    """Between the site header's ``<-previousnext->`` and the chapter's footer links."""
+    _head, found, body = text.partition("<-previousnext->")
+    body = body if found else text
+    return body.partition("<-previousTable of Contentsnext->")[0].strip()
+
+
+def exim_docs(root: Path) -> Iterator[tuple[str, str]]:
+    """The Exim 4.96 specification, one page a chapter (``exim4-doc-html``)."""
+    folder = root / "usr/share/doc/exim4-doc-html/spec_html"
+    return _html_pages(sorted(folder.glob("ch-*.html")), _exim_page)
+
+
+def postfix_docs(root: Path) -> Iterator[tuple[str, str]]:
+    """Postfix 3.7's READMEs and manual pages (``postfix-doc``)."""
+    folder = root / "usr/share/doc/postfix/html"
+    return _html_pages(sorted(folder.glob("*.html")), lambda t: t)
+
+
 COLLECTIONS: dict[str, Callable[[Path], Iterator[tuple[str, str]]]] = {
     "git-docs": git_docs,
     "python-docs": python_docs,
@@ -151,13 +212,22 @@ COLLECTIONS: dict[str, Callable[[Path], Iterator[tuple[str, str]]]] = {
     "postgres-docs": postgres_docs,
     "apache-docs": apache_docs,
     "octave-docs": octave_docs,
+    "postfix-docs": postfix_docs,
+    "django-docs": django_docs,
+    "varnish-docs": varnish_docs,
+    "sphinx-docs": sphinx_docs,
+    "exim-docs": exim_docs,
 }
 
 
 #: collections added after the methods of ``twokeys.rag`` were chosen: no fit, threshold or
 #: choice reads them (:func:`benchmarks.answers_context.collections` leaves them out);
 #: ``python -m benchmarks.heldout_answers`` measures the shipped models on them
-HELD_OUT = ("postgres-docs", "apache-docs", "octave-docs")
+HELD_OUT = ("postgres-docs", "apache-docs", "octave-docs", "postfix-docs")
+
+#: collections whose questions (``benchmarks/answers/reader/``) only train the passage
+#: reader (:mod:`benchmarks.train_reader`): no method of ``twokeys.rag`` is chosen on them
+READER_TRAIN = ("django-docs", "varnish-docs", "sphinx-docs", "exim-docs")
 
 SPLITS = ("train", "dev", "test")
 
@@ -180,10 +250,17 @@ def assign_splits(path: Path) -> None:
     path.write_text("".join(lines), encoding="utf-8")
 
 
+def question_files(name: str) -> list[Path]:
+    """The collection's question files: ``answers/<name>-qa*.jsonl``, and for a reader
+    training collection ``answers/reader/<name>-qa*.jsonl``."""
+    pattern = f"{name}-qa*.jsonl"
+    return sorted([*ANSWERS.glob(pattern), *(ANSWERS / "reader").glob(pattern)])
+
+
 def gold_pages(name: str) -> set[str]:
     """Ids (without ``.md``) of the pages the collection's question files cite."""
     out: set[str] = set()
-    for qa in sorted(ANSWERS.glob(f"{name}-qa*.jsonl")):
+    for qa in question_files(name):
         for line in qa.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 out.update(g["doc"].removesuffix(".md") for g in json.loads(line)["gold"])
@@ -219,7 +296,7 @@ def check(out: Path) -> list[str]:
 
     problems = []
     for name in COLLECTIONS:
-        for qa in sorted(ANSWERS.glob(f"{name}-qa*.jsonl")):
+        for qa in question_files(name):
             for item in load_qa(qa):
                 if item.split != split_of(qa.stem, item.id):
                     problems.append(f"{qa.name}: {item.id}: split {item.split!r} is not its hash's")

@@ -7,16 +7,26 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from benchmarks.answer_corpora import ANSWERS, COLLECTIONS, split_of
+from benchmarks.answer_corpora import ANSWERS, COLLECTIONS, READER_TRAIN, split_of
 
 from twokeys.evaluation.answers import load_qa
 
 FILES = sorted(ANSWERS.glob("*-qa*.jsonl"))
+READER_FILES = sorted((ANSWERS / "reader").glob("*-qa*.jsonl"))
 
 
 def test_every_collection_has_question_files() -> None:
     named = {f.name.split("-qa")[0] for f in FILES}
-    assert named == set(COLLECTIONS)
+    assert named == set(COLLECTIONS) - set(READER_TRAIN)
+    assert {f.name.split("-qa")[0] for f in READER_FILES} == set(READER_TRAIN)
+
+
+@pytest.mark.parametrize("path", READER_FILES, ids=lambda p: p.name)
+def test_a_reader_training_set_is_half_unanswerable_with_hash_splits(path: Path) -> None:
+    items = load_qa(path)
+    assert len(items) >= 60
+    assert 0.35 <= sum(not i.answerable for i in items) / len(items) <= 0.65
+    assert all(i.split == split_of(path.stem, i.id) for i in items)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -47,4 +57,4 @@ def test_held_out_collections_are_left_out_of_every_fit(tmp_path: Path) -> None:
     held = collections(tmp_path, held_out=True)
     assert set(held) == set(HELD_OUT) and HELD_OUT
     assert not set(fitted) & set(held)
-    assert set(fitted) | set(held) == set(COLLECTIONS)
+    assert set(fitted) | set(held) == set(COLLECTIONS) - set(READER_TRAIN)
