@@ -45,10 +45,10 @@ CAP = {
     "apache-docs": 1000,  # every page, likewise
     "octave-docs": 1000,  # every page, likewise
     "postfix-docs": 1000,  # every page, likewise
-    "django-docs": 120,  # the reader's training collections: gold pages and distractors
-    "varnish-docs": 120,
-    "sphinx-docs": 120,
-    "exim-docs": 120,
+    "django-docs": 1000,  # the reader's training collections: every page, likewise
+    "varnish-docs": 1000,
+    "sphinx-docs": 1000,
+    "exim-docs": 1000,
 }  # pages, gold included
 
 
