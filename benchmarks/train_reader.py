@@ -27,6 +27,10 @@ elsewhere; none that repeats S (word Jaccard >= 0.5) is kept as a negative.
 windows, a window holding a gold fact positive; an unanswerable question's all negative).
 ``--with-kb N`` adds N of the support KB's train questions the same way (half of them
 unanswerable: questions of the kind the documentation's train splits hold only 44 of).
+``--with-reader-sets`` adds every question of the reader-training sets
+(:data:`benchmarks.answer_corpora.READER_TRAIN`: Django, Varnish, Sphinx, Exim, half of
+them unanswerable on the page they are anchored on), from those collections' folders
+under ``OUT`` (``python -m benchmarks.answer_corpora OUT --only django-docs ...``).
 
 Training: mean-pooled MiniLM with a linear head, four anchors a batch, binary
 cross-entropy plus a softmax of each anchor's positives against its own negatives, AdamW
@@ -57,9 +61,10 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.answer_corpora import READER_TRAIN, question_files
 from benchmarks.answers_context import collections, index_of, questions
 from twokeys import open_index
-from twokeys.evaluation.answers import QAItem, holds
+from twokeys.evaluation.answers import QAItem, holds, load_qa
 from twokeys.text.passages import heading_line
 from twokeys.text.sentences import split_sentences
 
@@ -329,13 +334,23 @@ def kb_train(count: int, seed: int = SEED) -> list[QAItem]:
     return unanswerable[:half] + answerable[: count - half]
 
 
-def real_pairs_of(out: Path, seed: int = SEED, start: int = 0, kb: int = 0) -> list[Pair]:
+def reader_questions(name: str) -> list[QAItem]:
+    """Every question (all splits) of a reader-training collection's files."""
+    from dataclasses import replace
+
+    return [replace(i, id=f"{qa.stem}:{i.id}") for qa in question_files(name) for i in load_qa(qa)]
+
+
+def real_pairs_of(
+    out: Path, seed: int = SEED, start: int = 0, kb: int = 0, reader_sets: bool = False
+) -> list[Pair]:
     """The variant's pairs from the blind sets' *train* splits (never dev or test): each
     question's fused top :data:`REAL_DEPTH` chunks cut into windows; a window from a gold
     page holding a gold fact is positive, the others negative (a sample of
     :data:`REAL_NEGATIVES`; every window of an unanswerable question is negative). The
     windows of a chunk that holds a fact no single window holds are left out. ``kb``:
-    that many of the support KB's train questions too (:func:`kb_train`)."""
+    that many of the support KB's train questions too (:func:`kb_train`); ``reader_sets``:
+    the reader-training sets' questions too (:func:`reader_questions`)."""
     from benchmarks import train_confidence as tc
 
     pairs: list[Pair] = []
@@ -343,6 +358,11 @@ def real_pairs_of(out: Path, seed: int = SEED, start: int = 0, kb: int = 0) -> l
     sources = [(n, index_of(out / n), questions(n, "train")) for n in collections(out)]
     if kb:
         sources.append((tc.KB, tc.index_path(out, tc.KB, False), kb_train(kb, seed)))
+    if reader_sets:
+        for name in READER_TRAIN:
+            if not (out / name / "pages").is_dir():
+                raise SystemExit(f"{out / name / 'pages'}: missing (build it with answer_corpora)")
+            sources.append((name, index_of(out / name), reader_questions(name)))
     for name, path, items in sources:
         rng = random.Random(f"{seed}:real:{name}")
         with open_index(path) as index:
@@ -592,6 +612,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="with --with-train: also N of the support KB's train questions, half unanswerable",
     )
     parser.add_argument(
+        "--with-reader-sets",
+        action="store_true",
+        help="with --with-train: also the reader-training sets (answers/reader/), all splits",
+    )
+    parser.add_argument(
         "--folder", type=Path, help="where the reader is written (default OUT/reader)"
     )
     args = parser.parse_args(argv)
@@ -602,7 +627,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         pairs = pairs_of(args.out, args.anchors, asked=args.asked)
         if args.with_train:
             start_group = len({p.group for p in pairs})
-            pairs += real_pairs_of(args.out, start=start_group, kb=args.with_kb)
+            pairs += real_pairs_of(
+                args.out, start=start_group, kb=args.with_kb, reader_sets=args.with_reader_sets
+            )
         _write_pairs(pairs, folder / "pairs.jsonl")
         kinds: dict[str, int] = {}
         for p in pairs:
