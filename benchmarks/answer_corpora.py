@@ -18,6 +18,11 @@ rust-doc sqlite3-doc postgresql-doc-15 apache2-doc`` then ``dpkg-deb -x PKG.deb 
   navigation header and footer cut off). Its questions were written after the methods of
   ``twokeys.rag`` were chosen on the four above, so it is held out from every fit.
 
+Added later, held out too: ``apache-docs`` (the Apache HTTP Server 2.4 manual), ``octave-docs``
+(the GNU Octave 7.3 manual) and ``postfix-docs`` (Postfix 3.7's READMEs and manual pages).
+The reader-training collections (:data:`READER_TRAIN`: Django, Varnish, Sphinx, Exim) hold
+questions that only train the passage reader of :mod:`benchmarks.train_reader`.
+
 Embedding whole collections takes long on a small machine, so each is capped at
 :data:`CAP` pages: every page a question's gold passage comes from, then other pages
 (distractors) in a fixed order (by hash of the page id) until the cap. Document ids are
