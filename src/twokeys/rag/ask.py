@@ -34,8 +34,8 @@ from twokeys.llm.http import ServiceError
 from twokeys.rag.confidence import shipped as shipped_model
 from twokeys.rag.conversation import Conversation
 from twokeys.rag.decompose import DEFAULT_MAX_PARTS, decompose, decompose_with_llm
-from twokeys.rag.evidence import gather, idf_held
-from twokeys.rag.extractive import EXTRACTIVE_NOTE, Similarity, extract
+from twokeys.rag.evidence import gather, idf_held, sentence_similarity
+from twokeys.rag.extractive import EXTRACTIVE_NOTE, extract
 from twokeys.rag.followup import Followup, standalone_query
 from twokeys.rag.grounding import Confidence, retrieval_confidence
 from twokeys.rag.judge import NOT_ASKED, STAGES, SupportBudget, judge_sentences, rerank, verdict
@@ -541,20 +541,13 @@ def _generate_events(
 def _extractive_events(
     plan: Plan, index: Index, options: AskOptions, model_error: str | None
 ) -> Iterator[Event]:
-    similarity: Similarity | None = None
-    if index.manifest.encoder is not None and index.backend.vectors is not None:
-
-        def similarity(query: str, sentences: Sequence[str]) -> list[float]:
-            q = index.encoder.encode_query(query)
-            return [float(x) for x in index.encoder.encode(list(sentences), "document") @ q]
-
     skip = {i for i, c in enumerate(plan.confidence) if not c.answerable}
     quoted = extract(
         plan.context,
         plan.parts,
         query_terms=index.analyzer.query_terms,
         text_terms=index.analyzer.index_terms,
-        similarity=similarity,
+        similarity=sentence_similarity(index),
         unanswered=skip,
         evidence=quote_evidence(plan.runs, plan.context, options.k),
     )
