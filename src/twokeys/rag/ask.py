@@ -374,43 +374,27 @@ def _retrieve(
     depth = retrieval_depth(options.k, options.budget.context_floor)
     where = {"filters": list(options.filters)} if options.filters else {}
     learned = options.order == "learned"
-    searched = tuple(
-        SubQueryHits(
+    runs, judged = [], []
+    for part in parts:
+        # with the learned order: the fused top RERANK_DEPTH re-ranked (what its model
+        # was fitted on), from the sensors' ranks in the search's explain evidence
+        hits = index.search(
             part,
-            tuple(
-                index.search(
-                    part,
-                    mode=options.mode,
-                    k=max(depth, RERANK_DEPTH) if learned else depth,
-                    explain=learned,  # the sensors' ranks are the learned order's evidence
-                    **where,
-                )
-            ),
+            mode=options.mode,
+            k=max(depth, RERANK_DEPTH) if learned else depth,
+            explain=learned,
+            **where,
         )
-        for part in parts
-    )
-    runs = judged = tuple(SubQueryHits(r.query, r.hits[:depth]) for r in searched)
-    if learned:  # the fused top RERANK_DEPTH re-ranked (what the model was fitted on)
-        runs = tuple(
-            SubQueryHits(
-                r.query,
-                tuple(
-                    [
-                        *learned_order(
-                            r.hits[:RERANK_DEPTH],
-                            idf_held(index, r.query),
-                            read=static_reader(r.query),
-                        ),
-                        *r.hits[RERANK_DEPTH:],
-                    ][:depth]
-                ),
-            )
-            for r in searched
-        )
+        judged.append(SubQueryHits(part, tuple(hits[:depth])))
+        if learned:
+            read = static_reader(part)
+            hits = [
+                *learned_order(hits[:RERANK_DEPTH], idf_held(index, part), read=read),
+                *hits[RERANK_DEPTH:],
+            ]
+        runs.append(SubQueryHits(part, tuple(hits[:depth])))
     if llm is not None and "rerank" in options.llm_stages:
-        runs = judged = tuple(
-            SubQueryHits(r.query, tuple(rerank(llm, r.query, r.hits))) for r in runs
-        )
+        runs = judged = [SubQueryHits(r.query, tuple(rerank(llm, r.query, r.hits))) for r in runs]
     if not options.abstain:
         confidence: tuple[Confidence, ...] = ()
     elif options.confidence == "learned":
@@ -418,7 +402,7 @@ def _retrieve(
         confidence = tuple(learned_confidence(index, run, asks) for run in judged)
     else:
         confidence = tuple(retrieval_confidence(index, run.query) for run in judged)
-    return tuple(parts), runs, confidence
+    return tuple(parts), tuple(runs), confidence
 
 
 def learned_confidence(index: Index, run: SubQueryHits, llm: LLM | None = None) -> Confidence:
