@@ -91,9 +91,7 @@ class AskOptions:
     # the order hits are packed in: "fused" (the search's), or "learned": the fused top
     # RERANK_DEPTH re-ranked by twokeys.rag.rerank_context (abstention still reads the
     # fused order; with the model's "rerank" stage both read the model's order of the
-    # learned one). Not the default: it wins on the answer sets' train and dev splits but
-    # loses context recall on the example support KB, 0.962 -> 0.942 (README "A cheap
-    # passage reader")
+    # learned one); not the default (README "A cheap passage reader")
     order: str = "fused"
     # with a model (twokeys.rag.judge): "rerank", "verdict", "rewrite" (the follow-up made
     # standalone and the question split by the model), "support" (each sentence judged)
