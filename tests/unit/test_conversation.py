@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from twokeys.errors import ConfigError
-from twokeys.rag.conversation import Conversation, Turn, conversation_of, fit, strip_sources
+from twokeys.rag.conversation import Conversation, Turn
 from twokeys.server.chat import Shaper
+from twokeys.server.messages import conversation_of, fit, strip_sources
 from twokeys.server.tasks import detect
 from twokeys.text.tokens import approx_token_counter
 

@@ -34,8 +34,8 @@ from twokeys.llm.http import ServiceError
 from twokeys.rag.confidence import shipped as shipped_model
 from twokeys.rag.conversation import Conversation
 from twokeys.rag.decompose import DEFAULT_MAX_PARTS, decompose, decompose_with_llm
-from twokeys.rag.evidence import gather, idf_held
-from twokeys.rag.extractive import EXTRACTIVE_NOTE, Similarity, extract
+from twokeys.rag.evidence import gather, idf_held, sentence_similarity
+from twokeys.rag.extractive import EXTRACTIVE_NOTE, extract
 from twokeys.rag.followup import Followup, standalone_query
 from twokeys.rag.grounding import Confidence, retrieval_confidence
 from twokeys.rag.judge import NOT_ASKED, STAGES, SupportBudget, judge_sentences, rerank, verdict
@@ -91,9 +91,7 @@ class AskOptions:
     # the order hits are packed in: "fused" (the search's), or "learned": the fused top
     # RERANK_DEPTH re-ranked by twokeys.rag.rerank_context (abstention still reads the
     # fused order; with the model's "rerank" stage both read the model's order of the
-    # learned one). Not the default: it wins on the answer sets' train and dev splits but
-    # loses context recall on the example support KB, 0.962 -> 0.942 (README "A cheap
-    # passage reader")
+    # learned one); not the default (README "A cheap passage reader")
     order: str = "fused"
     # with a model (twokeys.rag.judge): "rerank", "verdict", "rewrite" (the follow-up made
     # standalone and the question split by the model), "support" (each sentence judged)
@@ -374,43 +372,27 @@ def _retrieve(
     depth = retrieval_depth(options.k, options.budget.context_floor)
     where = {"filters": list(options.filters)} if options.filters else {}
     learned = options.order == "learned"
-    searched = tuple(
-        SubQueryHits(
+    runs, judged = [], []
+    for part in parts:
+        # with the learned order: the fused top RERANK_DEPTH re-ranked (what its model
+        # was fitted on), from the sensors' ranks in the search's explain evidence
+        hits = index.search(
             part,
-            tuple(
-                index.search(
-                    part,
-                    mode=options.mode,
-                    k=max(depth, RERANK_DEPTH) if learned else depth,
-                    explain=learned,  # the sensors' ranks are the learned order's evidence
-                    **where,
-                )
-            ),
+            mode=options.mode,
+            k=max(depth, RERANK_DEPTH) if learned else depth,
+            explain=learned,
+            **where,
         )
-        for part in parts
-    )
-    runs = judged = tuple(SubQueryHits(r.query, r.hits[:depth]) for r in searched)
-    if learned:  # the fused top RERANK_DEPTH re-ranked (what the model was fitted on)
-        runs = tuple(
-            SubQueryHits(
-                r.query,
-                tuple(
-                    [
-                        *learned_order(
-                            r.hits[:RERANK_DEPTH],
-                            idf_held(index, r.query),
-                            read=static_reader(r.query),
-                        ),
-                        *r.hits[RERANK_DEPTH:],
-                    ][:depth]
-                ),
-            )
-            for r in searched
-        )
+        judged.append(SubQueryHits(part, tuple(hits[:depth])))
+        if learned:
+            read = static_reader(part)
+            hits = [
+                *learned_order(hits[:RERANK_DEPTH], idf_held(index, part), read=read),
+                *hits[RERANK_DEPTH:],
+            ]
+        runs.append(SubQueryHits(part, tuple(hits[:depth])))
     if llm is not None and "rerank" in options.llm_stages:
-        runs = judged = tuple(
-            SubQueryHits(r.query, tuple(rerank(llm, r.query, r.hits))) for r in runs
-        )
+        runs = judged = [SubQueryHits(r.query, tuple(rerank(llm, r.query, r.hits))) for r in runs]
     if not options.abstain:
         confidence: tuple[Confidence, ...] = ()
     elif options.confidence == "learned":
@@ -418,7 +400,7 @@ def _retrieve(
         confidence = tuple(learned_confidence(index, run, asks) for run in judged)
     else:
         confidence = tuple(retrieval_confidence(index, run.query) for run in judged)
-    return tuple(parts), runs, confidence
+    return tuple(parts), tuple(runs), confidence
 
 
 def learned_confidence(index: Index, run: SubQueryHits, llm: LLM | None = None) -> Confidence:
@@ -541,20 +523,13 @@ def _generate_events(
 def _extractive_events(
     plan: Plan, index: Index, options: AskOptions, model_error: str | None
 ) -> Iterator[Event]:
-    similarity: Similarity | None = None
-    if index.manifest.encoder is not None and index.backend.vectors is not None:
-
-        def similarity(query: str, sentences: Sequence[str]) -> list[float]:
-            q = index.encoder.encode_query(query)
-            return [float(x) for x in index.encoder.encode(list(sentences), "document") @ q]
-
     skip = {i for i, c in enumerate(plan.confidence) if not c.answerable}
     quoted = extract(
         plan.context,
         plan.parts,
         query_terms=index.analyzer.query_terms,
         text_terms=index.analyzer.index_terms,
-        similarity=similarity,
+        similarity=sentence_similarity(index),
         unanswered=skip,
         evidence=quote_evidence(plan.runs, plan.context, options.k),
     )

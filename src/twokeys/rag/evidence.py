@@ -32,13 +32,15 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 
 import numpy as np
 
 from twokeys.engine import Index
+from twokeys.fusion.adaptive import QueryFeatures
 from twokeys.request import SearchRequest
 from twokeys.text.sentences import split_sentences
-from twokeys.types import Hit
+from twokeys.types import Hit, ScoredChunk
 
 NAMES = (
     "lexical",
@@ -101,19 +103,21 @@ def idf_held(index: Index, query: str) -> Held:
     return held
 
 
-def sentence_cosines(index: Index, query: str) -> Callable[[Sequence[str]], list[float]] | None:
-    """The dense model's query-sentence cosines, or None without one."""
+def sentence_similarity(index: Index) -> Callable[[str, Sequence[str]], list[float]] | None:
+    """``similarity(query, texts)``: the dense model's cosine of ``query`` to each text;
+    None without a dense model."""
     if index.manifest.encoder is None or index.backend.vectors is None:
         return None
     encoder = index.encoder
-    vector = encoder.encode_query(query)
 
-    def cosines(texts: Sequence[str]) -> list[float]:
+    def similarity(query: str, texts: Sequence[str]) -> list[float]:
         if not texts:
             return []
-        return [float(x) for x in encoder.encode(list(texts), "document") @ vector]
+        return [
+            float(x) for x in encoder.encode(list(texts), "document") @ encoder.encode_query(query)
+        ]
 
-    return cosines
+    return similarity
 
 
 def gather(
@@ -125,33 +129,31 @@ def gather(
     cosines: Callable[[Sequence[str]], Sequence[float]] | None = None,
 ) -> Evidence:
     """The evidence for ``query`` whose fused hits are ``hits`` (best first)."""
-    bm25 = index.retriever(SearchRequest(query, retriever="bm25"))
-    lexical_run = bm25.retrieve(query, AGREEMENT_K)
-    coverage = bm25.confidence(query, lexical_run.run)  # type: ignore[attr-defined]
-    features = bm25.features(query, lexical_run)  # type: ignore[attr-defined]
+    lexical_run, features = lexical_reading(index, query, AGREEMENT_K)
     terms = index.analyzer.query_terms(query)
     counts = Counter(terms)
     unseen = sum(c for t, c in counts.items() if not index.backend.lexical.has_term(t))
-    peak, height, dense_rows = _dense(index, query)
-    lexical_rows = {s.row for s in lexical_run.run}
+    peak, height, dense_rows = dense_levels(index, query, AGREEMENT_K)
+    lexical_rows = {s.row for s in lexical_run}
     union = lexical_rows | dense_rows
     agreement = len(lexical_rows & dense_rows) / len(union) if union else 0.0
     held = idf_held(index, query)
     read = list(hits[:READ])
     sentences = [h.text[s:e] for h in read for s, e in split_sentences(h.text)]
-    if cosines is None:
-        cosines = sentence_cosines(index, query)
+    similarity = sentence_similarity(index) if cosines is None else None
+    if similarity is not None:
+        cosines = partial(similarity, query)
     best_cosine = max(cosines(sentences), default=0.0) if cosines and sentences else 0.0
     margin = 0.0
     if len(hits) >= 2 and hits[0].score > 0:
         margin = (hits[0].score - hits[1].score) / hits[0].score
     share, page_margin = _pages(hits)
     return Evidence(
-        lexical=coverage,
+        lexical=features.lexical_confidence,
         unseen=unseen / len(terms) if terms else 1.0,
         missing_ids=float(len(features.missing_identifiers)),
-        dense_peak=peak,
-        dense_height=height,
+        dense_peak=peak if peak is not None and math.isfinite(peak) else 0.0,
+        dense_height=height or 0.0,
         agreement=agreement,
         held_passage=max((held(h.text) for h in read), default=0.0),
         held_sentence=max((held(s) for s in sentences), default=0.0),
@@ -178,20 +180,32 @@ def _pages(hits: Sequence[Hit]) -> tuple[float, float]:
     return share, 1.0 if other is None else (first - other) / first
 
 
-def _dense(index: Index, query: str) -> tuple[float, float, set[int]]:
-    """Dense peak, dense height and the dense top rows (zeros without vectors)."""
+def lexical_reading(index: Index, query: str, k: int) -> tuple[list[ScoredChunk], QueryFeatures]:
+    """BM25's top ``k`` for ``query`` and what it reads from the query and that run
+    (identifiers found and missing, the best chunk's share of the idf mass)."""
+    bm25 = index.retriever(SearchRequest(query, retriever="bm25"))
+    result = bm25.retrieve(query, k)
+    return list(result.run), bm25.features(query, result)  # type: ignore[attr-defined]
+
+
+def dense_levels(
+    index: Index, query: str, k: int = 1
+) -> tuple[float | None, float | None, set[int]]:
+    """The dense peak and the dense height of ``query`` (module docstring) and the rows of
+    its dense top ``k``; no peak when the sampled cosines do not spread, no height when
+    their mean is 1, neither (and no rows) without vectors."""
     vectors = index.backend.vectors
     n = int(index.manifest.counts.get("chunks", 0))
     if vectors is None or index.manifest.encoder is None or n < 2:
-        return 0.0, 0.0, set()
+        return None, None, set()
     vector = index.encoder.encode_query(query)
-    top = vectors.search(vector, AGREEMENT_K)
+    top = vectors.search(vector, k)
     if not top:
-        return 0.0, 0.0, set()
+        return None, None, set()
     rows = np.unique(np.linspace(0, n - 1, min(n, DENSE_SAMPLE)).astype(np.int64))
     sims = vectors.similarities(vector, rows)
     chance, sd = float(sims.mean()), float(sims.std())
     best = float(top[0].score)
-    height = (best - chance) / (1.0 - chance) if chance < 1.0 else 0.0
-    peak = (best - chance) / sd if sd > 0 else 0.0
-    return (peak if math.isfinite(peak) else 0.0), height, {int(s.row) for s in top}
+    height = (best - chance) / (1.0 - chance) if chance < 1.0 else None
+    peak = (best - chance) / sd if sd > 0 else None
+    return peak, height, {int(s.row) for s in top}

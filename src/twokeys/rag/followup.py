@@ -134,16 +134,15 @@ def rewrite_with_llm(conversation: Conversation, llm: LLM) -> str:
     turns = conversation.turns[-LLM_TURNS:]
     lines = [f"{t.role}: {_short(t.text)}" for t in turns]
     lines.append(f"user (last message): {_short(conversation.question)}")
-    conversation_text = "\n".join(lines)
-    prompt = [
-        Message("system", REWRITE_SYSTEM),
-        Message("user", f"Conversation:\n{conversation_text}\n\nStandalone search query:"),
-    ]
-    if not llm.chat:
-        prompt_text = f"{REWRITE_SYSTEM}\n\n{conversation_text}\n\nStandalone search query:"
-        answer = llm.complete(prompt_text, stop=("\n",), max_tokens=64)
+    text = "\n".join(lines)
+    if llm.chat:
+        asked = f"Conversation:\n{text}\n\nStandalone search query:"
+        answer = llm.complete(
+            [Message("system", REWRITE_SYSTEM), Message("user", asked)], max_tokens=64
+        )
     else:
-        answer = llm.complete(prompt, max_tokens=64)
+        asked = f"{REWRITE_SYSTEM}\n\n{text}\n\nStandalone search query:"
+        answer = llm.complete(asked, stop=("\n",), max_tokens=64)
     line = next((x for x in answer.strip().splitlines() if x.strip()), "")
     line = re.sub(r"^(?:standalone )?(?:search )?query:\s*", "", line.strip(), flags=re.I)
     line = line.strip().strip("\"'`").strip()

@@ -28,11 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from twokeys.lexical.boolean import contains_sequence
 from twokeys.rag.decompose import own_words
-from twokeys.request import SearchRequest
+from twokeys.rag.evidence import dense_levels, lexical_reading
 from twokeys.retrievers.base import indexed_texts
 
 if TYPE_CHECKING:
@@ -44,7 +42,6 @@ STRONG_PEAK = 5.0  # a dense peak this high vouches even for a question naming a
 HEIGHT_LEXICAL_WEIGHT = 0.5  # coverage 1.0 counts as half the way from chance to identity
 HEIGHT_FLOOR = 0.421  # dense height plus weighted coverage an answerable question reaches
 LEXICAL_ONLY_FLOOR = 0.5
-DENSE_SAMPLE = 512
 PHRASE_CANDIDATES = 256  # chunks read to find a phrase; past that many, it is taken as held
 
 
@@ -130,10 +127,7 @@ class Confidence:
 
 def retrieval_confidence(index: Index, query: str) -> Confidence:
     """Read both sensors for ``query`` (see the module docstring)."""
-    bm25 = index.retriever(SearchRequest(query, retriever="bm25"))
-    result = bm25.retrieve(query, 1)
-    coverage = bm25.confidence(query, result.run)  # type: ignore[attr-defined]
-    features = bm25.features(query, result)  # type: ignore[attr-defined]
+    _, features = lexical_reading(index, query, 1)
     own = own_words(query)  # not the words a sub-query carries from the part before it
     names = tuple(n for n in _names(own) if not _indexed(index, n))
     phrases = tuple(
@@ -141,10 +135,10 @@ def retrieval_confidence(index: Index, query: str) -> Confidence:
     )
     inside = tuple(m for m in features.missing_identifiers if _held_by_parts(index, m))
     missing = tuple(m for m in features.missing_identifiers if m not in inside)
-    peak, height = _dense_peak(index, query)
-    return Confidence(
-        query, coverage, peak, missing, (*features.identifiers, *inside), names, phrases, height
-    )
+    peak, height, _ = dense_levels(index, query)
+    found = (*features.identifiers, *inside)
+    coverage = features.lexical_confidence
+    return Confidence(query, coverage, peak, missing, found, names, phrases, height)
 
 
 _NAME = re.compile(r"(?<![\w'-])[A-Z][\w-]*[\w]")
@@ -248,25 +242,3 @@ def _indexed(index: Index, name: str) -> bool:
     terms = index.analyzer.query_terms(name)
     lexical = index.backend.lexical
     return not terms or all(lexical.has_term(t) for t in terms)
-
-
-def _dense_peak(index: Index, query: str) -> tuple[float | None, float | None]:
-    """The dense peak and the dense height of ``query`` (module docstring); (None, None)
-    without vectors."""
-    vectors = index.backend.vectors
-    if vectors is None or index.manifest.encoder is None:
-        return None, None
-    n = int(index.manifest.counts.get("chunks", 0))
-    if n < 2:
-        return None, None
-    vector = index.encoder.encode_query(query)
-    top = vectors.search(vector, 1)
-    if not top:
-        return None, None
-    rows = np.unique(np.linspace(0, n - 1, min(n, DENSE_SAMPLE)).astype(np.int64))
-    sims = vectors.similarities(vector, rows)
-    chance, sd = float(sims.mean()), float(sims.std())
-    height = (top[0].score - chance) / (1.0 - chance) if chance < 1.0 else None
-    if sd <= 0:
-        return None, height
-    return (top[0].score - chance) / sd, height

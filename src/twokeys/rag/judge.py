@@ -84,14 +84,16 @@ def verdict(
         ),
     ]
     try:
-        reply = llm.complete(prompt, max_tokens=4, temperature=0.0).strip().lower()
+        said = _yes_no(llm.complete(prompt, max_tokens=4, temperature=0.0))
     except (ServiceUnavailableError, ServiceTimeoutError):
         return NOT_ASKED
-    if reply.startswith("yes"):
-        return 1.0
-    if reply.startswith("no"):
-        return 0.0
-    return NOT_ASKED
+    return NOT_ASKED if said is None else float(said)
+
+
+def _yes_no(reply: str) -> bool | None:
+    """A yes/no reply read: True, False, or None when it starts with neither."""
+    reply = reply.strip().lower()
+    return True if reply.startswith("yes") else False if reply.startswith("no") else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,18 +121,6 @@ class SupportBudget:
 SUPPORT_SYSTEM = "You check whether a sentence is supported by passages. Reply yes or no."
 
 
-def support_prompt(sentence: str, passages: Sequence[str], chars: int) -> list[Message]:
-    """The question asked about one sentence and the passages it cites."""
-    return [
-        Message("system", SUPPORT_SYSTEM),
-        Message(
-            "user",
-            f"Passages:\n{_passages(passages, chars)}\n\nSentence: {' '.join(sentence.split())}"
-            "\n\nIs every claim of the sentence stated in the passages? Reply yes or no.",
-        ),
-    ]
-
-
 def support_verdicts(
     llm: LLM,
     sentences: Sequence[tuple[str, Sequence[str]]],
@@ -150,7 +140,15 @@ def support_verdicts(
     for asked, (sentence, passages) in enumerate(sentences):
         if asked >= budget.sentences or clock() - started >= budget.seconds:
             break
-        messages = support_prompt(sentence, passages, budget.chars)
+        messages = [  # the question asked about one sentence and the passages it cites
+            Message("system", SUPPORT_SYSTEM),
+            Message(
+                "user",
+                f"Passages:\n{_passages(passages, budget.chars)}\n\nSentence: "
+                f"{' '.join(sentence.split())}\n\nIs every claim of the sentence stated in "
+                "the passages? Reply yes or no.",
+            ),
+        ]
         prompt: Prompt = messages
         if not llm.chat:  # a base model continues text: the same question, then "Answer:"
             prompt = "\n\n".join(m.content for m in messages) + "\nAnswer:"
@@ -159,10 +157,9 @@ def support_verdicts(
             break
         spent += cost
         try:
-            reply = llm.complete(prompt, max_tokens=4, temperature=0.0).strip().lower()
+            out.append(_yes_no(llm.complete(prompt, max_tokens=4, temperature=0.0)))
         except ServiceError:
             break  # down, too slow, or an error answer: the rest stay unjudged
-        out.append(True if reply.startswith("yes") else False if reply.startswith("no") else None)
     return out + [None] * (len(sentences) - len(out))
 
 

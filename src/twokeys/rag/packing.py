@@ -258,17 +258,13 @@ def pack(
     focus: Focus | None = None,
     excerpt_tokens: int | None = None,
 ) -> PackedContext:
-    """Pack the hits of ``runs`` into the context section of ``budget``.
+    """Pack the hits of ``runs`` into the context section of ``budget`` (module docstring).
 
     ``fixed`` holds the text of the capped sections (``instructions``, ``question``),
     counted against their own budgets; whatever they leave goes to the context.
-    ``deferred`` holds indices of ``runs`` packed only after all the others (module
-    docstring). With ``first``, the first ``first`` hits of every run, deferred ones
-    included, are offered before any further hit: hits retrieved to fill a large budget
-    come after the evidence each part was judged on. ``focus(i, text)`` rates how much of
-    ``runs[i]``'s query a text holds; with it, a block cut to fit keeps its best-rated
-    sentence (module docstring). ``excerpt_tokens`` caps what each hit may cost once less
-    than :data:`EXCERPT_SHARE` of the context budget is left (None, the default: no cap).
+    ``deferred``: indices of ``runs`` packed last; ``first``: the hits each run was
+    judged on; ``focus(i, text)``: how much of ``runs[i]``'s query a text holds;
+    ``excerpt_tokens``: the cap on each hit once the budget runs low (None: no cap).
     """
     counter = _CachedCounter(count_tokens)
     sections: list[SectionUsage] = []
@@ -375,16 +371,14 @@ class _Open:
         return self.parts[0].heading_path
 
     @property
-    def cite(self) -> str:
-        """The block's citation: its chunks' locators spanned (pages, lines), or a
-        record's id and title, or the path."""
-        located = [c.locator for c in self.parts if c.locator]
-        return cite(self.path, _span(located), self.doc_id, self.title)
+    def span(self) -> Locator | None:
+        """Its chunks' locators spanned (pages, lines), if they have any."""
+        return _span([c.locator for c in self.parts if c.locator])
 
     @property
     def where(self) -> str:
         """The path, with the chunks' locators spanned where they have one."""
-        span = _span([c.locator for c in self.parts if c.locator])
+        span = self.span
         return span.label(self.path) if span else self.path
 
     def render(self, text: str | None = None, heading_path: tuple[str, ...] | None = None) -> str:
@@ -405,7 +399,7 @@ class _Open:
             parts=tuple(
                 (start, c.heading_path) for start, c in zip(self.starts, self.parts, strict=True)
             ),
-            cite=self.cite,
+            cite=cite(self.path, self.span, self.doc_id, self.title),
             where=self.where,
         )
 

@@ -1,7 +1,7 @@
 """One turn of a chat, as the OpenAI-compatible chat route answers it.
 
 A chat client sends the whole conversation each turn. :func:`plan_turn` reads it
-(:func:`~twokeys.rag.conversation.conversation_of`), makes the newest user message a
+(:func:`~twokeys.server.messages.conversation_of`), makes the newest user message a
 standalone search query (:func:`~twokeys.rag.followup.standalone_query`) and, for a
 chat model, fits the system text and earlier turns into the server's chat context
 (:attr:`ServerConfig.chat_context`): the conversation gets what the default answer
@@ -25,11 +25,12 @@ from twokeys.engine import Index
 from twokeys.errors import ConfigError
 from twokeys.llm.base import LLM
 from twokeys.rag.ask import Answer, AskOptions, model_failed_note
-from twokeys.rag.conversation import Conversation, conversation_of, fit, used_tokens
+from twokeys.rag.conversation import Conversation
 from twokeys.rag.extractive import EXTRACTIVE_NOTE
 from twokeys.rag.followup import Followup, standalone_query
 from twokeys.rag.packing import MIN_TOTAL, Budget
 from twokeys.server.config import Limits, RequestError
+from twokeys.server.messages import conversation_of, fit, used_tokens
 from twokeys.text.tokens import TokenCounter, approx_token_counter
 
 

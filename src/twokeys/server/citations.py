@@ -24,7 +24,7 @@ from fastapi.responses import HTMLResponse
 
 from twokeys.engine import Index
 from twokeys.rag.ask import Answer, Source
-from twokeys.rag.conversation import UNSUPPORTED_MARK
+from twokeys.server.messages import UNSUPPORTED_MARK
 from twokeys.server.service import IndexService, UnknownDocumentError
 
 UNSUPPORTED = UNSUPPORTED_MARK

@@ -34,7 +34,7 @@ from twokeys.engine import Index
 from twokeys.errors import ConfigError, TwokeysError
 from twokeys.llm.base import LLM
 from twokeys.rag.ask import Answer, Done, Event, TextDelta, ask_events
-from twokeys.rag.conversation import Conversation, conversation_of
+from twokeys.rag.conversation import Conversation
 from twokeys.server.chat import (
     Shaper,
     TurnPlan,
@@ -46,6 +46,7 @@ from twokeys.server.chat import (
 )
 from twokeys.server.config import RequestError, ServerConfig
 from twokeys.server.events import closing
+from twokeys.server.messages import conversation_of
 from twokeys.server.service import IndexService
 from twokeys.server.tasks import answer as answer_task
 from twokeys.server.tasks import detect
