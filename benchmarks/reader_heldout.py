@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import train_confidence as tc
-from benchmarks.answers_context import collections, index_of
-from benchmarks.reader_measure import scores_of
+from benchmarks.answers_context import index_of
+from benchmarks.reader_measure import best_logits, refitted, with_reader
 from benchmarks.train_reader import Reader
 from twokeys import open_index
 from twokeys.rag import confidence
@@ -36,23 +36,8 @@ from twokeys.text.passages import heading_line
 def measure(out: Path, folder: str, held: Sequence[Path]) -> dict[str, Any]:
     reader = Reader(out / folder / "reader-int8.onnx")
     shipped = confidence.shipped()
-    rows = [r for name in collections(out) for r in tc.rows_of(out, name)]
-    top = {
-        k: max(v["logits"][:5], default=-20.0)
-        for split in ("train", "dev")
-        for k, v in scores_of(out, split, f"-{folder}").items()
-    }
-
-    def read(row: tc.Row, logits: dict[str, float]) -> dict[str, float]:
-        return {**row.evidence.as_features(), "reader": logits[row.item.id]}
-
-    train = [r for r in rows if r.item.split == "train"]
-    dev = [r for r in rows if r.item.split == "dev"]
-    base = tc.features_of(False)
-    models: dict[str, tuple[Any, float]] = {}
-    for label, names in (("refit", base), ("refit + reader", [*base, "reader"])):
-        model = confidence.fit([read(r, top) for r in train], [r.good for r in train], names)
-        models[label] = (model, tc.choose_threshold(model, dev, read=lambda r: read(r, top)))
+    top = best_logits(out, ("train", "dev"), f"-{folder}")
+    models: dict[str, tuple[Any, float]] = dict(refitted(out, top)[1])
     models["shipped"] = (shipped, shipped.threshold)
     result: dict[str, Any] = {}
     for path in held:
@@ -78,7 +63,7 @@ def measure(out: Path, folder: str, held: Sequence[Path]) -> dict[str, Any]:
         }
         decisions = {}
         for label, (model, t) in models.items():
-            p = [model.probability(read(r, logits)) for r in hrows]
+            p = [model.probability(with_reader(r, logits)) for r in hrows]
             if label != "shipped":
                 scores[label] = p
             decisions[label] = {

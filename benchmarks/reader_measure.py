@@ -28,6 +28,7 @@ import json
 import pickle
 import sys
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +183,43 @@ def cross_validated(out: Path, tag: str = "") -> dict[str, list[float]]:
     }
 
 
+#: the confidence's two refits: the shipped features, and those plus ``reader``
+REFITS = (("shipped features", False), ("+ reader", True))
+
+
+def refitted(
+    out: Path, top: dict[str, float]
+) -> tuple[list[tc.Row], dict[str, tuple[confidence.Model, float]]]:
+    """The documentation's evidence rows, and the confidence fitted on their train
+    questions with and without ``reader`` (``top``: each question's best reader logit
+    over the fused top 5), each with its threshold chosen on dev (most right decisions)."""
+    rows = [r for name in collections(out) for r in tc.rows_of(out, name)]
+    train = [r for r in rows if r.item.split == "train"]
+    dev = [r for r in rows if r.item.split == "dev"]
+    read = partial(with_reader, top=top)
+    base = tc.features_of(False)
+    models = {}
+    for label, reader in REFITS:
+        names = [*base, "reader"] if reader else base
+        model = confidence.fit([read(r) for r in train], [r.good for r in train], names)
+        models[label] = (model, tc.choose_threshold(model, dev, read=read))
+    return rows, models
+
+
+def best_logits(out: Path, splits: Sequence[str], tag: str = "") -> dict[str, float]:
+    """Each question's best cached reader logit over its fused top 5, for ``splits``."""
+    return {
+        k: max(v["logits"][:5], default=-20.0)
+        for split in splits
+        for k, v in scores_of(out, split, tag).items()
+    }
+
+
+def with_reader(row: tc.Row, top: dict[str, float]) -> dict[str, float]:
+    """The row's evidence features and its ``reader`` logit from ``top``."""
+    return {**row.evidence.as_features(), "reader": top[row.item.id]}
+
+
 def on_dev(out: Path, tag: str = "", read_on: str = "dev") -> dict[str, dict[str, float]]:
     """The confidence fitted on the documentation's train questions with and without
     ``reader`` (best logit over the fused top 5), its threshold chosen on dev (most right
@@ -190,24 +228,13 @@ def on_dev(out: Path, tag: str = "", read_on: str = "dev") -> dict[str, dict[str
     A reader trained on the train splits scores them in sample (its weight is then too
     high); dev is out of sample either way. ``read_on="test"``: the same models and
     thresholds read on the test splits (once, after a choice)."""
-    rows = [r for name in collections(out) for r in tc.rows_of(out, name)]
-    top = {
-        k: max(v["logits"][:5], default=-20.0)
-        for split in ("train", "dev", *((read_on,) if read_on != "dev" else ()))
-        for k, v in scores_of(out, split, tag).items()
-    }
-
-    def read(row: tc.Row) -> dict[str, float]:
-        return {**row.evidence.as_features(), "reader": top[row.item.id]}
-
-    train = [r for r in rows if r.item.split == "train"]
+    top = best_logits(out, ("train", "dev", *((read_on,) if read_on != "dev" else ())), tag)
+    read = partial(with_reader, top=top)
+    rows, models = refitted(out, top)
     final = [r for r in rows if r.item.split == read_on]
     dev = [r for r in rows if r.item.split == "dev"]
     result = {}
-    base = tc.features_of(False)
-    for label, names in (("shipped features", base), ("+ reader", [*base, "reader"])):
-        model = confidence.fit([read(r) for r in train], [r.good for r in train], names)
-        t = tc.choose_threshold(model, dev, read=read)
+    for label, (model, t) in models.items():
         dev_right = sum((model.probability(read(r)) >= t) == r.good for r in dev)
         p = [model.probability(read(r)) for r in final]
         good = [r.good for r in final]
