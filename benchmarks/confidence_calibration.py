@@ -17,8 +17,8 @@ each collection measures its own scale, from questions made of its own passages:
 level-dependent feature (:data:`CALIBRATED`) for each kind; :meth:`Calibration.relative`
 reads a question's feature on that scale, 0 at the mixed questions' median and 1 at the
 pseudo-questions' (a feature whose two medians are equal is read as its difference from
-them). The count features (``unseen``, ``missing_ids``) and the model's ``verdict`` are
-not levels and stay as they are.
+them). The count features (``unseen``, ``missing_ids``) are not levels and stay as they
+are.
 
 Nothing here names a collection's vocabulary: the questions come from the collection
 itself. This is an experiment of ``python -m benchmarks.train_confidence OUT
@@ -44,9 +44,7 @@ VERSION = 1
 #: (the page features came after this calibration was measured and are read raw, so its
 #: recorded figures stand)
 CALIBRATED = tuple(
-    name
-    for name in NAMES
-    if name not in ("unseen", "missing_ids", "verdict", "page_share", "page_margin")
+    name for name in NAMES if name not in ("unseen", "missing_ids", "page_share", "page_margin")
 )
 SAMPLES = 16  # pseudo-questions per collection, and as many mixed ones
 QUERY_WORDS = (6, 15)  # a pseudo-question: a sentence of at least 6 words, its first 15

@@ -50,6 +50,10 @@ class _Group(click.Group):
             "twokeys.evaluation.answers_cli:eval_answers",
             "Score 'ask' on the questions of QA_FILE (JSONL with gold documents and facts).",
         ),
+        "calibrate-verdict": (
+            "twokeys.evaluation.verdicts_cli:calibrate_verdict",
+            "Measure how often the model (--llm) says the passages answer, on QA_FILE's questions.",
+        ),
         "serve": (
             "twokeys.server.cli:serve",
             "Serve the index over HTTP: /search, /ask, /documents, /v1 (OpenAI), / (a page).",

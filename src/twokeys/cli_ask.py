@@ -118,8 +118,16 @@ def evidence_options(command: _Command) -> _Command:
     "llm_stages",
     type=click.Choice(STAGES),
     multiple=True,
-    help="With --llm (repeatable): rerank the fused hits; ask its verdict on them; rewrite "
-    "a follow-up (see --earlier) and split the question; judge each answer sentence's support.",
+    help="With --llm (repeatable): rerank the fused hits; ask its verdict on them (with "
+    "--confidence learned); rewrite a follow-up (see --earlier) and split the question; judge "
+    "each answer sentence's support.",
+)
+@click.option(
+    "--verdict-calibration",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="--llm-stage verdict: the model's measured reliability, written by "
+    "'twokeys calibrate-verdict' [default: the one it keeps for the model in the cache].",
 )
 @click.option(
     "--earlier",
@@ -169,6 +177,7 @@ def ask(
     order_kind: str,
     confidence_kind: str,
     llm_stages: tuple[str, ...],
+    verdict_calibration: Path | None,
     earlier: tuple[str, ...],
     support_sentences: int,
     support_tokens: int,
@@ -192,6 +201,7 @@ def ask(
         confidence=confidence_kind,
         llm_stages=tuple(dict.fromkeys(llm_stages)),
         support=SupportBudget(support_sentences, support_tokens, support_seconds),
+        verdict_calibration=str(verdict_calibration) if verdict_calibration else None,
     )
     conversation = (
         Conversation(question, tuple(Turn("user", q) for q in earlier if q.strip()))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -75,22 +76,29 @@ def test_a_report_path_that_cannot_be_written_is_a_one_line_error(
     assert "r.html: cannot write" in result.output and "Traceback" not in result.output
 
 
-def test_the_model_re_ranks_the_fused_hits_and_gives_its_verdict(support_kb_bm25: Path) -> None:
+def test_the_model_re_ranks_the_fused_hits_and_gives_its_verdict(
+    support_kb_bm25: Path, tmp_path: Path
+) -> None:
     from conftest import ScriptedLLM
     from twokeys.rag.ask import prepare
+    from twokeys.rag.verdicts import Reliability
 
     question = "What does error code ZX-4821 mean?"
-    plain = AskOptions(mode="bm25")
-    staged = AskOptions(mode="bm25", confidence="learned", llm_stages=("rerank", "verdict"))
+    measured = Reliability("scripted", 30, 10, 10, 30).save(tmp_path / "scripted.json")
+    plain = AskOptions(mode="bm25", confidence="learned")
+    staged = replace(plain, llm_stages=("rerank", "verdict"), verdict_calibration=str(measured))
     llm = ScriptedLLM("2, 1")
     with open_index(support_kb_bm25) as kb:
-        before = prepare(kb, question, options=plain).runs[0].hits
-        after = prepare(kb, question, llm=llm, options=staged).runs[0].hits
-    assert [h.chunk_id for h in after[:2]] == [before[1].chunk_id, before[0].chunk_id]
-    assert [h.chunk_id for h in after[2:]] == [h.chunk_id for h in before[2:]]
+        before = prepare(kb, question, options=plain)
+        after = prepare(kb, question, llm=llm, options=staged)
+    hits, reranked = before.runs[0].hits, after.runs[0].hits
+    assert [h.chunk_id for h in reranked[:2]] == [hits[1].chunk_id, hits[0].chunk_id]
+    assert [h.chunk_id for h in reranked[2:]] == [h.chunk_id for h in hits[2:]]
     asked = [str(p) for p in llm.prompts]
     assert "List the numbers of the passages" in asked[0]
     assert "Do these passages state the answer" in asked[1]  # "2, 1": neither yes nor no
+    (confidence,) = after.confidence
+    assert confidence.model_verdict is None and confidence.verdict_log_ratio == 0.0
 
 
 def test_a_lexical_index_gets_the_model_fitted_without_dense_features(

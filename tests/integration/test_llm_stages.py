@@ -7,6 +7,8 @@ with a scripted reply and records what it was asked."""
 from __future__ import annotations
 
 import json
+import math
+import shlex
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -18,8 +20,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from twokeys.cli import main
+from twokeys.evaluation.answers import holds, load_qa
 from twokeys.rag.followup import REWRITE_SYSTEM
-from twokeys.rag.judge import SUPPORT_SYSTEM
+from twokeys.rag.judge import SUPPORT_SYSTEM, VERDICT_SYSTEM
 
 pytestmark = pytest.mark.usefixtures("no_llm_from_environment")
 
@@ -219,3 +222,148 @@ def test_a_model_down_leaves_the_rule_rewrite_and_the_extractive_answer(
     assert data["followup"]["how"] == "rule" and data["followup"]["model_error"]
     assert data["kind"] == "extractive" and data["model_error"]
     assert "policies/refund-policy.md" in {s["path"] for s in data["sources"] if s["cited"]}
+
+
+# --- the verdict, measured per model (twokeys calibrate-verdict) ------------------------
+
+QA = Path(__file__).resolve().parents[2] / "examples" / "support-kb" / "qa.jsonl"
+CALIBRATION_SPLIT = "heldout18"  # 20 answerable and 20 unanswerable questions
+
+
+def reader_of_facts(system: str, user: str) -> str:
+    """A model that reads: "yes" when the passages it is shown hold a gold fact of the
+    question (the support KB's own gold), else "no"."""
+    if system != VERDICT_SYSTEM:
+        return ANSWER
+    question = user.split("Question: ", 1)[1].split("\n\nPassages:", 1)[0]
+    passages = user.split("Passages:", 1)[1]
+    facts = [g.fact for i in load_qa(QA) if i.question == question for g in i.gold]
+    return "Yes." if any(holds(passages, f) for f in facts) else "No."
+
+
+def calibrate(kb: Path, url: str, *args: str, qa: Path = QA) -> Result:
+    return CliRunner().invoke(
+        main,
+        [
+            *("calibrate-verdict", str(qa), "--index", str(kb), "--mode", "bm25"),
+            *("--split", CALIBRATION_SPLIT, "--llm", "openai:stub-model", "--base-url", url),
+            *args,
+        ],
+    )
+
+
+def _logit(p: float) -> float:
+    return math.log(p / (1 - p))
+
+
+def test_a_model_that_reads_is_measured_and_its_verdict_moves_the_confidence(
+    support_kb_bm25: Path, tmp_path: Path
+) -> None:
+    stored = tmp_path / "stub.json"
+    with ChatServer(reader_of_facts) as server:
+        result = calibrate(support_kb_bm25, server.url, "--out", str(stored))
+        assert result.exit_code == 0, result.output
+        assert len(server.asked(VERDICT_SYSTEM)) == 40
+        assert "calibrate-verdict: 40/40 questions" in result.stderr
+        measured = json.loads(stored.read_text(encoding="utf-8"))
+        assert measured["model"] == "openai:stub-model"
+        assert measured["bad_no"] >= 20 > measured["bad_yes"]  # every unanswerable one
+        assert measured["good_yes"] > measured["good_no"]
+        assert measured["log_ratio_yes"] > 1.0 and measured["log_ratio_no"] < -1.0
+
+        # asked about an answerable question and an unanswerable one (ids: qa.jsonl)
+        for question, said in ((ZX, True), ("What does error code ZX-9999 mean?", False)):
+            staged = ("--confidence", "learned", "--llm-stage", "verdict")
+            _, plain = ask(support_kb_bm25, server.url, question, "--confidence", "learned")
+            _, data = ask(
+                support_kb_bm25, server.url, question, *staged, "--verdict-calibration", str(stored)
+            )
+            before, after = plain["confidence"][0], data["confidence"][0]
+            assert after["model_verdict"] is said and before["model_verdict"] is None
+            shift = measured["log_ratio_yes" if said else "log_ratio_no"]
+            assert after["verdict_log_ratio"] == pytest.approx(shift, abs=1e-4)
+            moved = _logit(after["probability"]) - _logit(before["probability"])
+            assert moved == pytest.approx(shift, abs=0.01)
+            assert ("the model said " + ("yes" if said else "no")) in after["reason"]
+
+
+def test_a_model_that_says_yes_to_everything_moves_nothing(
+    support_kb_bm25: Path, tmp_path: Path
+) -> None:
+    stored = tmp_path / "yes.json"
+    with ChatServer(lambda system, user: "Yes." if system == VERDICT_SYSTEM else ANSWER) as server:
+        assert calibrate(support_kb_bm25, server.url, "--out", str(stored)).exit_code == 0
+    measured = json.loads(stored.read_text(encoding="utf-8"))
+    assert measured["good_no"] == measured["bad_no"] == 0
+    assert abs(measured["log_ratio_yes"]) < 0.05
+
+
+def test_the_verdict_needs_a_measured_model_and_the_learned_confidence(
+    support_kb_bm25: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TWOKEYS_CACHE", str(tmp_path / "cache"))
+    with ChatServer(reader_of_facts) as server:
+        result, _ = ask(
+            support_kb_bm25, server.url, ZX, "--confidence", "learned", "--llm-stage", "verdict"
+        )
+        assert result.exit_code != 0 and "Traceback" not in result.output
+        assert "openai:stub-model has no calibration" in result.output
+        assert "twokeys calibrate-verdict" in result.output
+        assert server.asked(VERDICT_SYSTEM) == []  # nothing asked before the check
+        result, _ = ask(support_kb_bm25, server.url, ZX, "--llm-stage", "verdict")
+        assert result.exit_code != 0 and "--confidence learned" in result.output
+        # calibrated into the cache: ask finds it there
+        assert calibrate(support_kb_bm25, server.url).exit_code == 0
+        kept = tmp_path / "cache" / "verdicts" / "openai_stub-model.json"
+        assert kept.is_file()
+        result, data = ask(
+            support_kb_bm25, server.url, ZX, "--confidence", "learned", "--llm-stage", "verdict"
+        )
+        assert result.exit_code == 0, result.output
+        assert data["confidence"][0]["model_verdict"] is True
+
+
+def test_calibration_refuses_too_few_questions_and_a_model_that_never_replies(
+    support_kb_bm25: Path, tmp_path: Path
+) -> None:
+    few = tmp_path / "few.jsonl"  # 12 questions: fewer than 10 of one kind at least
+    lines = [x for x in QA.read_text(encoding="utf-8").splitlines() if CALIBRATION_SPLIT in x]
+    few.write_text("\n".join(lines[:12]) + "\n", encoding="utf-8")
+    with ChatServer(reader_of_facts) as server:
+        result = calibrate(support_kb_bm25, server.url, "--out", str(tmp_path / "x"), qa=few)
+    assert result.exit_code != 0 and "need 10 of each" in result.output
+    assert not (tmp_path / "x").exists()
+    with ChatServer(lambda system, user: "Perhaps.") as server:
+        result = calibrate(support_kb_bm25, server.url, "--out", str(tmp_path / "y"))
+    assert result.exit_code != 0 and "answered none of the 40 questions" in result.output
+    result = calibrate(
+        support_kb_bm25, f"http://127.0.0.1:{_closed_port()}/v1", "--out", str(tmp_path / "z")
+    )
+    assert result.exit_code != 0 and "cannot connect" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_the_readme_verdict_example_runs_against_a_model_server(
+    support_kb_bm25: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the README's commands (a `text` block: they need a model), the model swapped for the
+    # stub server and the index for this module's BM25 copy of the same documents
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    lines = [
+        line
+        for line in readme.splitlines()
+        if line.startswith("twokeys ") and ("calibrate-verdict" in line or "stage verdict" in line)
+    ]
+    assert len(lines) == 2 and "calibrate-verdict" in lines[0]
+    monkeypatch.setenv("TWOKEYS_CACHE", str(tmp_path))
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    with ChatServer(reader_of_facts) as server:
+        for line in lines:
+            argv = shlex.split(line)[1:]
+            argv[argv.index("--llm") + 1] = "openai:stub-model"
+            argv[argv.index("--index") + 1] = str(support_kb_bm25)
+            argv += ["--base-url", server.url, "--mode", "bm25"]
+            result = CliRunner().invoke(main, argv)
+            assert result.exit_code == 0, (line, result.output)
+        assert server.asked(VERDICT_SYSTEM)  # both asked the model's verdict
+    assert (tmp_path / "verdicts" / "openai_stub-model.json").is_file()

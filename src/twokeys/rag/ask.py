@@ -50,6 +50,7 @@ from twokeys.rag.support import (
     strict_text,
     with_added_citations,
 )
+from twokeys.rag.verdicts import Reliability, for_model
 from twokeys.text.tokens import TokenCounter, approx_token_counter
 
 DECOMPOSE = ("rules", "llm", "none")
@@ -97,6 +98,9 @@ class AskOptions:
     # standalone and the question split by the model), "support" (each sentence judged)
     llm_stages: tuple[str, ...] = ()
     support: SupportBudget = field(default_factory=SupportBudget)  # the support stage's
+    # the "verdict" stage's measure of the model (twokeys.rag.verdicts): this file, else
+    # the one calibrate-verdict keeps for the model in the cache
+    verdict_calibration: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "filters", tuple(str(f) for f in self.filters))
@@ -118,6 +122,11 @@ class AskOptions:
         unknown = [s for s in self.llm_stages if s not in STAGES]
         if unknown:
             raise ConfigError(f"llm_stages: {', '.join(unknown)} not among {', '.join(STAGES)}")
+        if "verdict" in self.llm_stages and self.confidence != "learned":
+            raise ConfigError(
+                "llm_stages: the model's verdict is weighed by the learned confidence; "
+                "use it with confidence 'learned' (--confidence learned)"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,6 +369,9 @@ def _retrieve(
     question = question.strip()
     if not question:
         raise ConfigError("question: is empty")
+    measured = None  # the model's measured reliability, read before it is asked anything
+    if llm is not None and "verdict" in options.llm_stages:
+        measured = for_model(llm.name, options.verdict_calibration)
     rewrite = llm is not None and "rewrite" in options.llm_stages and options.decompose == "rules"
     if options.decompose == "llm" or rewrite:
         if llm is None:
@@ -396,28 +408,38 @@ def _retrieve(
     if not options.abstain:
         confidence: tuple[Confidence, ...] = ()
     elif options.confidence == "learned":
-        asks = llm if llm is not None and "verdict" in options.llm_stages else None
-        confidence = tuple(learned_confidence(index, run, asks) for run in judged)
+        confidence = tuple(learned_confidence(index, run, llm, measured) for run in judged)
     else:
         confidence = tuple(retrieval_confidence(index, run.query) for run in judged)
     return tuple(parts), tuple(runs), confidence
 
 
-def learned_confidence(index: Index, run: SubQueryHits, llm: LLM | None = None) -> Confidence:
+def learned_confidence(
+    index: Index,
+    run: SubQueryHits,
+    llm: LLM | None = None,
+    measured: Reliability | None = None,
+) -> Confidence:
     """The learned confidence (:mod:`twokeys.rag.confidence`) that ``run``'s hits answer
     its query, as a :class:`~twokeys.rag.grounding.Confidence` that decides by it; with
-    ``llm``, the model's verdict on the first hits is one of its features."""
+    ``llm`` and its ``measured`` reliability, the model's verdict on the first hits moves
+    it by what that reply was measured to be worth (:mod:`twokeys.rag.verdicts`)."""
     model = shipped_model(lexical=index.backend.vectors is None)
-    said = verdict(llm, run.query, [h.text for h in run.hits]) if llm is not None else NOT_ASKED
-    evidence = gather(index, run.query, run.hits, verdict=said)
+    said = NOT_ASKED
+    if llm is not None and measured is not None:
+        said = verdict(llm, run.query, [h.text for h in run.hits])
+    evidence = gather(index, run.query, run.hits)
+    shift = measured.log_ratio(said) if measured is not None else 0.0
     return Confidence(
         run.query,
         evidence.lexical,
         evidence.dense_peak,
         (),
         height=evidence.dense_height,
-        probability=model.probability(evidence.as_features()),
+        probability=model.probability(evidence.as_features(), shift),
         threshold=model.threshold,
+        model_verdict=None if said == NOT_ASKED else said == 1.0,
+        verdict_log_ratio=shift,
     )
 
 

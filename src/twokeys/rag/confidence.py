@@ -4,8 +4,8 @@ retrieval evidence.
 The evidence (:class:`~twokeys.rag.evidence.Evidence`) is a handful of numbers any
 collection gives: how much of the question the best passage and the best sentence
 hold, how far the dense model's best match stands above the collection, whether the
-two sensors agree, how much of the question's weight the collection never uses, and a
-model's own verdict when one was asked. :class:`Model` turns them into a probability
+two sensors agree, how much of the question's weight the collection never uses.
+:class:`Model` turns them into a probability
 with a logistic regression fitted here (:func:`fit`, plain numpy: standardised inputs,
 L2 penalty, Newton steps), whose weights ship in ``confidence_weights.json`` beside this
 module, and a second one without the dense features for indexes built without a dense
@@ -13,7 +13,9 @@ model (``confidence_weights_lexical.json``). ``python -m benchmarks.train_confid
 refits them on the train splits of the blind answer sets and of the example support KB
 (two kinds of collection, weighted equally) and picks the operating point (the
 probability under which an answer abstains) on their dev splits; it writes the files
-this module reads (``--lexical`` for the second).
+this module reads (``--lexical`` for the second). A model's own verdict, when one is
+asked, moves the log-odds by what that model's replies were measured to be worth
+(:mod:`twokeys.rag.verdicts`).
 """
 
 from __future__ import annotations
@@ -48,8 +50,10 @@ class Model(Linear):
         if not 0.0 <= self.threshold <= 1.0:  # NaN included: it would abstain on everything
             raise ConfigError(f"{self.kind}: the threshold must be a probability (0 to 1)")
 
-    def probability(self, features: Mapping[str, float]) -> float:
-        z = self.score(features)
+    def probability(self, features: Mapping[str, float], log_ratio: float = 0.0) -> float:
+        """The probability that the sources answer; ``log_ratio``: evidence beyond the
+        features, added to the log-odds (a model's verdict, :mod:`twokeys.rag.verdicts`)."""
+        z = self.score(features) + log_ratio
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
     def to_dict(self) -> dict[str, object]:

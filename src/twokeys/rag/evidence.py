@@ -21,9 +21,10 @@ from a collection's vocabulary (:mod:`twokeys.rag.confidence` weighs them):
 * ``page_margin``: the fused score gap between the first hit and the best hit from
   another page, relative to the first (1 when every hit is from one page): the
   ``margin`` between pages rather than between chunks, which a page's own second chunk
-  does not hide;
-* ``verdict``: a model's own judgement that the passages answer (1), do not (0), or 0.5
-  when no model was asked.
+  does not hide.
+
+A model's own verdict is not among them: it is weighed by that model's measured
+reliability (:mod:`twokeys.rag.verdicts`).
 """
 
 from __future__ import annotations
@@ -55,7 +56,6 @@ NAMES = (
     "margin",
     "page_share",
     "page_margin",
-    "verdict",
 )
 AGREEMENT_K = 10
 READ = 5  # fused passages read for the held and cosine features
@@ -79,7 +79,6 @@ class Evidence:
     margin: float
     page_share: float
     page_margin: float
-    verdict: float = 0.5
 
     def as_features(self) -> dict[str, float]:
         return {k: float(v) for k, v in asdict(self).items()}
@@ -125,7 +124,6 @@ def gather(
     query: str,
     hits: Sequence[Hit],
     *,
-    verdict: float = 0.5,
     cosines: Callable[[Sequence[str]], Sequence[float]] | None = None,
 ) -> Evidence:
     """The evidence for ``query`` whose fused hits are ``hits`` (best first)."""
@@ -161,7 +159,6 @@ def gather(
         margin=margin,
         page_share=share,
         page_margin=page_margin,
-        verdict=verdict,
     )
 
 

@@ -61,6 +61,10 @@ class Confidence:
     # operating point under which it abstains; when set, it decides alone
     probability: float | None = None
     threshold: float = 0.5
+    # the model's verdict that the passages answer (None: not asked or no reply read) and
+    # what it added to the learned confidence's log-odds (twokeys.rag.verdicts)
+    model_verdict: bool | None = None
+    verdict_log_ratio: float = 0.0
 
     @property
     def score(self) -> float:
@@ -99,8 +103,12 @@ class Confidence:
     def reason(self) -> str:
         if self.probability is not None:
             side = "at least" if self.answerable else "under"
+            said = ""
+            if self.model_verdict is not None:
+                reply = "yes" if self.model_verdict else "no"
+                said = f" (the model said {reply}: {self.verdict_log_ratio:+.2f} in log-odds)"
             return (
-                f"the confidence that the sources answer is {self.probability:.2f}, "
+                f"the confidence that the sources answer is {self.probability:.2f}{said}, "
                 f"{side} the operating point {self.threshold:.2f}"
             )
         if self.missing or (self.unseen and not self.answerable):
@@ -120,6 +128,8 @@ class Confidence:
             "unseen_names": list(self.unseen_names),
             "unseen_phrases": list(self.unseen_phrases),
             "probability": None if self.probability is None else round(self.probability, 4),
+            "model_verdict": self.model_verdict,
+            "verdict_log_ratio": round(self.verdict_log_ratio, 4),
             "answerable": self.answerable,
             "reason": self.reason,
         }

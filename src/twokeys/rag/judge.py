@@ -37,6 +37,14 @@ def _passages(texts: Sequence[str], chars: int) -> str:
     return "\n\n".join(f"[{i}] {' '.join(t.split())[:chars]}" for i, t in enumerate(texts, 1))
 
 
+def _prompt(llm: LLM, messages: Sequence[Message], lead: str = "Answer:") -> Prompt:
+    """``messages`` for a chat model; for a base model, which continues text, the same
+    words as one document ending in ``lead`` for it to continue."""
+    if llm.detect_chat():  # asked of the server once; a local model knows
+        return list(messages)
+    return "\n\n".join(m.content for m in messages) + f"\n{lead}"
+
+
 def rerank(
     llm: LLM, query: str, hits: Sequence[Hit], *, n: int = RERANK_N, chars: int = CHARS
 ) -> list[Hit]:
@@ -54,7 +62,7 @@ def rerank(
         ),
     ]
     try:
-        reply = llm.complete(prompt, max_tokens=4 * n, temperature=0.0)
+        reply = llm.complete(_prompt(llm, prompt, "Numbers:"), max_tokens=4 * n, temperature=0.0)
     except (ServiceUnavailableError, ServiceTimeoutError):
         return list(hits)
     order: list[int] = []
@@ -68,6 +76,9 @@ def rerank(
     return ranked + list(hits[n:])
 
 
+VERDICT_SYSTEM = "You check whether passages answer a question. Reply yes or no."
+
+
 def verdict(
     llm: LLM, question: str, texts: Sequence[str], *, n: int = 5, chars: int = CHARS
 ) -> float:
@@ -76,7 +87,7 @@ def verdict(
     if not texts:
         return 0.0
     prompt = [
-        Message("system", "You check whether passages answer a question. Reply yes or no."),
+        Message("system", VERDICT_SYSTEM),
         Message(
             "user",
             f"Question: {question}\n\nPassages:\n{_passages(texts[:n], chars)}\n\n"
@@ -84,7 +95,7 @@ def verdict(
         ),
     ]
     try:
-        said = _yes_no(llm.complete(prompt, max_tokens=4, temperature=0.0))
+        said = _yes_no(llm.complete(_prompt(llm, prompt), max_tokens=4, temperature=0.0))
     except (ServiceUnavailableError, ServiceTimeoutError):
         return NOT_ASKED
     return NOT_ASKED if said is None else float(said)
@@ -149,9 +160,7 @@ def support_verdicts(
                 "the passages? Reply yes or no.",
             ),
         ]
-        prompt: Prompt = messages
-        if not llm.chat:  # a base model continues text: the same question, then "Answer:"
-            prompt = "\n\n".join(m.content for m in messages) + "\nAnswer:"
+        prompt = _prompt(llm, messages)
         cost = sum(count([m.content for m in messages])) + 4
         if spent + cost > budget.tokens:
             break
