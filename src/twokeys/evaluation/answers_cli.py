@@ -38,17 +38,20 @@ LEGEND = (
 )
 
 
-@click.command("eval-answers")
-@click.argument("qa_file", type=click.Path(path_type=Path))
-@index_option
-@mode_option
-@budget_option(EVAL_BUDGET, "Tokens for the whole prompt plus the answer, as in 'ask'.")
-@click.option(
+split_option = click.option(
     "--split",
     default=None,
     help="Only the questions of this split (a QA file's own names, such as dev or test) "
     "[default: all].",
 )
+
+
+@click.command("eval-answers")
+@click.argument("qa_file", type=click.Path(path_type=Path))
+@index_option
+@mode_option
+@budget_option(EVAL_BUDGET, "Tokens for the whole prompt plus the answer, as in 'ask'.")
+@split_option
 @model_options
 @click.option(
     "--docs",

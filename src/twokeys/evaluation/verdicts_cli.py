@@ -13,6 +13,7 @@ from twokeys.cli_ask import budget_option, mode_option
 from twokeys.cliutil import index_option, make_llm, model_options, out
 from twokeys.engine import open_index
 from twokeys.evaluation.answers import load_qa
+from twokeys.evaluation.answers_cli import split_option
 from twokeys.evaluation.verdicts import calibrate
 from twokeys.rag.ask import AskOptions
 from twokeys.rag.packing import Budget
@@ -26,11 +27,7 @@ _ASK = AskOptions()
 @index_option
 @mode_option
 @budget_option(_ASK.budget.total, "Tokens for the prompt plus the answer, as 'ask' will use.")
-@click.option(
-    "--split",
-    default=None,
-    help="Only the questions of this split (a QA file's own names, such as train) [default: all].",
-)
+@split_option
 @model_options
 @click.option(
     "--out",

@@ -107,13 +107,19 @@ class Linear:
     def load(cls, path: str | Path) -> Self:
         """The model stored in the JSON file at ``path``; a file that can't be read or
         isn't such a model is a :class:`~twokeys.errors.ConfigError` naming it."""
-        path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        except ValueError as exc:
-            raise ConfigError(f"{path}: not valid JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: expected a JSON object")
-        return cls.from_dict(data, str(path))
+        return cls.from_dict(read_object(path), str(path))
+
+
+def read_object(path: str | Path) -> dict[str, Any]:
+    """The JSON object stored at ``path``; a file that can't be read or doesn't hold one
+    is a :class:`~twokeys.errors.ConfigError` naming it."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a JSON object")
+    return data

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from twokeys.cachedir import cache_home
 from twokeys.errors import ConfigError
+from twokeys.rag.linear import read_object
 
 MIN_EACH = 10  # questions of each kind (good to answer, not) a calibration needs
 _COUNTS = ("good_yes", "good_no", "bad_yes", "bad_no", "unread")
@@ -84,15 +85,7 @@ class Reliability:
     def load(cls, path: str | Path) -> Reliability:
         """The calibration stored at ``path``; one that can't be read or isn't one is a
         :class:`~twokeys.errors.ConfigError` naming the file (and the field)."""
-        path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        except ValueError as exc:
-            raise ConfigError(f"{path}: not valid JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: expected a JSON object")
+        data = read_object(path)
         missing = [k for k in ("model", *_COUNTS[:4]) if k not in data]
         if missing:
             raise ConfigError(f"{path}: not a verdict calibration: no {', '.join(missing)}")
