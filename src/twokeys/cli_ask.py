@@ -76,6 +76,27 @@ def evidence_options(command: _Command) -> _Command:
     )(command)
 
 
+def stage_options(command: _Command) -> _Command:
+    """``--llm-stage`` (repeatable) and ``--verdict-calibration``: the model's optional
+    stages, for ``ask`` and ``eval-answers`` alike."""
+    command = click.option(
+        "--verdict-calibration",
+        type=click.Path(path_type=Path, dir_okay=False),
+        default=None,
+        help="--llm-stage verdict: the model's measured reliability, written by "
+        "'twokeys calibrate-verdict' [default: the one it keeps for the model in the cache].",
+    )(command)
+    return click.option(
+        "--llm-stage",
+        "llm_stages",
+        type=click.Choice(STAGES),
+        multiple=True,
+        help="With --llm (repeatable): rerank the fused hits; ask its verdict on them (with "
+        "--confidence learned); rewrite a follow-up (see --earlier) and split the question; "
+        "judge each answer sentence's support.",
+    )(command)
+
+
 @click.command()
 @click.argument("question", callback=query_argument)
 @index_option
@@ -113,22 +134,7 @@ def evidence_options(command: _Command) -> _Command:
     help="Answer even when retrieval finds nothing close to the question.",
 )
 @evidence_options
-@click.option(
-    "--llm-stage",
-    "llm_stages",
-    type=click.Choice(STAGES),
-    multiple=True,
-    help="With --llm (repeatable): rerank the fused hits; ask its verdict on them (with "
-    "--confidence learned); rewrite a follow-up (see --earlier) and split the question; judge "
-    "each answer sentence's support.",
-)
-@click.option(
-    "--verdict-calibration",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="--llm-stage verdict: the model's measured reliability, written by "
-    "'twokeys calibrate-verdict' [default: the one it keeps for the model in the cache].",
-)
+@stage_options
 @click.option(
     "--earlier",
     "earlier",

@@ -367,3 +367,28 @@ def test_the_readme_verdict_example_runs_against_a_model_server(
             assert result.exit_code == 0, (line, result.output)
         assert server.asked(VERDICT_SYSTEM)  # both asked the model's verdict
     assert (tmp_path / "verdicts" / "openai_stub-model.json").is_file()
+
+
+def test_eval_answers_measures_the_verdict_stage_on_other_questions(
+    support_kb_bm25: Path, tmp_path: Path
+) -> None:
+    # calibrated on one split, measured on another: the model that reads makes the
+    # learned confidence abstain on more unanswerable questions
+    stored = tmp_path / "stub.json"
+    evaluate = [
+        *("eval-answers", str(QA), "--index", str(support_kb_bm25), "--mode", "bm25"),
+        *("--split", "heldout19", "--confidence", "learned", "--json"),
+    ]
+    scores = []
+    with ChatServer(reader_of_facts) as server:
+        assert calibrate(support_kb_bm25, server.url, "--out", str(stored)).exit_code == 0
+        model = ("--llm", "openai:stub-model", "--base-url", server.url)
+        staged = ("--llm-stage", "verdict", "--verdict-calibration", str(stored))
+        for extra in ((), staged):
+            result = CliRunner().invoke(main, [*evaluate, *model, *extra])
+            assert result.exit_code == 0, result.output
+            scores.append(json.loads(result.stdout)["systems"][0])
+    plain, weighed = scores
+    assert plain["system"] == weighed["system"] == "twokeys+openai:stub-model"
+    assert weighed["abstention"] > plain["abstention"] + 0.2
+    assert weighed["false_abstention"] <= 0.1

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from twokeys.cli_ask import budget_option, evidence_options, mode_option
+from twokeys.cli_ask import budget_option, evidence_options, mode_option, stage_options
 from twokeys.cliutil import index_option, make_llm, model_options, out
 from twokeys.engine import open_index
 from twokeys.evaluation.answers import (
@@ -60,6 +60,7 @@ split_option = click.option(
     help="The documents' folder, read by the naive baseline [default: the index's source].",
 )
 @evidence_options
+@stage_options
 @click.option(
     "--html",
     "html_path",
@@ -87,6 +88,8 @@ def eval_answers(
     docs: Path | None,
     order_kind: str,
     confidence_kind: str,
+    llm_stages: tuple[str, ...],
+    verdict_calibration: Path | None,
     html_path: Path | None,
     recall_budgets: tuple[int, ...],
     as_json: bool,
@@ -95,7 +98,13 @@ def eval_answers(
     items = load_qa(qa_file, split=split)
     llm = make_llm(llm_spec, base_url, timeout, context_tokens=budget)
     try:
-        options = AskOptions(mode=mode, order=order_kind, confidence=confidence_kind)
+        options = AskOptions(
+            mode=mode,
+            order=order_kind,
+            confidence=confidence_kind,
+            llm_stages=tuple(dict.fromkeys(llm_stages)),
+            verdict_calibration=str(verdict_calibration) if verdict_calibration else None,
+        )
         with open_index(index_path) as kb:
             result = evaluate_answers(kb, items, budget=budget, options=options, llm=llm, docs=docs)
             if html_path is not None:
