@@ -50,6 +50,7 @@ CAP = {
     "apache-docs": 1000,  # every page, likewise
     "octave-docs": 1000,  # every page, likewise
     "postfix-docs": 1000,  # every page, likewise
+    "libvirt-docs": 1000,  # every page, likewise
     "django-docs": 1000,  # the reader's training collections: every page, likewise
     "varnish-docs": 1000,
     "sphinx-docs": 1000,
@@ -209,6 +210,24 @@ def postfix_docs(root: Path) -> Iterator[tuple[str, str]]:
     return _html_pages(sorted(folder.glob("*.html")), lambda t: t)
 
 
+def _libvirt_page(text: str) -> str:
+    """From the first heading to the site footer (``Home``, ``- Download``, ...)."""
+    body = _from_heading(text)
+    head, found, _footer = body.rpartition("\nHome\n\n- Download")
+    return head.rstrip() if found else body
+
+
+def libvirt_docs(root: Path) -> Iterator[tuple[str, str]]:
+    """libvirt 9.0's documentation (``libvirt-doc``): every HTML page of the site (guides,
+    XML formats, drivers, knowledge base, manual pages, API reference); ids are the paths
+    below ``html/`` with ``/`` written ``-``."""
+    folder = root / "usr/share/doc/libvirt-doc/html"
+    for path in sorted(folder.rglob("*.html")):
+        rel = path.relative_to(folder).with_suffix("").as_posix().replace("/", "-")
+        for _stem, text in _html_pages([path], _libvirt_page):
+            yield rel, text
+
+
 COLLECTIONS: dict[str, Callable[[Path], Iterator[tuple[str, str]]]] = {
     "git-docs": git_docs,
     "python-docs": python_docs,
@@ -218,6 +237,7 @@ COLLECTIONS: dict[str, Callable[[Path], Iterator[tuple[str, str]]]] = {
     "apache-docs": apache_docs,
     "octave-docs": octave_docs,
     "postfix-docs": postfix_docs,
+    "libvirt-docs": libvirt_docs,
     "django-docs": django_docs,
     "varnish-docs": varnish_docs,
     "sphinx-docs": sphinx_docs,
@@ -228,7 +248,7 @@ COLLECTIONS: dict[str, Callable[[Path], Iterator[tuple[str, str]]]] = {
 #: collections added after the methods of ``twokeys.rag`` were chosen: no fit, threshold or
 #: choice reads them (:func:`benchmarks.answers_context.collections` leaves them out);
 #: ``python -m benchmarks.heldout_answers`` measures the shipped models on them
-HELD_OUT = ("postgres-docs", "apache-docs", "octave-docs", "postfix-docs")
+HELD_OUT = ("postgres-docs", "apache-docs", "octave-docs", "postfix-docs", "libvirt-docs")
 
 #: collections whose questions (``benchmarks/answers/reader/``) only train the passage
 #: reader (:mod:`benchmarks.train_reader`): no method of ``twokeys.rag`` is chosen on them
