@@ -2,9 +2,9 @@
 
 ``python -m benchmarks.heldout_answers OUT [--only NAME] [--json FILE]`` reads collections
 ``python -m benchmarks.answer_corpora OUT`` wrote that were held out from every fit
-(:data:`benchmarks.answer_corpora.HELD_OUT`: the PostgreSQL, Apache, GNU Octave and Postfix
-manuals, whose questions were written after the methods of :mod:`twokeys.rag` were chosen
-on the other four) and measures, with the *shipped* models only and nothing refitted:
+(:data:`benchmarks.answer_corpora.HELD_OUT`: the PostgreSQL, Apache, GNU Octave, Postfix
+and libvirt manuals, whose questions were written after the methods of :mod:`twokeys.rag`
+were chosen on the other four) and measures, with the *shipped* models only and nothing refitted:
 
 * context recall at 1,000 / 2,000 / 4,000 tokens of naive top-k and of ``pack``, in the
   fused order (``ask``'s default) and in the learned order (``ask --order learned``:

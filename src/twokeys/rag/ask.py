@@ -426,7 +426,7 @@ def learned_confidence(
     it by what that reply was measured to be worth (:mod:`twokeys.rag.verdicts`)."""
     model = shipped_model(lexical=index.backend.vectors is None)
     said = NOT_ASKED
-    if llm is not None and measured is not None:
+    if llm is not None and measured is not None and run.hits:  # no passages: nothing to ask
         said = verdict(llm, run.query, [h.text for h in run.hits])
     evidence = gather(index, run.query, run.hits)
     shift = measured.log_ratio(said) if measured is not None else 0.0
