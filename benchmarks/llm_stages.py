@@ -15,7 +15,15 @@
   (supported) and (b) the gold chunk of another question of the same collection
   (unsupported): the share of pairs each check gets right, the word-overlap check of
   :func:`twokeys.rag.support.check_sentences` and the model's verdict
-  (:func:`twokeys.rag.judge.support_verdicts`), and the seconds per verdict.
+  (:func:`twokeys.rag.judge.support_verdicts`), and the seconds per verdict;
+* **rerank** (``--llm-stage rerank``): on the answerable dev questions of the four tuned
+  documentation collections, whether ``ask``'s packed context (2,048 tokens in all, the
+  model's own token count, the question as one part) holds a gold fact, in the fused
+  order and with the fused top 10 re-ordered by the model
+  (:func:`twokeys.rag.judge.rerank`), and where the first hit holding a gold fact stands
+  among the first 10 before and after; the seconds per re-ranking.
+
+The model's ``verdict`` is measured by :mod:`benchmarks.verdict_measure`.
 
 Indexes: the support KB's is built under ``benchmarks/.tmp`` (BM25 and the default MiniLM
 encoder); the blind collections' are read from ``$TWOKEYS_CORPORA`` (default
@@ -27,18 +35,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.answers_context import collections, index_of, questions
 from benchmarks.followups import SUPPORT_KB, _conversation, conversations, index_for, recall
 from twokeys import open_index
 from twokeys.engine import Index
-from twokeys.evaluation.answers import holds
+from twokeys.evaluation.answers import Piece, QAItem, context_recall, holds
 from twokeys.llm import LLM, from_spec
+from twokeys.rag.ask import AskOptions, Plan, prepare
 from twokeys.rag.followup import standalone_query
-from twokeys.rag.judge import SupportBudget, support_verdicts
+from twokeys.rag.judge import RERANK_N, SupportBudget, support_verdicts
 from twokeys.rag.packing import Block
 from twokeys.rag.support import check_sentences
 
@@ -118,6 +129,57 @@ def support(llm: LLM, limit: int | None = None) -> dict[str, Any]:
     }
 
 
+def rerank_stage(llm: LLM, limit: int | None = None) -> dict[str, Any]:
+    plain = AskOptions(decompose="none", abstain=False)
+    staged = AskOptions(decompose="none", abstain=False, llm_stages=("rerank",))
+    held = {"before": 0, "after": 0}
+    # the rank (1-10; 11: not there) of the first hit holding a gold fact
+    first: dict[str, list[int]] = {"before": [], "after": []}
+    asked = 0
+    seconds = 0.0
+    for name in collections(CORPORA):
+        items = [i for i in questions(name, "dev") if i.answerable][:limit]
+        with open_index(index_of(CORPORA / name)) as index:
+            for item in items:
+                before = prepare(index, item.question, llm=llm, options=plain)
+                started = time.perf_counter()
+                after = prepare(index, item.question, llm=llm, options=staged)
+                seconds += time.perf_counter() - started
+                asked += 1
+                if asked % 10 == 0:
+                    print(f"rerank: {asked} questions", file=sys.stderr, flush=True)
+                for key, plan in (("before", before), ("after", after)):
+                    held[key] += _holds(item, plan)
+                    first[key].append(_first_gold(item, plan))
+    return {
+        "questions": asked,
+        "packed context holds a gold fact, fused order": held["before"],
+        "the same, the model's order": held["after"],
+        "first gold hit in the top 3, fused / model": [
+            sum(r <= 3 for r in first["before"]),
+            sum(r <= 3 for r in first["after"]),
+        ],
+        f"first gold hit in the top {RERANK_N}, fused / model": [
+            sum(r <= RERANK_N for r in first["before"]),
+            sum(r <= RERANK_N for r in first["after"]),
+        ],
+        "seconds per question (retrieval, re-ranking, packing)": round(seconds / max(asked, 1), 2),
+    }
+
+
+def _holds(item: QAItem, plan: Plan) -> bool:
+    pieces = [Piece(b.path, b.render()) for b in plan.context.blocks]
+    return context_recall(item.gold, pieces) > 0
+
+
+def _first_gold(item: QAItem, plan: Plan) -> int:
+    hits = plan.runs[0].hits[:RERANK_N]
+    for rank, hit in enumerate(hits, 1):
+        if any(hit.path == g.doc and holds(hit.text, g.fact) for g in item.gold):
+            return rank
+    return RERANK_N + 1
+
+
 def _mean(values: Any) -> float:
     kept = list(values)
     return round(sum(kept) / len(kept), 3) if kept else 0.0
@@ -129,17 +191,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--limit", type=int, default=None, help="at most this many follow-ups and pairs"
     )
+    parser.add_argument(
+        "--stage",
+        dest="stages",
+        action="append",
+        choices=sorted(STAGES),
+        help="measure only this stage (repeatable) [default: all]",
+    )
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args(argv)
     llm = from_spec(args.llm, context_tokens=2048)
     try:
-        results = {"rewrite": rewrite(llm, args.limit), "support": support(llm, args.limit)}
+        results = {s: STAGES[s](llm, args.limit) for s in args.stages or STAGES}
     finally:
         llm.close()
     for stage, data in results.items():
         print(f"{stage} ({llm.name}):")
         for key, value in data.items():
             print(f"  {key}: {value}")
+    if args.json is not None:
+        figures = {"model": llm.name, **results}
+        args.json.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
     return 0
+
+
+STAGES = {"rewrite": rewrite, "support": support, "rerank": rerank_stage}
 
 
 if __name__ == "__main__":
