@@ -123,7 +123,9 @@ AskBody: type[BaseModel] = create_model(
         Field(default=False, strict=True, description="include the context and prompt"),
     ),
     budget=(int, Field(default=Budget().total, ge=MIN_TOTAL, strict=True)),
-    **fields_of(AskOptions, exclude=frozenset({"budget"})),
+    # a calibration file is the server's to choose (its model's, in its cache): a client
+    # never names a path on the server
+    **fields_of(AskOptions, exclude=frozenset({"budget", "verdict_calibration"})),
 )
 
 
