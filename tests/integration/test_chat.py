@@ -9,6 +9,7 @@ records the prompts it is given where generation is tested.
 from __future__ import annotations
 
 import json
+import math
 import socket
 import time
 from collections.abc import Iterator, Sequence
@@ -17,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from click.testing import CliRunner
 
 pytest.importorskip("fastapi", reason="needs the serve extra")
 pytest.importorskip("uvicorn", reason="needs the serve extra")
@@ -25,9 +27,13 @@ openai = pytest.importorskip("openai", reason="needs the test extra")
 from conftest import SUPPORT_KB  # noqa: E402
 from serverutil import running  # noqa: E402
 from twokeys import IndexOptions, build_index  # noqa: E402
+from twokeys.cli import main  # noqa: E402
 from twokeys.llm.base import LLM, Prompt  # noqa: E402
 from twokeys.llm.spec import from_spec  # noqa: E402
+from twokeys.rag.ask import AskOptions  # noqa: E402
 from twokeys.rag.followup import REWRITE_SYSTEM  # noqa: E402
+from twokeys.rag.judge import VERDICT_SYSTEM  # noqa: E402
+from twokeys.rag.verdicts import Reliability  # noqa: E402
 from twokeys.server.app import create_app  # noqa: E402
 from twokeys.server.config import ServerConfig  # noqa: E402
 from twokeys.server.service import IndexService  # noqa: E402
@@ -703,3 +709,66 @@ def test_twokeys_serve_takes_collections_by_name() -> None:
         check_collection_name("a/b", "twokeys")
     with pytest.raises(ConfigError, match="the default index's model name"):
         check_collection_name("twokeys", "twokeys")
+
+
+# -- the server's answer options (serve --confidence, --llm-stage, ...) ------------------
+
+
+class JudgingModel(ChatModel):
+    """A chat model that also gives its verdict on the passages: yes, always."""
+
+    verdicts = 0
+
+    def stream(
+        self,
+        prompt: Prompt,
+        *,
+        stop: Sequence[str] = (),
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> Iterator[str]:
+        if not isinstance(prompt, str) and prompt[0].content == VERDICT_SYSTEM:
+            self.verdicts += 1
+            yield "Yes."
+            return
+        yield from super().stream(prompt, stop=stop, max_tokens=max_tokens, temperature=temperature)
+
+
+def test_the_servers_answer_options_reach_the_chat_route_and_ask(
+    built: Path, tmp_path: Path
+) -> None:
+    measured = Reliability("scripted-chat", 30, 10, 10, 30).save(tmp_path / "measured.json")
+    answers = AskOptions(
+        confidence="learned", llm_stages=("verdict",), verdict_calibration=str(measured)
+    )
+    model = JudgingModel("ZX-4821 means the supply voltage is too low [1].")
+    with serve(built, model, answers=answers) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
+        client.chat.completions.create(model="twokeys", messages=[{"role": "user", "content": ZX}])
+        assert model.verdicts == 1  # the chat turn asked the model's verdict
+        (judged,) = httpx.post(f"{url}/ask", json={"question": ZX}).json()["confidence"]
+        assert judged["model_verdict"] is True and judged["probability"] is not None
+        assert judged["verdict_log_ratio"] == pytest.approx(math.log(31 / 11), abs=1e-4)
+        # a request's own options win over the server's
+        body = {"question": ZX, "confidence": "rules", "llm_stages": []}
+        (ruled,) = httpx.post(f"{url}/ask", json=body).json()["confidence"]
+        assert ruled["probability"] is None and ruled["model_verdict"] is None
+        refused = httpx.post(f"{url}/ask", json={"question": ZX, "confidence": "rules"})
+        assert refused.status_code == 400 and "--confidence learned" in refused.json()["detail"]
+    assert model.verdicts == 2
+
+
+def test_serve_refuses_stages_it_cannot_run_before_it_starts(
+    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TWOKEYS_CACHE", str(tmp_path))
+    common = ["serve", "--index", str(built), "--port", "0"]
+    model = ["--llm", "openai:x", "--base-url", "http://127.0.0.1:9/v1"]
+    for args, said in (
+        ([*model, "--confidence", "learned", "--llm-stage", "verdict"], "has no calibration"),
+        ([*model, "--llm-stage", "verdict"], "--confidence learned"),
+        (["--llm-stage", "rerank"], "need a model (--llm)"),
+    ):
+        result = CliRunner().invoke(main, [*common, *args])
+        assert result.exit_code != 0 and said in result.output, (args, result.output)
+        assert "Traceback" not in result.output

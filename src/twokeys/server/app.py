@@ -382,7 +382,7 @@ def create_app(
         if not question.strip():
             raise RequestError(400, "question: is empty")
         check_text("question", question)
-        options = ask_options(body)
+        options = ask_options(body, config.answers)
         check_k("k", options.k, limits.max_k)
         with_context: bool = body.with_context  # type: ignore[attr-defined]
         if body.stream:  # type: ignore[attr-defined]

@@ -63,10 +63,12 @@ def plan_turn(
     llm: LLM | None,
     *,
     chat_context: int,
+    defaults: AskOptions | None = None,
     temperature: float | None = None,
     max_tokens: int | None = None,
 ) -> TurnPlan:
-    """Rewrite the follow-up and fit the conversation (module docstring). A model
+    """Rewrite the follow-up and fit the conversation (module docstring); ``defaults``:
+    the server's answer options, the budget and temperature set per turn. A model
     server that is down, unroutable or hung is found first
     (:meth:`~twokeys.llm.base.LLM.unreachable`: about a second at most, remembered for a
     few) and the turn is answered from the sources at once, naming it."""
@@ -94,7 +96,7 @@ def plan_turn(
                 f"max_tokens: {max_tokens} leaves too little of the {base.total}-token "
                 "context for the sources; ask for fewer",
             ) from None
-    options = AskOptions(budget=base, temperature=temperature or 0.0)
+    options = replace(defaults or AskOptions(), budget=base, temperature=temperature or 0.0)
     return TurnPlan(conversation, followup, options, llm, history)
 
 

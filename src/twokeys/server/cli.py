@@ -13,8 +13,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import click
 
+from twokeys.cli_ask import evidence_options, stage_options
 from twokeys.cliutil import index_option, make_llm, model_options
 from twokeys.errors import ConfigError, MissingExtraError
+from twokeys.rag.ask import AskOptions
+from twokeys.rag.verdicts import for_model
 from twokeys.server.config import (
     HTTP_PORT,
     LOOPBACK,
@@ -225,6 +228,8 @@ def api_key_file_option(help_text: str) -> Callable[[_Command], _Command]:
     help="Serve another index too (repeatable): every route under /collections/NAME/, "
     "and the model NAME under /v1.",
 )
+@evidence_options
+@stage_options
 def serve(
     index_path: Path,
     host: str,
@@ -248,8 +253,15 @@ def serve(
     model_name: str,
     watch_dir: Path | None,
     collection_specs: tuple[str, ...],
+    order_kind: str,
+    confidence_kind: str,
+    llm_stages: tuple[str, ...],
+    verdict_calibration: Path | None,
 ) -> None:
-    """Serve the index over HTTP: /search, /ask, /documents, /v1 (OpenAI), / (a page)."""
+    """Serve the index over HTTP: /search, /ask, /documents, /v1 (OpenAI), / (a page).
+
+    The answer options (--order, --confidence, --llm-stage) are how /ask answers what a
+    request leaves unset, and how the chat route answers."""
     _require("fastapi", "serve")
     _require("uvicorn", "serve")
     _require("prometheus_client", "serve")
@@ -268,7 +280,16 @@ def serve(
         request_timeout_s=request_timeout,
         max_concurrent_per_key=max_concurrent_per_key,
     )
+    answers = AskOptions(
+        order=order_kind,
+        confidence=confidence_kind,
+        llm_stages=tuple(dict.fromkeys(llm_stages)),
+        verdict_calibration=str(verdict_calibration) if verdict_calibration else None,
+    )
+    if llm_stages and not llm_spec:
+        raise ConfigError("--llm-stage: the model's stages need a model (--llm)")
     config = ServerConfig(
+        answers=answers,
         keys=keys,
         limits=limits,
         cors_origins=cors_origins,
@@ -293,6 +314,8 @@ def serve(
         service = IndexService(index_path)
     collections = {name: IndexService(location) for name, location in named}
     llm = make_llm(llm_spec, base_url, timeout)
+    if llm is not None and "verdict" in answers.llm_stages:  # measured, or refused now
+        for_model(llm.name, answers.verdict_calibration)
     app = create_app(service, llm=llm, config=config, collections=collections)
     click.echo(f"twokeys: serving {_label(index_path)} on http://{host}:{port}", err=True)
     for name, location in named:

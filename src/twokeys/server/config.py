@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from twokeys.errors import ConfigError
+from twokeys.rag.ask import AskOptions
 from twokeys.server.keys import WRITE, ApiKey, check_unique
 
 LOOPBACK = "127.0.0.1"  # the default address to bind: nothing beyond this machine reaches it
@@ -53,6 +54,10 @@ class ServerConfig:
     #: tokens a chat turn's whole prompt may take with a model: the conversation (system
     #: text and earlier turns, fitted) plus the sources, the question and the answer
     chat_context: int = 4096
+    #: how /ask (for what a request leaves unset), the chat route and MCP's ask answer:
+    #: the confidence, the packing order and the model's stages (``serve --confidence``,
+    #: ``--order``, ``--llm-stage``, ``--verdict-calibration``)
+    answers: AskOptions = field(default_factory=AskOptions)
 
     def all_keys(self) -> tuple[ApiKey, ...]:
         """``keys``, and ``api_key`` as the read-write key "default"."""

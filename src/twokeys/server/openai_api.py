@@ -393,6 +393,7 @@ def _plan(
         conversation,
         llm,
         chat_context=config.chat_context,
+        defaults=config.answers,
         temperature=body.temperature,
         max_tokens=body.token_limit(),
     )

@@ -129,10 +129,14 @@ AskBody: type[BaseModel] = create_model(
 )
 
 
-def ask_options(body: BaseModel) -> AskOptions:
-    """The :class:`AskOptions` an :data:`AskBody` names."""
-    given = body.model_dump(exclude={"question", "stream", "with_context", "budget"})
-    return AskOptions(budget=Budget.for_total(body.budget), **given)  # type: ignore[attr-defined]
+def ask_options(body: BaseModel, defaults: AskOptions | None = None) -> AskOptions:
+    """The :class:`AskOptions` an :data:`AskBody` names: what it sets over ``defaults``
+    (the server's, :attr:`~twokeys.server.config.ServerConfig.answers`)."""
+    given = body.model_dump(
+        exclude={"question", "stream", "with_context", "budget"}, exclude_unset=True
+    )
+    budget = Budget.for_total(body.budget)  # type: ignore[attr-defined]
+    return dataclasses.replace(defaults or AskOptions(), budget=budget, **given)
 
 
 class DocumentBody(BaseModel):
