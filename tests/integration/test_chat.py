@@ -71,9 +71,11 @@ class ChatModel(LLM):
 
     name = "scripted-chat"
 
-    def __init__(self, *answers: str, rewrite: str = "") -> None:
+    def __init__(self, *answers: str, rewrite: str = "", verdict: str = "") -> None:
         self.answers = list(answers)
         self.rewrite = rewrite  # its answer to a follow-up's rewrite ("": none, the rule's)
+        self.verdict = verdict  # its verdict on the passages (the "verdict" stage)
+        self.verdicts = 0
         self.prompts: list[Prompt] = []
         self.calls: list[dict[str, Any]] = []
 
@@ -87,6 +89,10 @@ class ChatModel(LLM):
     ) -> Iterator[str]:
         if not isinstance(prompt, str) and prompt[0].content == REWRITE_SYSTEM:
             yield self.rewrite
+            return
+        if not isinstance(prompt, str) and prompt[0].content == VERDICT_SYSTEM:
+            self.verdicts += 1
+            yield self.verdict
             return
         self.prompts.append(prompt)
         self.calls.append({"max_tokens": max_tokens, "temperature": temperature})
@@ -714,26 +720,6 @@ def test_twokeys_serve_takes_collections_by_name() -> None:
 # -- the server's answer options (serve --confidence, --llm-stage, ...) ------------------
 
 
-class JudgingModel(ChatModel):
-    """A chat model that also gives its verdict on the passages: yes, always."""
-
-    verdicts = 0
-
-    def stream(
-        self,
-        prompt: Prompt,
-        *,
-        stop: Sequence[str] = (),
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-    ) -> Iterator[str]:
-        if not isinstance(prompt, str) and prompt[0].content == VERDICT_SYSTEM:
-            self.verdicts += 1
-            yield "Yes."
-            return
-        yield from super().stream(prompt, stop=stop, max_tokens=max_tokens, temperature=temperature)
-
-
 def test_the_servers_answer_options_reach_the_chat_route_and_ask(
     built: Path, tmp_path: Path
 ) -> None:
@@ -741,7 +727,7 @@ def test_the_servers_answer_options_reach_the_chat_route_and_ask(
     answers = AskOptions(
         confidence="learned", llm_stages=("verdict",), verdict_calibration=str(measured)
     )
-    model = JudgingModel("ZX-4821 means the supply voltage is too low [1].")
+    model = ChatModel("ZX-4821 means the supply voltage is too low [1].", verdict="Yes.")
     with serve(built, model, answers=answers) as url:
         client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
         client.chat.completions.create(model="twokeys", messages=[{"role": "user", "content": ZX}])
