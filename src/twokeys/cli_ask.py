@@ -78,7 +78,7 @@ def evidence_options(command: _Command) -> _Command:
 
 def stage_options(command: _Command) -> _Command:
     """``--llm-stage`` (repeatable) and ``--verdict-calibration``: the model's optional
-    stages, for ``ask`` and ``eval-answers`` alike."""
+    stages, for ``ask``, ``eval-answers`` and ``serve`` alike."""
     command = click.option(
         "--verdict-calibration",
         type=click.Path(path_type=Path, dir_okay=False),

@@ -32,7 +32,7 @@ from twokeys.llm.base import LLM, Prompt  # noqa: E402
 from twokeys.llm.spec import from_spec  # noqa: E402
 from twokeys.rag.ask import AskOptions  # noqa: E402
 from twokeys.rag.followup import REWRITE_SYSTEM  # noqa: E402
-from twokeys.rag.judge import VERDICT_SYSTEM  # noqa: E402
+from twokeys.rag.judge import SUPPORT_SYSTEM, VERDICT_SYSTEM  # noqa: E402
 from twokeys.rag.verdicts import Reliability  # noqa: E402
 from twokeys.server.app import create_app  # noqa: E402
 from twokeys.server.config import ServerConfig  # noqa: E402
@@ -758,3 +758,17 @@ def test_serve_refuses_stages_it_cannot_run_before_it_starts(
         result = CliRunner().invoke(main, [*common, *args])
         assert result.exit_code != 0 and said in result.output, (args, result.output)
         assert "Traceback" not in result.output
+
+
+def test_ask_takes_the_support_stages_budget_from_the_request(built: Path) -> None:
+    model = ChatModel("ZX-4821 means the supply voltage is too low [1]. It plays music [1].")
+    body = {
+        "question": ZX,
+        "llm_stages": ["support"],
+        "support": {"sentences": 1, "tokens": 6000, "seconds": 60, "chars": 1200},
+    }
+    with serve(built, model) as url:
+        r = httpx.post(f"{url}/ask", json=body)
+    assert r.status_code == 200, r.text
+    asked = [p for p in model.prompts if not isinstance(p, str)]
+    assert sum(p[0].content == SUPPORT_SYSTEM for p in asked) == 1  # its budget: 1 sentence

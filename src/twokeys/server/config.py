@@ -54,7 +54,7 @@ class ServerConfig:
     #: tokens a chat turn's whole prompt may take with a model: the conversation (system
     #: text and earlier turns, fitted) plus the sources, the question and the answer
     chat_context: int = 4096
-    #: how /ask (for what a request leaves unset), the chat route and MCP's ask answer:
+    #: how /ask (for what a request leaves unset) and the chat route answer:
     #: the confidence, the packing order and the model's stages (``serve --confidence``,
     #: ``--order``, ``--llm-stage``, ``--verdict-calibration``)
     answers: AskOptions = field(default_factory=AskOptions)

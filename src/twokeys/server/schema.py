@@ -132,9 +132,11 @@ AskBody: type[BaseModel] = create_model(
 def ask_options(body: BaseModel, defaults: AskOptions | None = None) -> AskOptions:
     """The :class:`AskOptions` an :data:`AskBody` names: what it sets over ``defaults``
     (the server's, :attr:`~twokeys.server.config.ServerConfig.answers`)."""
-    given = body.model_dump(
-        exclude={"question", "stream", "with_context", "budget"}, exclude_unset=True
-    )
+    given: dict[str, Any] = {  # validated values (a dump makes the support budget a dict)
+        name: tuple(value) if isinstance(value, list) else value
+        for name in body.model_fields_set - {"question", "stream", "with_context", "budget"}
+        for value in [getattr(body, name)]
+    }
     budget = Budget.for_total(body.budget)  # type: ignore[attr-defined]
     return dataclasses.replace(defaults or AskOptions(), budget=budget, **given)
 
