@@ -15,7 +15,8 @@ asks the model :func:`twokeys.rag.judge.verdict` about each question's first hyb
   a good question, abstain on the others) at its operating point, without the verdict and
   with it weighed by that reliability, and the verdict's own agreement with the label.
 
-Slow with a local model on a CPU (about 2 s a question with Gemma 3 270M on two cores).
+Slow with a local model on a CPU: with Gemma 3 270M on two cores about 2 s a support KB
+question and 5-10 s a documentation one (longer passages).
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
 from benchmarks.answers_context import collections
 from benchmarks.train_confidence import KB, SUPPORT_KB, Row, index_path, rows_of
 from twokeys import open_index
+from twokeys.engine import Index
 from twokeys.evaluation.answers import QAItem, load_qa
 from twokeys.llm.spec import from_spec
 from twokeys.rag.confidence import shipped
@@ -43,16 +46,17 @@ def verdicts(out: Path, rows: Sequence[Row], llm_spec: str, base_url: str | None
     """The model's reply about each row's question (1 yes, 0 no, 0.5 neither)."""
     llm = from_spec(llm_spec, base_url=base_url)
     said: list[float] = []
-    try:
-        for name in dict.fromkeys(r.collection for r in rows):
-            with open_index(index_path(out, name, False)) as index:
-                for r in (r for r in rows if r.collection == name):
-                    hits = index.search(r.item.question, mode="hybrid", k=K)
-                    said.append(verdict(llm, r.item.question, [h.text for h in hits]))
-                    if len(said) % 20 == 0:
-                        print(f"verdicts: {len(said)}/{len(rows)}", file=sys.stderr, flush=True)
-    finally:
-        llm.close()
+    with ExitStack() as stack:
+        stack.callback(llm.close)
+        indexes: dict[str, Index] = {}
+        for r in rows:  # in the order given
+            if r.collection not in indexes:
+                path = index_path(out, r.collection, False)
+                indexes[r.collection] = stack.enter_context(open_index(path))
+            hits = indexes[r.collection].search(r.item.question, mode="hybrid", k=K)
+            said.append(verdict(llm, r.item.question, [h.text for h in hits]))
+            if len(said) % 20 == 0:
+                print(f"verdicts: {len(said)}/{len(rows)}", file=sys.stderr, flush=True)
     return said
 
 
