@@ -6,6 +6,7 @@ checks (a real uvicorn on 127.0.0.1), where a read-only key cannot call it."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -156,4 +157,30 @@ def test_http_transport_checks_host_origin_and_roles(kb: Path) -> None:
             assert index.backend.all_documents() == before
         names, written = anyio.run(session, WRITER)
         assert data(written)["added"] == 1
+    service.close()
+
+
+def test_the_ask_tool_answers_with_the_servers_answer_options(kb: Path, tmp_path: Path) -> None:
+    # mcp --confidence learned --llm-stage verdict: the model's verdict is asked and
+    # weighed by its measured reliability (a scripted model that says no to everything)
+    from conftest import ScriptedLLM
+    from twokeys.rag.ask import AskOptions
+    from twokeys.rag.verdicts import Reliability
+
+    measured = Reliability("scripted", 30, 10, 10, 30).save(tmp_path / "measured.json")
+    answers = AskOptions(
+        confidence="learned", llm_stages=("verdict",), verdict_calibration=str(measured)
+    )
+    service = IndexService(kb)
+    llm = ScriptedLLM("No.")
+
+    async def main() -> None:
+        async with Client(create_mcp(service, llm=llm, answers=answers)) as client:
+            answer = data(await client.call_tool("ask", {"question": ZX, "mode": "bm25"}))
+            (judged,) = answer["confidence"]
+            assert judged["model_verdict"] is False
+            assert judged["verdict_log_ratio"] == pytest.approx(math.log(11 / 31), abs=1e-4)
+            assert "the model said no" in judged["reason"]
+
+    anyio.run(main)
     service.close()

@@ -16,6 +16,7 @@ import click
 from twokeys.cli_ask import evidence_options, stage_options
 from twokeys.cliutil import index_option, make_llm, model_options
 from twokeys.errors import ConfigError, MissingExtraError
+from twokeys.llm.base import LLM
 from twokeys.rag.ask import AskOptions
 from twokeys.rag.verdicts import for_model
 from twokeys.server.config import (
@@ -280,14 +281,9 @@ def serve(
         request_timeout_s=request_timeout,
         max_concurrent_per_key=max_concurrent_per_key,
     )
-    answers = AskOptions(
-        order=order_kind,
-        confidence=confidence_kind,
-        llm_stages=tuple(dict.fromkeys(llm_stages)),
-        verdict_calibration=str(verdict_calibration) if verdict_calibration else None,
+    answers = answer_options(
+        order_kind, confidence_kind, llm_stages, verdict_calibration, bool(llm_spec)
     )
-    if llm_stages and not llm_spec:
-        raise ConfigError("--llm-stage: the model's stages need a model (--llm)")
     config = ServerConfig(
         answers=answers,
         keys=keys,
@@ -314,8 +310,7 @@ def serve(
         service = IndexService(index_path)
     collections = {name: IndexService(location) for name, location in named}
     llm = make_llm(llm_spec, base_url, timeout)
-    if llm is not None and "verdict" in answers.llm_stages:  # measured, or refused now
-        for_model(llm.name, answers.verdict_calibration)
+    check_measured(llm, answers)
     app = create_app(service, llm=llm, config=config, collections=collections)
     click.echo(f"twokeys: serving {_label(index_path)} on http://{host}:{port}", err=True)
     for name, location in named:
@@ -364,6 +359,8 @@ def serve(
     help="HTTP: a Host name answered besides loopback names and IP addresses.",
 )
 @model_options
+@evidence_options
+@stage_options
 def mcp(
     index_path: Path,
     transport: str,
@@ -376,9 +373,15 @@ def mcp(
     llm_spec: str | None,
     base_url: str | None,
     timeout: float,
+    order_kind: str,
+    confidence_kind: str,
+    llm_stages: tuple[str, ...],
+    verdict_calibration: Path | None,
 ) -> None:
     """Serve the index to MCP clients: tools search, ask, get_document (and put_document
-    with --allow-write); documents as resources."""
+    with --allow-write); documents as resources.
+
+    The answer options (--order, --confidence, --llm-stage) are how the ask tool answers."""
     _require("mcp", "mcp")
     from twokeys.server.mcp_server import create_mcp
     from twokeys.server.service import IndexService
@@ -394,9 +397,13 @@ def mcp(
     if transport == "stdio" and keys:
         raise ConfigError("--api-key-file: stdio has no key (the client launches the server)")
     writable = allow_write or any(k.can_write for k in keys)
+    answers = answer_options(
+        order_kind, confidence_kind, llm_stages, verdict_calibration, bool(llm_spec)
+    )
     service = IndexService(index_path)
     llm = make_llm(llm_spec, base_url, timeout)
-    server = create_mcp(service, llm=llm, allow_write=writable)
+    check_measured(llm, answers)
+    server = create_mcp(service, llm=llm, allow_write=writable, answers=answers)
     try:
         if transport == "stdio":
             server.run("stdio")
@@ -418,6 +425,32 @@ def mcp(
         if llm is not None:
             llm.close()
         service.close()
+
+
+def answer_options(
+    order: str,
+    confidence: str,
+    llm_stages: tuple[str, ...],
+    verdict_calibration: Path | None,
+    has_model: bool,
+) -> AskOptions:
+    """The server's answer options from ``ask``'s flags (``serve``, ``mcp``); stages
+    without a model are refused, as is the verdict without the learned confidence."""
+    if llm_stages and not has_model:
+        raise ConfigError("--llm-stage: the model's stages need a model (--llm)")
+    return AskOptions(
+        order=order,
+        confidence=confidence,
+        llm_stages=tuple(dict.fromkeys(llm_stages)),
+        verdict_calibration=str(verdict_calibration) if verdict_calibration else None,
+    )
+
+
+def check_measured(llm: LLM | None, answers: AskOptions) -> None:
+    """With the verdict stage, the model's calibration is read now: a model never
+    measured stops the server before it listens (:func:`twokeys.rag.verdicts.for_model`)."""
+    if llm is not None and "verdict" in answers.llm_stages:
+        for_model(llm.name, answers.verdict_calibration)
 
 
 def _label(location: Path | str) -> str:

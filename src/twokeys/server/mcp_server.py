@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
@@ -87,8 +88,10 @@ def create_mcp(
     llm: LLM | None = None,
     limits: Limits | None = None,
     allow_write: bool = False,
+    answers: AskOptions | None = None,
 ) -> MCPServer:
-    """An MCP server over ``service``'s index (see the module docstring)."""
+    """An MCP server over ``service``'s index (see the module docstring); ``answers``: how
+    the ask tool answers (its ``mode`` is the tool's argument)."""
     limits = limits or Limits()
     with service.reader() as index:
         name = f"twokeys ({index.manifest.counts.get('documents', 0)} documents)"
@@ -148,7 +151,8 @@ def create_mcp(
         guard(limits.check_text, "question", question)
         try:
             with service.reader() as index:
-                answer = ask_index(index, question, llm=llm, options=AskOptions(mode=mode))
+                options = replace(answers or AskOptions(), mode=mode)
+                answer = ask_index(index, question, llm=llm, options=options)
         except TwokeysError as exc:
             raise ToolError(str(exc)) from None
         return answer.to_dict()
