@@ -392,3 +392,77 @@ def test_eval_answers_measures_the_verdict_stage_on_other_questions(
     assert plain["system"] == weighed["system"] == "twokeys+openai:stub-model"
     assert weighed["abstention"] > plain["abstention"] + 0.2
     assert weighed["false_abstention"] <= 0.1
+
+
+class BaseModelServer(ChatServer):
+    """A llama.cpp-like server of a base model: ``/props`` says it has no chat template,
+    ``/v1/completions`` continues a prompt (scripted by the prompt's text); the chat
+    route answers 404 and records being asked."""
+
+    def __init__(self, continue_: Callable[[str], str]) -> None:
+        self.prompts: list[str] = []
+        self.chat_asked = 0
+        super().__init__(lambda system, user: "")
+        server = self
+        handler = self.httpd.RequestHandlerClass
+
+        def do_get(h: BaseHTTPRequestHandler) -> None:
+            if h.path != "/props":
+                h.send_error(404)
+                return
+            _reply(h, "application/json", json.dumps({"chat_template": ""}).encode())
+
+        def do_post(h: BaseHTTPRequestHandler) -> None:
+            body = json.loads(h.rfile.read(int(h.headers["content-length"])))
+            if h.path != "/v1/completions":  # the chat route; /tokenize (not offered)
+                server.chat_asked += h.path == "/v1/chat/completions"
+                h.send_error(404)
+                return
+            server.prompts.append(body["prompt"])
+            choice = {"index": 0, "text": continue_(body["prompt"])}
+            if body.get("stream"):
+                data = f"data: {json.dumps({'choices': [choice]})}\n\ndata: [DONE]\n\n"
+                _reply(h, "text/event-stream", data.encode())
+            else:
+                _reply(h, "application/json", json.dumps({"choices": [choice]}).encode())
+
+        handler.do_GET = do_get  # type: ignore[attr-defined]
+        handler.do_POST = do_post  # type: ignore[attr-defined]
+
+
+def _reply(h: BaseHTTPRequestHandler, kind: str, data: bytes) -> None:
+    h.send_response(200)
+    h.send_header("content-type", kind)
+    h.send_header("content-length", str(len(data)))
+    h.end_headers()
+    h.wfile.write(data)
+
+
+def test_a_base_model_behind_a_server_gets_completion_prompts_from_its_first_call(
+    support_kb_bm25: Path,
+) -> None:
+    # the follow-up's rewrite and the split run before the answer's prompt style is
+    # chosen: the server is asked whether the model has a chat template before them
+    def continue_(prompt: str) -> str:
+        if prompt.startswith(REWRITE_SYSTEM):
+            return "how many days to ask for a refund after a change of mind\n"
+        if prompt.startswith("Split the request"):
+            return "how many days to ask for a refund after a change of mind\n"
+        return " You have 14 days [1]."
+
+    earlier = ("--earlier", "What is the refund policy for a change of mind?")
+    with BaseModelServer(continue_) as server:
+        result, data = ask(
+            support_kb_bm25,
+            server.url,
+            "and how many days do I have?",
+            *earlier,
+            "--llm-stage",
+            "rewrite",
+        )
+    assert result.exit_code == 0, result.output
+    assert server.chat_asked == 0  # never sent chat messages
+    assert data["followup"]["how"] == "llm"
+    assert server.prompts[0].startswith(REWRITE_SYSTEM)
+    assert server.prompts[1].startswith("Split the request")
+    assert data["kind"] == "generated"

@@ -96,7 +96,7 @@ def decompose_with_llm(
         "line, with no numbering and no other text. Repeat the subject in each query. If it "
         "asks only one thing, write it unchanged on one line."
     )
-    if llm.chat:
+    if llm.detect_chat():  # a server is asked once, before the model's first prompt
         answer = llm.complete(
             [Message("system", instruction), Message("user", prompt.strip())],
             max_tokens=max_tokens,

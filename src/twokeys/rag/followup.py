@@ -135,7 +135,7 @@ def rewrite_with_llm(conversation: Conversation, llm: LLM) -> str:
     lines = [f"{t.role}: {_short(t.text)}" for t in turns]
     lines.append(f"user (last message): {_short(conversation.question)}")
     text = "\n".join(lines)
-    if llm.chat:
+    if llm.detect_chat():  # a server is asked once, before the model's first prompt
         asked = f"Conversation:\n{text}\n\nStandalone search query:"
         answer = llm.complete(
             [Message("system", REWRITE_SYSTEM), Message("user", asked)], max_tokens=64

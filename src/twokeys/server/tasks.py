@@ -92,7 +92,7 @@ def answer(task: BackgroundTask, index: Index, llm: LLM | None) -> tuple[dict[st
 
 def _from_model(task: BackgroundTask, llm: LLM) -> dict[str, Any] | None:
     try:
-        if llm.chat:
+        if llm.detect_chat():  # a server is asked once, before the model's first prompt
             text = llm.complete([Message("user", task.prompt)], max_tokens=TASK_MAX_TOKENS)
         else:
             text = llm.complete(task.prompt, max_tokens=TASK_MAX_TOKENS, stop=("\n\n",))
