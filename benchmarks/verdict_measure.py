@@ -78,14 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     dev = [r for r in rows if r.item.split == "dev"]
     said_train = verdicts(args.out, train, args.llm, args.base_url)
-    counts = {"good_yes": 0, "good_no": 0, "bad_yes": 0, "bad_no": 0, "unread": 0}
-    for r, s in zip(train, said_train, strict=True):  # as calibrate-verdict counts
-        if s in (0.0, 1.0):
-            counts[f"{'good' if r.good else 'bad'}_{'yes' if s else 'no'}"] += 1
-        else:
-            counts["unread"] += 1
-    measured = Reliability(
-        args.llm, **counts, trained_on=f"train: {len(train)} questions ({', '.join(names)})"
+    measured = Reliability.of(
+        args.llm,
+        [(r.good, s) for r, s in zip(train, said_train, strict=True)],
+        f"train: {len(train)} questions ({', '.join(names)})",
     )
     said_dev = verdicts(args.out, dev, args.llm, args.base_url)
     model = shipped()

@@ -60,3 +60,8 @@ def test_ask_finds_a_model_calibration_in_the_cache_or_says_how_to_make_one(
     assert for_model("ollama:qwen2.5:7b").bad_no == 4
     with pytest.raises(ConfigError, match="calibrates ollama:qwen2.5:7b, not local"):
         for_model("local", where)
+
+
+def test_replies_are_counted_by_kind_and_anything_else_is_unread() -> None:
+    replies = [(True, 1.0), (True, 1.0), (True, 0.0), (False, 0.0), (False, NOT_ASKED)]
+    assert Reliability.of("m", replies, "five") == Reliability("m", 2, 1, 0, 1, 1, "five")

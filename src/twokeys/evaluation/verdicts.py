@@ -64,18 +64,15 @@ def calibrate(
             f"calibrate-verdict: {good} questions good to answer and {len(labelled) - good} "
             f"not (unanswerable, or the gold fact not in the context); need {MIN_EACH} of each"
         )
-    counts = {"good_yes": 0, "good_no": 0, "bad_yes": 0, "bad_no": 0, "unread": 0}
+    replies = []
     for n, x in enumerate(labelled, 1):
-        said = verdict(llm, x.item.question, x.texts)
-        if said in (0.0, 1.0):
-            counts[f"{'good' if x.good else 'bad'}_{'yes' if said else 'no'}"] += 1
-        else:
-            counts["unread"] += 1
+        replies.append((x.good, verdict(llm, x.item.question, x.texts)))
         if progress is not None:
             progress(n, len(labelled))
-    if counts["unread"] == len(labelled):
+    found = Reliability.of(llm.name, replies, trained_on)
+    if found.unread == len(labelled):
         raise ConfigError(
             f"calibrate-verdict: {llm.name} answered none of the {len(labelled)} questions "
             "with yes or no (or could not be reached); nothing measured"
         )
-    return Reliability(llm.name, **counts, trained_on=trained_on)
+    return found

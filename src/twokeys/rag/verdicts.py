@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -49,6 +50,20 @@ class Reliability:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConfigError(f"{name}: expected a count >= 0, got {value!r}")
+
+    @classmethod
+    def of(
+        cls, model: str, replies: Iterable[tuple[bool, float]], trained_on: str = ""
+    ) -> Reliability:
+        """The counts of ``replies``: (good to answer, what the model said: 1.0 yes, 0.0
+        no, anything else unread)."""
+        counts = dict.fromkeys(_COUNTS, 0)
+        for good, said in replies:
+            if said in (0.0, 1.0):
+                counts[f"{'good' if good else 'bad'}_{'yes' if said else 'no'}"] += 1
+            else:
+                counts["unread"] += 1
+        return cls(model, **counts, trained_on=trained_on)
 
     @property
     def good(self) -> int:
