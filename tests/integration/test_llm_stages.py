@@ -6,6 +6,7 @@ with a scripted reply and records what it was asked."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import shlex
@@ -237,8 +238,17 @@ def reader_of_facts(system: str, user: str) -> str:
         return ANSWER
     question = user.split("Question: ", 1)[1].split("\n\nPassages:", 1)[0]
     passages = user.split("Passages:", 1)[1]
-    facts = [g.fact for i in load_qa(QA) if i.question == question for g in i.gold]
+    facts = _gold_facts().get(question, [])
     return "Yes." if any(holds(passages, f) for f in facts) else "No."
+
+
+@functools.cache
+def _gold_facts() -> dict[str, list[str]]:
+    """Each support KB question's gold facts (the file read once)."""
+    facts: dict[str, list[str]] = {}
+    for item in load_qa(QA):
+        facts.setdefault(item.question, []).extend(g.fact for g in item.gold)
+    return facts
 
 
 def calibrate(kb: Path, url: str, *args: str, qa: Path = QA) -> Result:
