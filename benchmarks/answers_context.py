@@ -75,7 +75,14 @@ from benchmarks.answer_corpora import HELD_OUT
 from twokeys import IndexOptions, build_index, open_index
 from twokeys.chunking import ChunkerConfig
 from twokeys.engine import Index
-from twokeys.evaluation.answers import Piece, QAItem, context_recall, holds, load_qa
+from twokeys.evaluation.answers import (
+    Piece,
+    QAItem,
+    context_recall,
+    holds,
+    load_qa,
+    pieces_of,
+)
 from twokeys.filters import Filter
 from twokeys.rag.evidence import idf_held
 from twokeys.rag.packing import (
@@ -181,11 +188,6 @@ def pack_context(
     )
 
 
-def pieces_of(context: PackedContext) -> list[Piece]:
-    """The blocks of ``context`` as the pieces context recall reads (label included)."""
-    return [Piece(b.path, b.render()) for b in context.blocks]
-
-
 def pack_pieces(
     question: str,
     hits: Sequence[Hit],
@@ -194,7 +196,7 @@ def pack_pieces(
     excerpts: bool = False,
 ) -> list[Piece]:
     """:func:`pack_context`'s blocks as pieces."""
-    return pieces_of(pack_context(question, hits, budget, held, excerpts))
+    return list(pieces_of(pack_context(question, hits, budget, held, excerpts)))
 
 
 def topk_skip_pieces(hits: Sequence[Hit], budget: int) -> list[Piece]:

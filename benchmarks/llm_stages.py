@@ -45,7 +45,7 @@ from benchmarks.answers_context import collections, index_of, questions
 from benchmarks.followups import SUPPORT_KB, _conversation, conversations, index_for, recall
 from twokeys import open_index
 from twokeys.engine import Index
-from twokeys.evaluation.answers import Piece, QAItem, context_recall, holds
+from twokeys.evaluation.answers import QAItem, context_recall, holds, pieces_of
 from twokeys.llm import LLM, from_spec
 from twokeys.rag.ask import AskOptions, Plan, prepare
 from twokeys.rag.followup import standalone_query
@@ -168,8 +168,7 @@ def rerank_stage(llm: LLM, limit: int | None = None) -> dict[str, Any]:
 
 
 def _holds(item: QAItem, plan: Plan) -> bool:
-    pieces = [Piece(b.path, b.render()) for b in plan.context.blocks]
-    return context_recall(item.gold, pieces) > 0
+    return context_recall(item.gold, pieces_of(plan.context)) > 0
 
 
 def _first_gold(item: QAItem, plan: Plan) -> int:

@@ -41,12 +41,11 @@ from benchmarks.answers_context import (
     collections,
     index_of,
     pack_context,
-    pieces_of,
     questions,
     topk_pieces,
 )
 from twokeys import open_index
-from twokeys.evaluation.answers import context_recall
+from twokeys.evaluation.answers import context_recall, pieces_of
 from twokeys.rag import confidence
 from twokeys.rag.evidence import idf_held
 from twokeys.types import Hit

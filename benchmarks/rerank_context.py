@@ -63,14 +63,13 @@ from benchmarks.answers_context import (
     index_of,
     pack_context,
     pack_pieces,
-    pieces_of,
     questions,
     topk_pieces,
 )
 from benchmarks.train_confidence import KB, index_path, items_of
 from twokeys import open_index
 from twokeys.engine import Index
-from twokeys.evaluation.answers import GoldFact, QAItem, context_recall, holds
+from twokeys.evaluation.answers import GoldFact, QAItem, context_recall, holds, pieces_of
 from twokeys.rag.evidence import idf_held
 from twokeys.rag.packing import PackedContext
 from twokeys.rag.rerank_context import NAMES, WEIGHTS, Model, features, shipped_model

@@ -56,7 +56,7 @@ from twokeys.errors import ConfigError
 from twokeys.evaluation.naive_pipeline import NaivePipeline
 from twokeys.llm.base import LLM
 from twokeys.rag.ask import AskOptions, ask, retrieval_depth
-from twokeys.rag.packing import SEPARATOR, Budget
+from twokeys.rag.packing import SEPARATOR, Budget, PackedContext
 from twokeys.text.tokens import approx_token_counter
 
 KINDS = ("identifier", "paraphrase", "multi-part", "unanswerable")
@@ -90,6 +90,12 @@ class Piece:
 
     path: str
     text: str
+
+
+def pieces_of(context: PackedContext) -> tuple[Piece, ...]:
+    """The blocks of ``context`` as the pieces context recall reads: each as the model
+    reads it, its label included."""
+    return tuple(Piece(b.path, b.render()) for b in context.blocks)
 
 
 @dataclass(frozen=True)
@@ -327,8 +333,7 @@ def _tokens(text: str) -> int:
 
 def run_twokeys(index: Index, item: QAItem, options: AskOptions, llm: LLM | None = None) -> Outcome:
     answer = ask(index, item.question, options=options, llm=llm)
-    blocks = answer.context.blocks
-    pieces = tuple(Piece(b.path, b.render()) for b in blocks)  # as the model reads it
+    pieces = pieces_of(answer.context)
     cited = tuple(n - 1 for n in answer.cited)
     verdicts = answer.plan.confidence
     probabilities = [c.probability for c in verdicts if c.probability is not None]

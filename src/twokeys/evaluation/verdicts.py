@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from twokeys.engine import Index
 from twokeys.errors import ConfigError
-from twokeys.evaluation.answers import Piece, QAItem, context_recall
+from twokeys.evaluation.answers import QAItem, context_recall, pieces_of
 from twokeys.llm.base import LLM
 from twokeys.rag.ask import AskOptions, prepare
 from twokeys.rag.judge import verdict
@@ -37,8 +37,7 @@ def label(index: Index, item: QAItem, options: AskOptions) -> Labelled:
     question as one part), with the first hits the verdict reads."""
     whole = replace(options, decompose="none", abstain=False, llm_stages=(), confidence="rules")
     plan = prepare(index, item.question, options=whole)
-    pieces = [Piece(b.path, b.render()) for b in plan.context.blocks]
-    good = item.answerable and context_recall(item.gold, pieces) > 0
+    good = item.answerable and context_recall(item.gold, pieces_of(plan.context)) > 0
     where = {"filters": list(options.filters)} if options.filters else {}
     hits = index.search(item.question, mode=options.mode, k=options.k, **where)
     return Labelled(item, good, tuple(h.text for h in hits))
