@@ -81,7 +81,7 @@ def stage_options(command: _Command) -> _Command:
     stages, for ``ask``, ``eval-answers`` and ``serve`` alike."""
     command = click.option(
         "--verdict-calibration",
-        type=click.Path(path_type=Path, dir_okay=False),
+        type=click.Path(dir_okay=False),
         default=None,
         help="--llm-stage verdict: the model's measured reliability, written by "
         "'twokeys calibrate-verdict' [default: the one it keeps for the model in the cache].",
@@ -183,7 +183,7 @@ def ask(
     order_kind: str,
     confidence_kind: str,
     llm_stages: tuple[str, ...],
-    verdict_calibration: Path | None,
+    verdict_calibration: str | None,
     earlier: tuple[str, ...],
     support_sentences: int,
     support_tokens: int,
@@ -205,9 +205,9 @@ def ask(
         strict=strict,
         order=order_kind,
         confidence=confidence_kind,
-        llm_stages=tuple(dict.fromkeys(llm_stages)),
+        llm_stages=llm_stages,
         support=SupportBudget(support_sentences, support_tokens, support_seconds),
-        verdict_calibration=str(verdict_calibration) if verdict_calibration else None,
+        verdict_calibration=verdict_calibration,
     )
     conversation = (
         Conversation(question, tuple(Turn("user", q) for q in earlier if q.strip()))

@@ -89,7 +89,7 @@ def eval_answers(
     order_kind: str,
     confidence_kind: str,
     llm_stages: tuple[str, ...],
-    verdict_calibration: Path | None,
+    verdict_calibration: str | None,
     html_path: Path | None,
     recall_budgets: tuple[int, ...],
     as_json: bool,
@@ -102,8 +102,8 @@ def eval_answers(
             mode=mode,
             order=order_kind,
             confidence=confidence_kind,
-            llm_stages=tuple(dict.fromkeys(llm_stages)),
-            verdict_calibration=str(verdict_calibration) if verdict_calibration else None,
+            llm_stages=llm_stages,
+            verdict_calibration=verdict_calibration,
         )
         with open_index(index_path) as kb:
             result = evaluate_answers(kb, items, budget=budget, options=options, llm=llm, docs=docs)

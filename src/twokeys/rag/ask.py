@@ -104,6 +104,7 @@ class AskOptions:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "filters", tuple(str(f) for f in self.filters))
+        object.__setattr__(self, "llm_stages", tuple(dict.fromkeys(self.llm_stages)))  # once each
         parse_filters(self.filters)  # a bad filter is named now, not at the first search
         choices = {
             "mode": MODES,

@@ -131,8 +131,8 @@ def default_path(model: str) -> Path:
 def for_model(model: str, path: str | Path | None = None) -> Reliability:
     """The calibration of ``model``: the one at ``path``, else at :func:`default_path`; a
     model never calibrated is a :class:`~twokeys.errors.ConfigError` saying how to."""
-    where = Path(path) if path is not None else default_path(model)
-    if path is None and not where.is_file():
+    where = Path(path) if path else default_path(model)
+    if not path and not where.is_file():
         raise ConfigError(
             f"verdict: {model} has no calibration ({where}); measure it first with "
             f"'twokeys calibrate-verdict QA.jsonl --index INDEX --llm {model}', or give "

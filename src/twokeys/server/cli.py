@@ -257,7 +257,7 @@ def serve(
     order_kind: str,
     confidence_kind: str,
     llm_stages: tuple[str, ...],
-    verdict_calibration: Path | None,
+    verdict_calibration: str | None,
 ) -> None:
     """Serve the index over HTTP: /search, /ask, /documents, /v1 (OpenAI), / (a page).
 
@@ -376,7 +376,7 @@ def mcp(
     order_kind: str,
     confidence_kind: str,
     llm_stages: tuple[str, ...],
-    verdict_calibration: Path | None,
+    verdict_calibration: str | None,
 ) -> None:
     """Serve the index to MCP clients: tools search, ask, get_document (and put_document
     with --allow-write); documents as resources.
@@ -431,7 +431,7 @@ def answer_options(
     order: str,
     confidence: str,
     llm_stages: tuple[str, ...],
-    verdict_calibration: Path | None,
+    verdict_calibration: str | None,
     has_model: bool,
 ) -> AskOptions:
     """The server's answer options from ``ask``'s flags (``serve``, ``mcp``); stages
@@ -441,8 +441,8 @@ def answer_options(
     return AskOptions(
         order=order,
         confidence=confidence,
-        llm_stages=tuple(dict.fromkeys(llm_stages)),
-        verdict_calibration=str(verdict_calibration) if verdict_calibration else None,
+        llm_stages=llm_stages,
+        verdict_calibration=verdict_calibration,
     )
 
 
