@@ -55,7 +55,7 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -336,8 +336,6 @@ def kb_train(count: int, seed: int = SEED) -> list[QAItem]:
 
 def reader_questions(name: str) -> list[QAItem]:
     """Every question (all splits) of a reader-training collection's files."""
-    from dataclasses import replace
-
     return [replace(i, id=f"{qa.stem}:{i.id}") for qa in question_files(name) for i in load_qa(qa)]
 
 
